@@ -1,0 +1,159 @@
+/**
+ * The one place that reads the environment. `loadConfig` parses every variable once, reports every
+ * problem in one message naming the variables, and returns a frozen, nested, typed object.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseDotenv } from 'dotenv';
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+
+/** Placeholder values shipped in `.env.example`; startup warns while they are in use. */
+export const PLACEHOLDERS = {
+  secretKey: 'change-me-to-a-long-random-string',
+  adminPassword: 'admin123456',
+} as const;
+
+export const DEFAULT_INDICES = ['^GSPC', '^DJI', '^IXIC', '^FTSE', '^GDAXI', '^N225', '^HSI', '000001.SS', '000300.SS', '^STOXX50E'];
+
+const int = (min: number, max: number) => z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', '']).transform((v) => v === 'true' || v === '1' || v === 'yes');
+const csv = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
+
+/** Every variable, its default and its check. Empty strings count as unset. */
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: int(0, 65535).default(8000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  BODY_LIMIT_BYTES: int(1, 10 * 1024 * 1024).default(16 * 1024),
+
+  DATABASE_URL: z
+    .string()
+    .default('sqlite:./data/mds.sqlite')
+    .refine((v) => /^sqlite:.+/.test(v) || /^postgres(ql)?:\/\/.+/.test(v), 'must be sqlite:<path> or postgres://user:pass@host:port/db'),
+
+  CACHE_HOST: z.string().min(1).default('127.0.0.1'),
+  CACHE_PORT: int(1, 65535).default(6379),
+  CACHE_DB: int(0, 15).default(0),
+  CACHE_PASSWORD: z.string().default(''),
+  CACHE_URL: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || /^rediss?:\/\/.+/.test(v), 'must be redis://[:password@]host[:port][/db]'),
+  CACHE_TTL_SECONDS: int(1, 86_400).default(60),
+  CACHE_MEMORY_MAX_ENTRIES: int(1, 1_000_000).default(1000),
+  CACHE_STALE_IF_ERROR_SECONDS: int(0, 86_400).default(0),
+
+  SECRET_KEY: z.string().optional(),
+  ACCESS_TOKEN_EXPIRE_MINUTES: int(1, 525_600).default(10080),
+  API_KEYS: csv.default([]),
+  DEFAULT_ADMIN_USERNAME: z.string().min(1).max(64).default('admin'),
+  DEFAULT_ADMIN_PASSWORD: z.string().min(1).default(PLACEHOLDERS.adminPassword),
+  BCRYPT_ROUNDS: int(4, 15).default(12),
+  LOGIN_MAX_FAILURES: int(1, 1000).default(5),
+  LOGIN_BLOCK_SECONDS: int(1, 86_400).default(300),
+
+  MARKET_DATA_PROVIDER: z.enum(['simulated', 'yahoo']).default('simulated'),
+  MARKET_DATA_BASE_URL: z.url({ error: 'must be an http(s) URL' }).default('https://query1.finance.yahoo.com'),
+  MARKET_INDICES: csv.default(DEFAULT_INDICES),
+  MARKET_DATA_TIMEOUT_MS: int(100, 60_000).default(5000),
+  REFRESH_INTERVAL_SECONDS: int(0, 86_400).default(30),
+  TRUST_PROXY: bool.default(false),
+});
+
+export type Env = Record<string, string | undefined>;
+
+function readEnvFile(env: Env, cwd: string): Env {
+  const file = env.ENV_FILE && env.ENV_FILE.length > 0 ? env.ENV_FILE : '.env';
+  const path = resolve(cwd, file);
+  if (!existsSync(path)) {
+    if (env.ENV_FILE) throw new ConfigError(`ENV_FILE: ${path} does not exist`);
+    return {};
+  }
+  return parseDotenv(readFileSync(path));
+}
+
+function redisFromParts(v: z.infer<typeof schema>) {
+  if (v.CACHE_URL) {
+    const url = new URL(v.CACHE_URL);
+    const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : v.CACHE_DB;
+    return {
+      host: url.hostname || v.CACHE_HOST,
+      port: url.port ? Number(url.port) : 6379,
+      db: Number.isInteger(db) ? db : v.CACHE_DB,
+      password: url.password ? decodeURIComponent(url.password) : v.CACHE_PASSWORD,
+      username: url.username ? decodeURIComponent(url.username) : undefined,
+      tls: url.protocol === 'rediss:',
+    };
+  }
+  return { host: v.CACHE_HOST, port: v.CACHE_PORT, db: v.CACHE_DB, password: v.CACHE_PASSWORD, username: undefined, tls: false };
+}
+
+/**
+ * Reads configuration from `env` (the process environment by default) over the env file
+ * (ENV_FILE, default `.env` in `cwd`). Real environment variables win over the file.
+ * Throws `ConfigError` naming every invalid variable.
+ */
+export function loadConfig(env: Env = process.env, options: { cwd?: string; readFile?: boolean } = {}) {
+  const fromFile = options.readFile === false ? {} : readEnvFile(env, options.cwd ?? process.cwd());
+  const merged: Env = { ...fromFile };
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) merged[k] = v;
+  const input: Env = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = merged[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  if (merged.CACHE_PASSWORD !== undefined) input.CACHE_PASSWORD = merged.CACHE_PASSWORD;
+
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}=${JSON.stringify(input[String(i.path[0])] ?? '')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration: ${lines.join('; ')}`);
+  }
+  const v = parsed.data;
+  if (v.NODE_ENV === 'production' && !v.SECRET_KEY) {
+    throw new ConfigError('Invalid configuration: SECRET_KEY must be set when NODE_ENV=production (a long random string)');
+  }
+
+  const config = {
+    env: v.NODE_ENV,
+    server: { host: v.HOST, port: v.PORT, bodyLimitBytes: v.BODY_LIMIT_BYTES, trustProxy: v.TRUST_PROXY },
+    log: { level: v.LOG_LEVEL },
+    database: { url: v.DATABASE_URL },
+    cache: {
+      redis: redisFromParts(v),
+      ttlMs: v.CACHE_TTL_SECONDS * 1000,
+      memoryMaxEntries: v.CACHE_MEMORY_MAX_ENTRIES,
+      staleIfErrorMs: v.CACHE_STALE_IF_ERROR_SECONDS * 1000,
+    },
+    auth: {
+      /** Undefined when SECRET_KEY is unset: a random per-process key is generated at startup. */
+      secretKey: v.SECRET_KEY,
+      tokenTtlMs: v.ACCESS_TOKEN_EXPIRE_MINUTES * 60_000,
+      apiKeys: v.API_KEYS,
+      defaultAdmin: { username: v.DEFAULT_ADMIN_USERNAME, password: v.DEFAULT_ADMIN_PASSWORD },
+      bcryptRounds: v.BCRYPT_ROUNDS,
+      loginMaxFailures: v.LOGIN_MAX_FAILURES,
+      loginBlockMs: v.LOGIN_BLOCK_SECONDS * 1000,
+    },
+    market: {
+      provider: v.MARKET_DATA_PROVIDER,
+      baseUrl: v.MARKET_DATA_BASE_URL.replace(/\/+$/, ''),
+      symbols: v.MARKET_INDICES,
+      timeoutMs: v.MARKET_DATA_TIMEOUT_MS,
+      refreshIntervalMs: v.REFRESH_INTERVAL_SECONDS * 1000,
+    },
+  };
+  return deepFreeze(config);
+}
+
+export type Config = ReturnType<typeof loadConfig>;
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,249 @@
+/**
+ * Errors of the service and the one function that turns any failure into the error envelope.
+ * Domain errors carry a stable `code` and a `cause`, never an HTTP status: `toErrorResponse` maps them.
+ */
+
+/** Base class of every error the service raises on purpose. */
+export class AppError extends Error {
+  /** Stable machine-readable code, SCREAMING_SNAKE. */
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** A business rule was broken (wrong old password, same new password, ...). */
+export class BusinessRuleError extends AppError {
+  constructor(code: string, message: string) {
+    super(code, message);
+  }
+}
+
+/** Deleting would leave no administrator. */
+export class LastAdminError extends BusinessRuleError {
+  constructor(username: string) {
+    super('LAST_ADMIN', `Cannot delete '${username}': it is the last administrator`);
+  }
+}
+
+/** One or more request values break the contract. */
+export class InvalidRequestError extends AppError {
+  readonly violations: Violation[];
+
+  constructor(violations: Violation[]) {
+    super('INVALID_REQUEST', `Invalid request parameters: ${violations.map((v) => `${v.path} ${v.message}`).join('; ')}`);
+    this.violations = violations;
+  }
+}
+
+/** A protected endpoint was called without credentials. */
+export class NotAuthenticatedError extends AppError {
+  constructor() {
+    super('NOT_AUTHENTICATED', 'Not authenticated: please log in first');
+  }
+}
+
+/** Credentials were given but are not valid (bad, expired or revoked token, unknown API key, failed login). */
+export class InvalidCredentialsError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('INVALID_CREDENTIALS', message, options);
+  }
+}
+
+/** The caller is authenticated but lacks the required role. */
+export class ForbiddenError extends AppError {
+  constructor(message = 'Administrator rights required') {
+    super('FORBIDDEN', message);
+  }
+}
+
+export class UserNotFoundError extends AppError {
+  constructor(username: string) {
+    super('USER_NOT_FOUND', `User '${username}' not found`);
+  }
+}
+
+export class UsernameTakenError extends AppError {
+  constructor(username: string) {
+    super('USERNAME_TAKEN', `Username '${username}' is already taken`);
+  }
+}
+
+/** Too many attempts; retry after `retryAfterSeconds`. */
+export class TooManyRequestsError extends AppError {
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super('TOO_MANY_REQUESTS', message);
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
+  }
+}
+
+/** The upstream market-data provider failed (error status, timeout, refused, unparsable). */
+export class DataSourceError extends AppError {
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
+    super('DATA_SOURCE_UNAVAILABLE', message, options);
+    this.retryAfterSeconds = Math.max(1, Math.ceil(options?.retryAfterSeconds ?? 5));
+  }
+}
+
+/** The cache store cannot answer; callers fall back or carry on without it. */
+export class CacheUnavailableError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CACHE_UNAVAILABLE', message, options);
+  }
+}
+
+/** Configuration is invalid; the message names every bad variable. */
+export class ConfigError extends AppError {
+  constructor(message: string) {
+    super('CONFIG_INVALID', message);
+  }
+}
+
+/** A contract problem at startup (an operation without a handler, ...). */
+export class StartupError extends AppError {
+  constructor(message: string) {
+    super('STARTUP_FAILED', message);
+  }
+}
+
+export interface Violation {
+  path: string;
+  message: string;
+}
+
+/** The error envelope of every failure. */
+export interface ErrorBody {
+  success: false;
+  error: string;
+  code: number;
+  detail: string;
+  violations?: Violation[];
+}
+
+export interface ErrorResponse {
+  status: number;
+  body: ErrorBody;
+  headers: Record<string, string>;
+  /** True when the failure was unexpected and its cause must be logged. */
+  unexpected: boolean;
+}
+
+export const MESSAGES = {
+  internal: 'Internal server error',
+  dataSource: 'Data source is temporarily unavailable, please retry later',
+} as const;
+
+const STATUS_BY_CODE: Record<string, number> = {
+  INVALID_REQUEST: 422,
+  NOT_AUTHENTICATED: 401,
+  INVALID_CREDENTIALS: 401,
+  FORBIDDEN: 403,
+  USER_NOT_FOUND: 404,
+  USERNAME_TAKEN: 409,
+  TOO_MANY_REQUESTS: 429,
+  DATA_SOURCE_UNAVAILABLE: 503,
+};
+
+function envelope(status: number, message: string, extra?: { violations?: Violation[] }): ErrorBody {
+  const body: ErrorBody = { success: false, error: message, code: status, detail: message };
+  if (extra?.violations) body.violations = extra.violations;
+  return body;
+}
+
+function respond(status: number, message: string, options: Partial<Omit<ErrorResponse, 'status' | 'body'>> & { violations?: Violation[] } = {}): ErrorResponse {
+  return {
+    status,
+    body: envelope(status, message, options.violations ? { violations: options.violations } : undefined),
+    headers: options.headers ?? {},
+    unexpected: options.unexpected ?? false,
+  };
+}
+
+/** The shape of errors thrown by express-openapi-validator and body-parser (both are http-errors). */
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  message?: string;
+  path?: string;
+  errors?: Array<{ path?: string; message?: string; errorCode?: string }>;
+  headers?: Record<string, string>;
+}
+
+function isHttpLike(err: unknown): err is HttpLikeError {
+  return typeof err === 'object' && err !== null && ('status' in err || 'statusCode' in err);
+}
+
+/** `/body/password` -> `body.password`; the validator's paths point into the request. */
+function violationPath(raw: string | undefined): string {
+  if (!raw) return 'request';
+  return raw.replace(/^\.?\//, '').replace(/\//g, '.') || 'request';
+}
+
+function violationsOf(err: HttpLikeError): Violation[] {
+  const list = (err.errors ?? []).map((e) => ({ path: violationPath(e.path), message: e.message ?? 'is invalid' }));
+  return list.length > 0 ? list : [{ path: 'request', message: err.message ?? 'is invalid' }];
+}
+
+/**
+ * Turns any failure into the status, envelope and headers to send. Never puts a stack, a cause or
+ * an internal message of an unexpected error into the body.
+ */
+export function toErrorResponse(err: unknown, req?: { method?: string; path?: string }): ErrorResponse {
+  if (err instanceof AppError) {
+    if (err instanceof InvalidRequestError) return respond(422, err.message, { violations: err.violations });
+    if (err instanceof BusinessRuleError) return respond(400, err.message);
+    if (err instanceof TooManyRequestsError) {
+      return respond(429, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
+    }
+    if (err instanceof DataSourceError) {
+      return respond(503, MESSAGES.dataSource, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
+    }
+    const status = STATUS_BY_CODE[err.code];
+    if (status !== undefined) return respond(status, err.message);
+    return respond(500, MESSAGES.internal, { unexpected: true });
+  }
+
+  if (isHttpLike(err)) {
+    const status = err.status ?? err.statusCode ?? 500;
+    const method = req?.method ?? 'request';
+    const path = req?.path ?? '';
+    if (err.type === 'entity.parse.failed') {
+      const violations = [{ path: 'body', message: 'is not valid JSON' }];
+      return respond(422, 'Invalid request parameters: body is not valid JSON', { violations });
+    }
+    if (err.type === 'entity.too.large' || status === 413) {
+      return respond(413, 'Request body is too large');
+    }
+    if (err.type === 'encoding.unsupported' || err.type === 'charset.unsupported') {
+      return respond(415, 'Unsupported content encoding or charset');
+    }
+    switch (status) {
+      case 400: {
+        const violations = violationsOf(err);
+        return respond(422, `Invalid request parameters: ${violations.map((v) => `${v.path} ${v.message}`).join('; ')}`, { violations });
+      }
+      case 401:
+        return respond(401, new NotAuthenticatedError().message);
+      case 403:
+        return respond(403, new ForbiddenError().message);
+      case 404:
+        return respond(404, `Not found: ${method} ${path}`);
+      case 405:
+        return respond(405, `Method not allowed: ${method} ${path}`, { headers: err.headers?.Allow ? { Allow: err.headers.Allow } : {} });
+      case 415:
+        return respond(415, 'Unsupported media type: send Content-Type: application/json');
+      default:
+        break;
+    }
+    if (status >= 400 && status < 500) return respond(status, err.message ?? 'Bad request');
+  }
+  return respond(500, MESSAGES.internal, { unexpected: true });
+}
