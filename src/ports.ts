@@ -78,3 +78,10 @@ export interface MarketDataProvider {
    */
   getIndices(): Promise<Quote[]>;
 }
+
+/** Who is calling: a user logged in with a token, or the service account of an API key. */
+export interface Principal {
+  username: string;
+  isAdmin: boolean;
+  kind: 'user' | 'api-key';
+}
