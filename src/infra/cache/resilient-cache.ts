@@ -1,0 +1,262 @@
+/**
+ * The cache the service uses: Redis when it answers, process memory when it does not. A failed Redis
+ * command, or a closed connection, switches every later call to memory at once (no request waits on
+ * a dead Redis); the switch back happens by itself when the connection is ready again. Each
+ * transition is logged once.
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../logger.js';
+import type { CacheEntry, CacheStore } from '../../ports.js';
+import type { MemoryCacheStore } from './memory-cache-store.js';
+import type { RedisCacheStore } from './redis-cache-store.js';
+
+/** Which store answers, whether Redis is connected, and hit/miss counts of `get` since start. */
+export interface CacheStatus {
+  mode: 'redis' | 'memory';
+  connected: boolean;
+  hits: number;
+  misses: number;
+}
+
+export interface ResilientCacheOptions {
+  /** The shared store; absent when the service runs with memory only. */
+  redis?: RedisCacheStore | undefined;
+  /** The fallback (and, without Redis, the only) store. */
+  memory: MemoryCacheStore;
+  logger: Logger;
+  /** How long `start()` waits for Redis before carrying on from memory. Default 1000. */
+  startTimeoutMs?: number;
+  /**
+   * While in memory mode with a connection that looks ready (a frozen Redis keeps its socket open),
+   * how often to PING it to find out whether it answers again. Default 1000.
+   */
+  probeIntervalMs?: number;
+}
+
+/** A `CacheStore` that never throws `CacheUnavailableError`: Redis failures fall back to memory. */
+export class ResilientCache implements CacheStore {
+  readonly #redis: RedisCacheStore | undefined;
+  readonly #memory: MemoryCacheStore;
+  readonly #logger: Logger;
+  readonly #startTimeoutMs: number;
+  readonly #probeIntervalMs: number;
+  readonly #unsubscribe: Array<() => void> = [];
+  #useRedis = false;
+  // Bumped on every switch to Redis, so that a command started before a fallback and recovery cannot
+  // knock the cache back into memory mode when it finally fails.
+  #epoch = 0;
+  #hits = 0;
+  #misses = 0;
+  #probe: NodeJS.Timeout | undefined;
+  #probing = false;
+  #started = false;
+  #closed = false;
+
+  constructor(options: ResilientCacheOptions) {
+    this.#redis = options.redis;
+    this.#memory = options.memory;
+    this.#logger = options.logger;
+    this.#startTimeoutMs = options.startTimeoutMs ?? 1000;
+    this.#probeIntervalMs = options.probeIntervalMs ?? 1000;
+  }
+
+  /**
+   * Connects to Redis for at most the start timeout. When Redis is unreachable it logs one warning and
+   * serves from memory; the connection keeps retrying and the cache switches to Redis once it is ready.
+   * Never throws.
+   */
+  async start(): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    const redis = this.#redis;
+    if (!redis) {
+      this.#logger.info({ cache: 'memory' }, 'No Redis configured: caching in process memory');
+      return;
+    }
+    this.#unsubscribe.push(
+      redis.onReady(() => this.#toRedis()),
+      redis.onDown((cause) => this.#toMemory(cause)),
+    );
+    try {
+      await redis.connect(this.#startTimeoutMs);
+      this.#toRedis();
+    } catch (err) {
+      // A 'ready' may already have arrived while the timeout fired.
+      if (this.#useRedis) return;
+      this.#logger.warn(
+        { cache: 'memory', reason: reasonOf(err) },
+        'Redis is unreachable: caching in process memory; will switch to Redis when it is back',
+      );
+      this.#startProbe();
+    }
+  }
+
+  /** Current mode and counters (`connected` is whether the Redis connection is up, whatever the mode). */
+  status(): CacheStatus {
+    return {
+      mode: this.#useRedis ? 'redis' : 'memory',
+      connected: this.#redis?.isReady() ?? false,
+      hits: this.#hits,
+      misses: this.#misses,
+    };
+  }
+
+  /**
+   * Infra only: the underlying ioredis client when Redis is configured, for adapters that speak Redis
+   * themselves (the login throttle's rate-limiter-flexible). Services use the `CacheStore` methods.
+   * The client may be down at any moment; its users must fail fast and fall back on their own.
+   */
+  redisClient(): Redis | undefined {
+    return this.#redis?.client;
+  }
+
+  /** The entry under `key` with its remaining TTL in ms, or `undefined` on a miss. Counts a hit or a miss. */
+  async get(key: string): Promise<CacheEntry | undefined> {
+    let entry: CacheEntry | undefined;
+    if (this.#useRedis && this.#redis) {
+      const epoch = this.#epoch;
+      try {
+        entry = await this.#redis.get(key);
+      } catch (err) {
+        this.#failed(epoch, err);
+        entry = await this.#memory.get(key);
+      }
+    } else {
+      entry = await this.#memory.get(key);
+    }
+    if (entry === undefined) this.#misses++;
+    else this.#hits++;
+    return entry;
+  }
+
+  /**
+   * Stores `value` for `ttlMs` ms. Memory always gets a copy, so a fallback starts warm with what this
+   * instance last wrote; Redis gets it while in Redis mode.
+   */
+  async set(key: string, value: string, ttlMs: number): Promise<void> {
+    await this.#memory.set(key, value, ttlMs);
+    if (this.#useRedis && this.#redis) {
+      const epoch = this.#epoch;
+      try {
+        await this.#redis.set(key, value, ttlMs);
+      } catch (err) {
+        this.#failed(epoch, err);
+      }
+    }
+  }
+
+  /** Removes `key` from both stores; true when the answering store had it. */
+  async delete(key: string): Promise<boolean> {
+    const inMemory = await this.#memory.delete(key);
+    if (this.#useRedis && this.#redis) {
+      const epoch = this.#epoch;
+      try {
+        return await this.#redis.delete(key);
+      } catch (err) {
+        this.#failed(epoch, err);
+      }
+    }
+    return inMemory;
+  }
+
+  /** Removes every key starting with `prefix` from both stores; the count is the answering store's. */
+  async deleteByPrefix(prefix: string): Promise<number> {
+    const inMemory = await this.#memory.deleteByPrefix(prefix);
+    if (this.#useRedis && this.#redis) {
+      const epoch = this.#epoch;
+      try {
+        return await this.#redis.deleteByPrefix(prefix);
+      } catch (err) {
+        this.#failed(epoch, err);
+      }
+    }
+    return inMemory;
+  }
+
+  /**
+   * Takes the lock in Redis (shared by all instances) or, in memory mode, in this process only.
+   * A token, or `undefined` while another owner holds it.
+   */
+  async acquireLock(key: string, ttlMs: number): Promise<string | undefined> {
+    if (this.#useRedis && this.#redis) {
+      const epoch = this.#epoch;
+      try {
+        return await this.#redis.acquireLock(key, ttlMs);
+      } catch (err) {
+        this.#failed(epoch, err);
+      }
+    }
+    return this.#memory.acquireLock(key, ttlMs);
+  }
+
+  /** Releases the lock if `token` owns it, in whichever store issued it (tokens are unique, so trying both is safe). */
+  async releaseLock(key: string, token: string): Promise<void> {
+    await this.#memory.releaseLock(key, token);
+    if (this.#useRedis && this.#redis) {
+      const epoch = this.#epoch;
+      try {
+        await this.#redis.releaseLock(key, token);
+      } catch (err) {
+        // An unreleased Redis lock expires on its own TTL.
+        this.#failed(epoch, err);
+      }
+    }
+  }
+
+  /** Stops probing, closes Redis and clears memory. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#stopProbe();
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
+    this.#useRedis = false;
+    await this.#redis?.close();
+    this.#memory.clear();
+  }
+
+  #failed(epoch: number, err: unknown): void {
+    if (epoch === this.#epoch) this.#toMemory(err);
+  }
+
+  #toMemory(cause: unknown): void {
+    if (!this.#useRedis || this.#closed) return;
+    this.#useRedis = false;
+    this.#logger.warn({ cache: 'memory', reason: reasonOf(cause) }, 'Redis connection lost: caching in process memory until it is back');
+    this.#startProbe();
+  }
+
+  #toRedis(): void {
+    if (this.#useRedis || this.#closed) return;
+    this.#useRedis = true;
+    this.#epoch++;
+    this.#stopProbe();
+    if (this.#epoch === 1) this.#logger.info({ cache: 'redis' }, 'Redis connected: caching in Redis');
+    else this.#logger.info({ cache: 'redis' }, 'Redis is back: caching in Redis again');
+  }
+
+  // A reconnect announces itself with 'ready'; a server that froze and thawed does not (the socket
+  // never closed), so while in memory mode an apparently ready connection is PINGed now and then.
+  #startProbe(): void {
+    if (this.#probe || !this.#redis || this.#closed) return;
+    const redis = this.#redis;
+    this.#probe = setInterval(() => {
+      if (this.#probing || !redis.isReady()) return;
+      this.#probing = true;
+      void redis.ping().then((ok) => {
+        this.#probing = false;
+        if (ok && redis.isReady()) this.#toRedis();
+      });
+    }, this.#probeIntervalMs);
+    this.#probe.unref();
+  }
+
+  #stopProbe(): void {
+    if (this.#probe) clearInterval(this.#probe);
+    this.#probe = undefined;
+  }
+}
+
+function reasonOf(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return err === undefined ? 'connection closed' : String(err);
+}

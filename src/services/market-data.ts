@@ -1,0 +1,266 @@
+/**
+ * Market data use cases: cache-aside for the indices with single-flight (one upstream call per
+ * process, and one per fleet through a short lock), an ETag computed once per cache fill, optional
+ * stale-if-error, and the scheduler's refresh.
+ */
+import { createHash } from 'node:crypto';
+import { CacheUnavailableError, DataSourceError } from '../errors.js';
+import type { components } from '../generated/api.js';
+import type { Logger } from '../logger.js';
+import type { CacheEntry, CacheStore, MarketDataProvider } from '../ports.js';
+
+type IndicesResponse = components['schemas']['IndicesResponse'];
+
+/** The `X-Cache` value: from the cache, fetched upstream now, or an expired copy standing in for a failed upstream. */
+export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';
+
+/** A ready-to-send indices response: the exact cached bytes and their validators. */
+export interface CachedRepresentation {
+  /** The serialized `IndicesResponse`, byte-identical for every answer from one cache fill. */
+  body: Buffer;
+  /** Strong, quoted ETag of `body`. */
+  etag: string;
+  cacheStatus: CacheStatusHeader;
+  /** Whole seconds the cached entry has left (0 for STALE): the `Cache-Control` max-age. */
+  maxAgeSeconds: number;
+}
+
+/** What the cache reports about itself (the `cache` object of the admin status). */
+export interface CacheStats {
+  mode: 'redis' | 'memory';
+  connected: boolean;
+  hits: number;
+  misses: number;
+}
+
+export interface MarketDataServiceOptions {
+  /** The cache; when it also has `status()` (ResilientCache), `stats()` reports it. */
+  cache: CacheStore & { status?: () => CacheStats };
+  provider: MarketDataProvider;
+  /** Lifetime of a cached response (CACHE_TTL_SECONDS in ms). */
+  ttlMs: number;
+  /** How long past `ttlMs` an expired copy may answer for a failed upstream; 0 turns it off. */
+  staleIfErrorMs: number;
+  /** Lifetime of the fill/refresh lock; longer than an upstream call may take. Default 10000. */
+  lockTtlMs?: number;
+  /** How long a miss waits for another holder of the lock to fill the cache before fetching itself. Default 5000. */
+  lockWaitMs?: number;
+  logger: Logger;
+  /** Clock for `updated_at` and the in-process copy's age; `Date.now` by default. */
+  now?: () => number;
+}
+
+/** Every key of the service starts with this (login throttling and job locks too). */
+export const MARKET_CACHE_PREFIX = 'mds:v1:';
+/** The cached market data that `flush()` removes: fresh and stale copies, nothing else. */
+const FLUSHED_PREFIXES = [`${MARKET_CACHE_PREFIX}indices:`, `${MARKET_CACHE_PREFIX}stale:`];
+
+// Long enough that a burst of hits hashes once, short enough that the copy never outlives a fill by much.
+const LOCAL_COPY_MAX_AGE_MS = 1000;
+const POLL_FIRST_MS = 20;
+const POLL_MAX_MS = 100;
+
+interface LocalCopy {
+  value: string;
+  body: Buffer;
+  etag: string;
+  madeAt: number;
+}
+
+/** Market data for the handlers and the scheduler. */
+export class MarketDataService {
+  readonly #cache: MarketDataServiceOptions['cache'];
+  readonly #provider: MarketDataProvider;
+  readonly #ttlMs: number;
+  readonly #staleIfErrorMs: number;
+  readonly #lockTtlMs: number;
+  readonly #lockWaitMs: number;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #key: string;
+  readonly #staleKey: string;
+  readonly #lockKey: string;
+  #local: LocalCopy | undefined;
+  #hits = 0;
+  #misses = 0;
+  #inflight: Promise<CachedRepresentation> | undefined;
+
+  constructor(options: MarketDataServiceOptions) {
+    if (!(options.ttlMs > 0)) throw new RangeError(`ttlMs must be positive, got ${options.ttlMs}`);
+    this.#cache = options.cache;
+    this.#provider = options.provider;
+    this.#ttlMs = options.ttlMs;
+    this.#staleIfErrorMs = Math.max(0, options.staleIfErrorMs);
+    this.#lockTtlMs = options.lockTtlMs ?? 10_000;
+    this.#lockWaitMs = options.lockWaitMs ?? 5_000;
+    this.#logger = options.logger;
+    this.#now = options.now ?? Date.now;
+    const name = options.provider.name;
+    this.#key = `${MARKET_CACHE_PREFIX}indices:${name}`;
+    this.#staleKey = `${MARKET_CACHE_PREFIX}stale:indices:${name}`;
+    this.#lockKey = `${MARKET_CACHE_PREFIX}lock:indices:${name}`;
+  }
+
+  /**
+   * The indices response: from the cache when it holds one (HIT), else fetched upstream once for all
+   * concurrent callers and stored (MISS). Throws `DataSourceError` when the upstream fails and nothing
+   * cached can answer (with stale-if-error, an expired copy answers as STALE).
+   */
+  async getIndices(): Promise<CachedRepresentation> {
+    const entry = await this.#read(this.#key);
+    if (entry !== undefined) {
+      this.#hits += 1;
+      return this.#represent(entry.value, 'HIT', this.#maxAgeSeconds(entry.ttlMs));
+    }
+    this.#misses += 1;
+    this.#inflight ??= this.#fill().finally(() => {
+      this.#inflight = undefined;
+    });
+    return this.#inflight;
+  }
+
+  /**
+   * Fetches upstream and overwrites the cached entry, for the scheduler. Resolves to 'skipped' when
+   * another instance (or an in-flight fill) holds the lock. Throws `DataSourceError` when the upstream fails.
+   */
+  async refresh(): Promise<'ok' | 'skipped'> {
+    const token = await this.#tryLock();
+    if (token === undefined) return 'skipped';
+    try {
+      await this.#fetchAndStore();
+      return 'ok';
+    } finally {
+      if (token !== null) await this.#unlock(token);
+    }
+  }
+
+  /**
+   * Removes the cached market data (fresh and stale copies under their own prefixes; never the whole
+   * database, never throttling counters or locks); resolves to how many keys went.
+   */
+  async flush(): Promise<number> {
+    this.#local = undefined;
+    let removed = 0;
+    for (const prefix of FLUSHED_PREFIXES) removed += await this.#cache.deleteByPrefix(prefix);
+    return removed;
+  }
+
+  /** The cache's mode and connection, with this service's own hit/miss counts of indices reads. */
+  stats(): CacheStats {
+    const status = this.#cache.status?.() ?? { mode: 'memory' as const, connected: false };
+    return { mode: status.mode, connected: status.connected, hits: this.#hits, misses: this.#misses };
+  }
+
+  async #fill(): Promise<CachedRepresentation> {
+    const token = await this.#tryLock();
+    if (token === undefined) {
+      const filled = await this.#waitForFill();
+      if (filled !== undefined) return this.#represent(filled.value, 'HIT', this.#maxAgeSeconds(filled.ttlMs));
+      // The holder is slow or gone; answering late beats failing.
+      return this.#fetchOrStale();
+    }
+    try {
+      // A fill that finished between our miss and the lock (here or on another instance) already did the work.
+      const entry = await this.#read(this.#key);
+      if (entry !== undefined) return this.#represent(entry.value, 'HIT', this.#maxAgeSeconds(entry.ttlMs));
+      return await this.#fetchOrStale();
+    } finally {
+      if (token !== null) await this.#unlock(token);
+    }
+  }
+
+  async #fetchOrStale(): Promise<CachedRepresentation> {
+    try {
+      return await this.#fetchAndStore();
+    } catch (err) {
+      if (!(err instanceof DataSourceError) || this.#staleIfErrorMs === 0) throw err;
+      const stale = await this.#read(this.#staleKey);
+      if (stale === undefined) throw err;
+      this.#logger.warn({ err: err.message }, 'market data upstream failed: serving the stale copy');
+      return this.#represent(stale.value, 'STALE', 0);
+    }
+  }
+
+  async #fetchAndStore(): Promise<CachedRepresentation> {
+    const quotes = await this.#provider.getIndices();
+    const response: IndicesResponse = {
+      success: true,
+      data: quotes,
+      // The port names providers with a plain string; the contract enumerates the ones we ship.
+      source: this.#provider.name as IndicesResponse['source'],
+      updated_at: new Date(this.#now()).toISOString(),
+    };
+    const value = JSON.stringify(response);
+    const writes = [this.#write(this.#key, value, this.#ttlMs)];
+    if (this.#staleIfErrorMs > 0) writes.push(this.#write(this.#staleKey, value, this.#ttlMs + this.#staleIfErrorMs));
+    await Promise.all(writes);
+    return this.#represent(value, 'MISS', this.#maxAgeSeconds(this.#ttlMs));
+  }
+
+  /** Reuses the body bytes and ETag while the cached string is unchanged, so hits do no hashing. */
+  #represent(value: string, cacheStatus: CacheStatusHeader, maxAgeSeconds: number): CachedRepresentation {
+    const now = this.#now();
+    let local = this.#local;
+    if (local === undefined || local.value !== value || now - local.madeAt > LOCAL_COPY_MAX_AGE_MS) {
+      const body = Buffer.from(value, 'utf8');
+      local = { value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, madeAt: now };
+      this.#local = local;
+    }
+    return { body: local.body, etag: local.etag, cacheStatus, maxAgeSeconds };
+  }
+
+  #maxAgeSeconds(ttlMs: number): number {
+    return Math.max(0, Math.floor(Math.min(ttlMs, this.#ttlMs) / 1000));
+  }
+
+  async #waitForFill(): Promise<CacheEntry | undefined> {
+    const deadline = Date.now() + this.#lockWaitMs;
+    let delay = POLL_FIRST_MS;
+    while (Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(delay, Math.max(1, deadline - Date.now()))));
+      const entry = await this.#read(this.#key);
+      if (entry !== undefined) return entry;
+      delay = Math.min(delay * 2, POLL_MAX_MS);
+    }
+    return undefined;
+  }
+
+  /** A token; `undefined` when someone else holds the lock; `null` when the cache cannot lock (go ahead unlocked). */
+  async #tryLock(): Promise<string | undefined | null> {
+    try {
+      return await this.#cache.acquireLock(this.#lockKey, this.#lockTtlMs);
+    } catch (err) {
+      if (!(err instanceof CacheUnavailableError)) throw err;
+      this.#logger.warn({ err: err.message }, 'cache cannot lock: fetching market data without the lock');
+      return null;
+    }
+  }
+
+  async #unlock(token: string): Promise<void> {
+    try {
+      await this.#cache.releaseLock(this.#lockKey, token);
+    } catch (err) {
+      if (!(err instanceof CacheUnavailableError)) throw err;
+      // The lock expires on its own TTL.
+    }
+  }
+
+  async #read(key: string): Promise<CacheEntry | undefined> {
+    try {
+      return await this.#cache.get(key);
+    } catch (err) {
+      if (!(err instanceof CacheUnavailableError)) throw err;
+      this.#logger.warn({ err: err.message }, 'cache read failed: treating it as a miss');
+      return undefined;
+    }
+  }
+
+  async #write(key: string, value: string, ttlMs: number): Promise<void> {
+    try {
+      await this.#cache.set(key, value, ttlMs);
+    } catch (err) {
+      if (!(err instanceof CacheUnavailableError)) throw err;
+      this.#logger.warn({ err: err.message }, 'cache write failed: the response is served but not cached');
+    }
+  }
+}
