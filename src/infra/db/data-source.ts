@@ -1,0 +1,88 @@
+/**
+ * Builds the TypeORM DataSource for DATABASE_URL: `sqlite:<path>` (better-sqlite3) or
+ * `postgres://user:pass@host:port/db` (pg). The schema comes from migrations only.
+ */
+import { DataSource } from 'typeorm';
+import { AppError } from '../../errors.js';
+import { CreateUsers1763726400000 } from './migrations/1763726400000-create-users.js';
+import { userEntity, type DatabaseKind } from './user-entity.js';
+
+/** Options beyond the URL, for callers that must isolate themselves (tests, shared databases). */
+export interface DataSourceOptions {
+  /** PostgreSQL schema holding the tables (it must exist); ignored for SQLite. Default: the search path. */
+  schema?: string;
+}
+
+/** What a database URL points at. */
+export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+
+const POSTGRES_CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * Parses DATABASE_URL. `sqlite:./data/mds.sqlite`, `sqlite:/abs/file`, `sqlite:///abs/file` and
+ * `sqlite::memory:` are SQLite; `postgres://` and `postgresql://` are PostgreSQL.
+ * Throws `AppError` with code `DATABASE_URL_INVALID` for anything else.
+ */
+export function parseDatabaseUrl(databaseUrl: string): DatabaseTarget {
+  if (databaseUrl.startsWith('sqlite:')) {
+    let path = databaseUrl.slice('sqlite:'.length);
+    // `sqlite:///abs` is the URL spelling of `/abs`; `sqlite://rel` of `rel`.
+    if (path.startsWith('//')) path = path.slice(2);
+    if (path.length === 0) throw new AppError('DATABASE_URL_INVALID', `DATABASE_URL '${databaseUrl}' names no SQLite file`);
+    return { kind: 'sqlite', path };
+  }
+  if (/^postgres(ql)?:\/\/./.test(databaseUrl)) return { kind: 'postgres', url: databaseUrl };
+  throw new AppError('DATABASE_URL_INVALID', `DATABASE_URL '${redactDatabaseUrl(databaseUrl)}' must be sqlite:<path> or postgres://user:pass@host:port/db`);
+}
+
+/** The URL with its password replaced by `***`, fit for logs and error messages. */
+export function redactDatabaseUrl(databaseUrl: string): string {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(databaseUrl)) return databaseUrl;
+  try {
+    const url = new URL(databaseUrl);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    // Unparsable: show only the scheme so a password can never slip through.
+    return `${databaseUrl.split(':')[0] ?? 'database'}://…`;
+  }
+}
+
+/**
+ * A DataSource for `databaseUrl`, not yet initialized. It never synchronizes the schema and never runs
+ * migrations by itself: call `initialize()` then `runMigrations()`. SQLite creates the file's parent
+ * directory on `initialize()`.
+ */
+export function createDataSource(databaseUrl: string, options: DataSourceOptions = {}): DataSource {
+  const target = parseDatabaseUrl(databaseUrl);
+  const common = {
+    entities: [userEntity(target.kind)],
+    migrations: [CreateUsers1763726400000],
+    synchronize: false,
+    migrationsRun: false,
+    logging: false,
+  };
+  if (target.kind === 'sqlite') {
+    return new DataSource({
+      ...common,
+      type: 'better-sqlite3',
+      database: target.path,
+      // WAL lets the CLI write while the server reads the same file.
+      enableWAL: target.path !== ':memory:',
+    });
+  }
+  return new DataSource({
+    ...common,
+    type: 'postgres',
+    url: target.url,
+    ...(options.schema ? { schema: options.schema } : {}),
+    // pg waits forever for an unreachable host by default.
+    connectTimeoutMS: POSTGRES_CONNECT_TIMEOUT_MS,
+    applicationName: 'mds',
+  });
+}
+
+/** Which entity/migration dialect a DataSource speaks. */
+export function databaseKindOf(dataSource: DataSource): DatabaseKind {
+  return dataSource.options.type === 'postgres' ? 'postgres' : 'sqlite';
+}

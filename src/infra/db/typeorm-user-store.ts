@@ -1,0 +1,238 @@
+/**
+ * `UserStore` over TypeORM, on SQLite (better-sqlite3) or PostgreSQL. TypeORM rows and errors stop
+ * here: callers get `User` values and the errors of `src/errors.ts`.
+ */
+import { QueryFailedError, type DataSource, type Repository } from 'typeorm';
+import { AppError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../errors.js';
+import type { User, UserStore } from '../../ports.js';
+import { createDataSource, databaseKindOf, parseDatabaseUrl, redactDatabaseUrl, type DataSourceOptions } from './data-source.js';
+import { USER_ENTITY, type DatabaseKind, type UserRow } from './user-entity.js';
+
+const PG_UNIQUE_VIOLATION = '23505';
+const PG_UNDEFINED_TABLE = '42P01';
+
+function driverCode(err: QueryFailedError): string | undefined {
+  const code = (err.driverError as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  if (!(err instanceof QueryFailedError)) return false;
+  const code = driverCode(err);
+  return code === PG_UNIQUE_VIOLATION || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+function isMissingTable(err: unknown): boolean {
+  if (!(err instanceof QueryFailedError)) return false;
+  return driverCode(err) === PG_UNDEFINED_TABLE || /no such table/i.test(err.message);
+}
+
+/** The first useful line of a failure; pg reports some connection failures as an AggregateError without a message. */
+function reasonOf(err: unknown): string {
+  if (err instanceof AggregateError && !err.message) return reasonOf(err.errors[0]);
+  if (err instanceof Error) {
+    const line = err.message.split('\n')[0]?.trim();
+    if (line) return line;
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    return err.name;
+  }
+  return String(err);
+}
+
+/** Turns anything a query threw into one of ours, so no TypeORM error leaves this folder. */
+function translate(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (isMissingTable(err)) {
+    return new AppError('DATABASE_NOT_INITIALIZED', "The database has no users table yet: run 'mds init' (it runs the migrations)", { cause: err });
+  }
+  return new AppError('DATABASE_ERROR', `User store query failed: ${reasonOf(err)}`, { cause: err });
+}
+
+function toUser(row: UserRow): User {
+  return {
+    username: row.username,
+    isAdmin: row.isAdmin,
+    passwordHash: row.passwordHash,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+/**
+ * Runs async jobs one at a time. better-sqlite3 gives TypeORM a single connection shared by every
+ * caller, so two overlapping transactions would nest into each other (and a rollback would undo the
+ * other caller's write); queuing them keeps each operation whole.
+ */
+class SerialQueue {
+  #tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(job: () => Promise<T>): Promise<T> {
+    const result = this.#tail.then(job, job);
+    this.#tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+/** Users in a TypeORM DataSource that `runMigrations()` has brought up to date. */
+export class TypeormUserStore implements UserStore {
+  readonly #dataSource: DataSource;
+  readonly #kind: DatabaseKind;
+  readonly #queue: SerialQueue | undefined;
+
+  /** `dataSource` must be initialized; the store never closes it. */
+  constructor(dataSource: DataSource) {
+    this.#dataSource = dataSource;
+    this.#kind = databaseKindOf(dataSource);
+    this.#queue = this.#kind === 'sqlite' ? new SerialQueue() : undefined;
+  }
+
+  #repo(): Repository<UserRow> {
+    return this.#dataSource.getRepository<UserRow>(USER_ENTITY);
+  }
+
+  async #op<T>(job: () => Promise<T>): Promise<T> {
+    const guarded = async () => {
+      try {
+        return await job();
+      } catch (err) {
+        throw translate(err);
+      }
+    };
+    return this.#queue ? this.#queue.run(guarded) : guarded();
+  }
+
+  /** The user named `username` (exact, case-sensitive match), or `undefined`. */
+  findByUsername(username: string): Promise<User | undefined> {
+    return this.#op(async () => {
+      const row = await this.#repo().findOne({ where: { username } });
+      return row ? toUser(row) : undefined;
+    });
+  }
+
+  /** Every user, ordered by username bytewise (the same order on SQLite and PostgreSQL). */
+  list(): Promise<User[]> {
+    return this.#op(async () => {
+      const rows = await this.#repo().find({ order: { username: 'ASC' } });
+      return rows.map(toUser);
+    });
+  }
+
+  /** How many users exist; with `{ admins: true }` only administrators. */
+  count(filter: { admins?: boolean } = {}): Promise<number> {
+    return this.#op(() => this.#repo().count(filter.admins ? { where: { isAdmin: true } } : {}));
+  }
+
+  /** Creates a user. Throws `UsernameTakenError` when the name exists (decided by the unique constraint, so races are safe). */
+  create(input: { username: string; passwordHash: string; isAdmin: boolean }): Promise<User> {
+    return this.#op(async () => {
+      const now = new Date();
+      const row: Omit<UserRow, 'id'> = { ...input, createdAt: now, updatedAt: now };
+      try {
+        await this.#repo().insert(row);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new UsernameTakenError(input.username);
+        throw err;
+      }
+      return toUser({ id: 0, ...row });
+    });
+  }
+
+  /** Replaces the password hash and bumps `updatedAt`. Throws `UserNotFoundError` when there is no such user. */
+  updatePasswordHash(username: string, passwordHash: string): Promise<User> {
+    return this.#op(async () => {
+      const repo = this.#repo();
+      const result = await repo.update({ username }, { passwordHash, updatedAt: new Date() });
+      if (!result.affected) throw new UserNotFoundError(username);
+      const row = await repo.findOne({ where: { username } });
+      if (!row) throw new UserNotFoundError(username);
+      return toUser(row);
+    });
+  }
+
+  /**
+   * Deletes a user. Throws `UserNotFoundError` when there is none and `LastAdminError` when it is the
+   * last administrator; the check and the delete share one transaction, so two concurrent deletes of the
+   * last two administrators cannot both succeed.
+   */
+  delete(username: string): Promise<void> {
+    return this.#op(() =>
+      this.#dataSource.transaction(async (manager) => {
+        const repo = manager.getRepository<UserRow>(USER_ENTITY);
+        if (this.#kind === 'postgres') {
+          // Row locks on every administrator make concurrent admin deletions take turns; each then
+          // counts what the previous one left.
+          await repo.createQueryBuilder('u').select('u.id').where('u.isAdmin = :admin', { admin: true }).setLock('pessimistic_write').getMany();
+        }
+        // On SQLite the first statement is a write, so the transaction holds the write lock from the
+        // start and no other process can change the administrators until it ends.
+        const plain = await repo.delete({ username, isAdmin: false });
+        if (plain.affected) return;
+        const admin = await repo.delete({ username, isAdmin: true });
+        if (!admin.affected) throw new UserNotFoundError(username);
+        const remaining = await repo.count({ where: { isAdmin: true } });
+        if (remaining === 0) throw new LastAdminError(username);
+      }),
+    );
+  }
+
+  /** True when the database answers `SELECT 1`; never throws. */
+  async ping(): Promise<boolean> {
+    try {
+      await this.#op(() => this.#dataSource.query('SELECT 1'));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** An open user database: the store, its DataSource (for tests and migrations) and how to close it. */
+export interface OpenedUserStore {
+  store: TypeormUserStore;
+  dataSource: DataSource;
+  /** Where the users live, fit for logs: the URL with its password replaced by `***`. */
+  description: string;
+  /** True when migrations exist that have not run (the table may be missing or outdated). */
+  hasPendingMigrations(): Promise<boolean>;
+  /** Closes the connection (pool); safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to DATABASE_URL and, with `runMigrations`, brings the schema up to date (idempotent).
+ * Throws `AppError` `DATABASE_UNAVAILABLE` with one line naming the URL (password hidden) when the
+ * database cannot be reached or opened, `DATABASE_MIGRATION_FAILED` when a migration fails, and
+ * `DATABASE_URL_INVALID` for a URL that is neither `sqlite:` nor `postgres://`.
+ */
+export async function openUserStore(databaseUrl: string, options: { runMigrations: boolean } & DataSourceOptions): Promise<OpenedUserStore> {
+  const target = parseDatabaseUrl(databaseUrl);
+  const description = target.kind === 'sqlite' ? `sqlite:${target.path}` : redactDatabaseUrl(databaseUrl);
+  const dataSource = createDataSource(databaseUrl, options.schema ? { schema: options.schema } : {});
+  try {
+    await dataSource.initialize();
+  } catch (err) {
+    throw new AppError('DATABASE_UNAVAILABLE', `Cannot open the database at ${description}: ${reasonOf(err)}`, { cause: err });
+  }
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    if (dataSource.isInitialized) await dataSource.destroy();
+  };
+  if (options.runMigrations) {
+    try {
+      await dataSource.runMigrations({ transaction: 'each' });
+    } catch (err) {
+      await close();
+      throw new AppError('DATABASE_MIGRATION_FAILED', `Migrating the database at ${description} failed: ${reasonOf(err)}`, { cause: err });
+    }
+  }
+  return {
+    store: new TypeormUserStore(dataSource),
+    dataSource,
+    description,
+    hasPendingMigrations: () => dataSource.showMigrations(),
+    close,
+  };
+}

@@ -1,0 +1,206 @@
+/**
+ * Account use cases: login (throttled, same answer for unknown user and wrong password), password
+ * change (revokes older tokens), the default administrator, and user administration for the API and
+ * the CLI. Results are shaped as the API spells them; password hashes never leave this service.
+ */
+import { BusinessRuleError, ConfigError, InvalidCredentialsError, InvalidRequestError, UsernameTakenError } from '../errors.js';
+import type { components } from '../generated/api.js';
+import type { LoginThrottle } from '../infra/auth/login-throttle.js';
+import { assertAcceptablePassword, PasswordHasher } from '../infra/auth/passwords.js';
+import type { TokenService } from '../infra/auth/tokens.js';
+import type { Logger } from '../logger.js';
+import type { Principal, User, UserStore } from '../ports.js';
+
+export type LoginResult = components['schemas']['LoginResult'];
+export type ApiUser = components['schemas']['User'];
+
+/** The one answer to a failed login, whether the user is unknown or the password wrong. */
+export const LOGIN_FAILED_MESSAGE = 'Invalid username or password';
+
+const USERNAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
+export type AccountServiceOptions = {
+  userStore: UserStore;
+  tokens: TokenService;
+  throttle: LoginThrottle;
+  /** DEFAULT_ADMIN_USERNAME / DEFAULT_ADMIN_PASSWORD. */
+  defaultAdmin: { username: string; password: string };
+  /** Lifetime of issued tokens in ms; default: the TokenService's own. */
+  tokenTtlMs?: number;
+  logger: Logger;
+} & (
+  | {
+      /** A ready hasher (shares its dummy hash with other users of it). */
+      passwords: PasswordHasher;
+    }
+  | {
+      /** BCRYPT_ROUNDS: the service builds its own hasher at this cost. */
+      bcryptRounds: number;
+    }
+);
+
+/** Who may log in, with what, and who administers whom. */
+export class AccountService {
+  readonly #store: UserStore;
+  readonly #tokens: TokenService;
+  readonly #throttle: LoginThrottle;
+  readonly #passwords: PasswordHasher;
+  readonly #defaultAdmin: { username: string; password: string };
+  readonly #tokenTtlMs: number | undefined;
+  readonly #logger: Logger;
+
+  constructor(options: AccountServiceOptions) {
+    this.#store = options.userStore;
+    this.#tokens = options.tokens;
+    this.#throttle = options.throttle;
+    this.#passwords = 'passwords' in options ? options.passwords : new PasswordHasher({ rounds: options.bcryptRounds });
+    this.#defaultAdmin = { ...options.defaultAdmin };
+    this.#tokenTtlMs = options.tokenTtlMs;
+    this.#logger = options.logger;
+    // Computed now, so the first login for an unknown user is not the one that pays for it.
+    void this.#passwords.dummyHash();
+  }
+
+  /**
+   * Exchanges credentials for a token. Throws `TooManyRequestsError` while the username or `ip` is
+   * blocked, and `InvalidCredentialsError('Invalid username or password')` for an unknown user or a
+   * wrong password alike (both cost one bcrypt comparison and count as a failure).
+   */
+  async login(username: string, password: string, ip: string): Promise<LoginResult> {
+    await this.#throttle.check(username, ip);
+    const user = await this.#store.findByUsername(username);
+    const valid = user ? await this.#passwords.verify(password, user.passwordHash) : await this.#passwords.verifyUnknownUser(password);
+    if (!user || !valid) {
+      await this.#throttle.recordFailure(username, ip);
+      this.#logger.info({ username, ip, reason: user ? 'wrong password' : 'unknown user' }, 'login failed');
+      throw new InvalidCredentialsError(LOGIN_FAILED_MESSAGE);
+    }
+    await this.#throttle.recordSuccess(username, ip);
+    this.#logger.info({ username, ip }, 'login succeeded');
+    return this.#loginResult(user, this.#isDefaultAdminPassword(user.username, password));
+  }
+
+  /**
+   * Replaces the caller's password and returns a fresh token; every older token of the user stops
+   * working. Throws `BusinessRuleError` for an API key (it has no password), a wrong old password, or
+   * a new password equal to the old one, and `InvalidRequestError` when the new one is not 8..72 bytes.
+   */
+  async changePassword(principal: Principal, oldPassword: string, newPassword: string): Promise<LoginResult> {
+    if (principal.kind === 'api-key') {
+      throw new BusinessRuleError('API_KEY_HAS_NO_PASSWORD', 'An API key has no password to change: log in as a user first');
+    }
+    assertAcceptablePassword(newPassword, 'body.new_password');
+    const user = await this.#requireUser(principal.username);
+    if (!(await this.#passwords.verify(oldPassword, user.passwordHash))) {
+      throw new BusinessRuleError('OLD_PASSWORD_INCORRECT', 'Old password is incorrect');
+    }
+    if (newPassword === oldPassword) {
+      throw new BusinessRuleError('PASSWORD_UNCHANGED', 'New password must differ from the old one');
+    }
+    const updated = await this.#store.updatePasswordHash(user.username, await this.#passwords.hash(newPassword));
+    this.#logger.info({ username: user.username }, 'password changed; older tokens revoked');
+    return this.#loginResult(updated, this.#isDefaultAdminPassword(updated.username, newPassword));
+  }
+
+  /**
+   * Creates the default administrator unless a user of that name exists (safe to run concurrently).
+   * Throws `ConfigError` when DEFAULT_ADMIN_PASSWORD is not 8..72 bytes and the account must be created.
+   */
+  async ensureDefaultAdmin(): Promise<'created' | 'exists'> {
+    const { username, password } = this.#defaultAdmin;
+    if (await this.#store.findByUsername(username)) return 'exists';
+    try {
+      assertAcceptablePassword(password, 'DEFAULT_ADMIN_PASSWORD');
+    } catch (err) {
+      if (err instanceof InvalidRequestError) throw new ConfigError(`Invalid configuration: ${err.violations.map((v) => `${v.path} ${v.message}`).join('; ')}`);
+      throw err;
+    }
+    try {
+      await this.#store.create({ username, passwordHash: await this.#passwords.hash(password), isAdmin: true });
+    } catch (err) {
+      // Another process (a second `mds init`, a starting instance) created it first.
+      if (err instanceof UsernameTakenError) return 'exists';
+      throw err;
+    }
+    this.#logger.info({ username }, 'default administrator created');
+    return 'created';
+  }
+
+  /** True when a user named DEFAULT_ADMIN_USERNAME exists. */
+  async defaultAdminExists(): Promise<boolean> {
+    return (await this.#store.findByUsername(this.#defaultAdmin.username)) !== undefined;
+  }
+
+  /** Every user, ordered by username, without hashes. */
+  async listUsers(): Promise<ApiUser[]> {
+    return (await this.#store.list()).map(toApiUser);
+  }
+
+  /**
+   * Creates a user. Throws `InvalidRequestError` for a bad username or a password outside 8..72 bytes,
+   * and `UsernameTakenError` when the name exists.
+   */
+  async createUser(input: { username: string; password: string; is_admin: boolean }): Promise<ApiUser> {
+    if (!USERNAME_PATTERN.test(input.username)) {
+      throw new InvalidRequestError([{ path: 'body.username', message: 'must be 1 to 64 letters, digits, dots, dashes or underscores' }]);
+    }
+    assertAcceptablePassword(input.password, 'body.password');
+    const user = await this.#store.create({
+      username: input.username,
+      passwordHash: await this.#passwords.hash(input.password),
+      isAdmin: input.is_admin,
+    });
+    this.#logger.info({ username: user.username, is_admin: user.isAdmin }, 'user created');
+    return toApiUser(user);
+  }
+
+  /** Deletes a user. Throws `UserNotFoundError`, or `LastAdminError` for the last administrator. */
+  async deleteUser(username: string): Promise<void> {
+    await this.#store.delete(username);
+    this.#logger.info({ username }, 'user deleted');
+  }
+
+  /**
+   * Sets a user's password without the old one (operators, through the CLI); revokes the user's tokens.
+   * Throws `InvalidRequestError` outside 8..72 bytes and `UserNotFoundError` for an unknown user.
+   */
+  async setPassword(username: string, password: string): Promise<ApiUser> {
+    assertAcceptablePassword(password, 'password');
+    const user = await this.#store.updatePasswordHash(username, await this.#passwords.hash(password));
+    this.#logger.info({ username }, 'password set by an operator; older tokens revoked');
+    return toApiUser(user);
+  }
+
+  async #requireUser(username: string): Promise<User> {
+    const user = await this.#store.findByUsername(username);
+    // The token was valid a moment ago; the account has been deleted since.
+    if (!user) throw new InvalidCredentialsError('Token has been revoked');
+    return user;
+  }
+
+  /**
+   * Whether the default administrator's current password is DEFAULT_ADMIN_PASSWORD. Called with the
+   * password that was just verified against (or just hashed into) the stored hash, so a plain comparison
+   * answers what a bcrypt check of the default password would, without a second bcrypt run.
+   */
+  #isDefaultAdminPassword(username: string, currentPassword: string): boolean {
+    return username === this.#defaultAdmin.username && currentPassword === this.#defaultAdmin.password;
+  }
+
+  #loginResult(user: User, mustChangePassword: boolean): LoginResult {
+    const issued = this.#tokens.sign(user, this.#tokenTtlMs === undefined ? {} : { ttlMs: this.#tokenTtlMs });
+    return {
+      ok: true,
+      access_token: issued.token,
+      token_type: 'bearer',
+      username: user.username,
+      is_admin: user.isAdmin,
+      expires_in: issued.expiresInSeconds,
+      must_change_password: mustChangePassword,
+    };
+  }
+}
+
+function toApiUser(user: User): ApiUser {
+  return { username: user.username, is_admin: user.isAdmin, created_at: user.createdAt.toISOString() };
+}

@@ -1,0 +1,160 @@
+/**
+ * Bearer and API-key authentication through passport, over real HTTP, against users in a real SQLite
+ * file.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import jwt from 'jsonwebtoken';
+import passport from 'passport';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_KEY_PRINCIPAL, AUTH_MESSAGES, createPassportAuth } from '../../src/infra/auth/passport-auth.js';
+import { TokenService } from '../../src/infra/auth/tokens.js';
+import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
+import { startAuthProbe, type AuthProbe } from '../helpers/auth-probe.js';
+
+const SECRET = 'passport-test-secret-0123456789';
+const HOUR_MS = 3_600_000;
+const API_KEYS = ['', '   ', 'key-one-0123456789', 'key-two-abcdefghij'];
+
+describe('createPassportAuth', () => {
+  let dir: string;
+  let db: OpenedUserStore;
+  let probe: AuthProbe;
+  const tokens = new TokenService({ secret: SECRET, ttlMs: HOUR_MS });
+
+  const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+  const tokenFor = async (username: string, claims: { isAdmin?: boolean } = {}) => {
+    const user = await db.store.findByUsername(username);
+    if (!user) throw new Error(`no user ${username}`);
+    return tokens.sign({ ...user, ...claims }).token;
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mds-passport-'));
+    db = await openUserStore(`sqlite:${join(dir, 'users.sqlite')}`, { runMigrations: true });
+    await db.store.create({ username: 'root', passwordHash: '$2b$04$rootrootrootrootrootroOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy', isAdmin: true });
+    await db.store.create({ username: 'viewer', passwordHash: '$2b$04$viewerviewerviewervieOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy', isAdmin: false });
+    probe = await startAuthProbe(createPassportAuth({ userStore: db.store, tokens, apiKeys: API_KEYS }));
+  });
+
+  afterAll(async () => {
+    await probe.close();
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe('bearer', () => {
+    it('when the token is valid, then resolves to the user principal', async () => {
+      expect(await probe.bearer(bearer(await tokenFor('root')))).toEqual({ ok: true, principal: { username: 'root', isAdmin: true, kind: 'user' } });
+    });
+
+    it('when a token claims admin for a user who is not one, then the principal has no admin rights', async () => {
+      const result = await probe.bearer(bearer(await tokenFor('viewer', { isAdmin: true })));
+
+      expect(result).toEqual({ ok: true, principal: { username: 'viewer', isAdmin: false, kind: 'user' } });
+    });
+
+    it('when there is no Authorization header, then rejects with NotAuthenticatedError', async () => {
+      expect(await probe.bearer()).toMatchObject({ ok: false, error: 'NotAuthenticatedError', code: 'NOT_AUTHENTICATED' });
+    });
+
+    it('when the scheme is not Bearer, or the token is missing, then rejects as a bad Authorization header', async () => {
+      for (const value of ['Basic cm9vdDpwdw==', 'Bearer', 'Token abc.def.ghi']) {
+        expect(await probe.bearer({ Authorization: value }), value).toMatchObject({
+          ok: false,
+          code: 'INVALID_CREDENTIALS',
+          message: AUTH_MESSAGES.badAuthorizationHeader,
+        });
+      }
+    });
+
+    it('when the token is malformed, then rejects as an invalid token', async () => {
+      expect(await probe.bearer(bearer('not.a.jwt'))).toMatchObject({ ok: false, code: 'INVALID_CREDENTIALS', message: AUTH_MESSAGES.invalid });
+    });
+
+    it('when the token is unsigned (alg none), then rejects as an invalid token', async () => {
+      const { claims } = tokens.sign({ username: 'root', isAdmin: true, passwordHash: 'x' });
+      const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+
+      const result = await probe.bearer(bearer(`${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims)}.`));
+
+      expect(result).toMatchObject({ ok: false, code: 'INVALID_CREDENTIALS', message: AUTH_MESSAGES.invalid });
+    });
+
+    it('when the token is signed with HS512 or another secret, then rejects as an invalid token', async () => {
+      const { claims } = tokens.sign((await db.store.findByUsername('root'))!);
+      const hs512 = jwt.sign(claims, SECRET, { algorithm: 'HS512' });
+      const otherSecret = new TokenService({ secret: 'not-our-secret', ttlMs: HOUR_MS }).sign((await db.store.findByUsername('root'))!).token;
+
+      expect(await probe.bearer(bearer(hs512))).toMatchObject({ ok: false, message: AUTH_MESSAGES.invalid });
+      expect(await probe.bearer(bearer(otherSecret))).toMatchObject({ ok: false, message: AUTH_MESSAGES.invalid });
+    });
+
+    it('when the token has expired, then rejects saying it expired', async () => {
+      const past = new TokenService({ secret: SECRET, ttlMs: HOUR_MS, now: () => Date.now() - 2 * HOUR_MS });
+      const expired = past.sign((await db.store.findByUsername('root'))!).token;
+
+      expect(await probe.bearer(bearer(expired))).toMatchObject({ ok: false, code: 'INVALID_CREDENTIALS', message: AUTH_MESSAGES.expired });
+    });
+
+    it('when the password changed after the token was issued, then rejects it as revoked', async () => {
+      await db.store.create({ username: 'changer', passwordHash: '$2b$04$firsthashfirsthashfirOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy', isAdmin: false });
+      const token = await tokenFor('changer');
+      expect(await probe.bearer(bearer(token))).toMatchObject({ ok: true });
+
+      await db.store.updatePasswordHash('changer', '$2b$04$secondhashsecondhashsOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy');
+
+      expect(await probe.bearer(bearer(token))).toMatchObject({ ok: false, code: 'INVALID_CREDENTIALS', message: AUTH_MESSAGES.revoked });
+      expect(await probe.bearer(bearer(await tokenFor('changer')))).toMatchObject({ ok: true });
+    });
+
+    it('when the user was deleted after the token was issued, then rejects it as revoked', async () => {
+      await db.store.create({ username: 'leaver', passwordHash: '$2b$04$leaverleaverleaverleaOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy', isAdmin: false });
+      const token = await tokenFor('leaver');
+
+      await db.store.delete('leaver');
+
+      expect(await probe.bearer(bearer(token))).toMatchObject({ ok: false, message: AUTH_MESSAGES.revoked });
+    });
+  });
+
+  describe('API key', () => {
+    it('when the key is one of API_KEYS, then resolves to the api-key service account (an administrator)', async () => {
+      expect(await probe.apiKey({ 'X-API-Key': 'key-two-abcdefghij' })).toEqual({ ok: true, principal: API_KEY_PRINCIPAL });
+      expect(await probe.apiKey({ 'x-api-key': 'key-one-0123456789' })).toEqual({ ok: true, principal: { username: 'api-key', isAdmin: true, kind: 'api-key' } });
+    });
+
+    it('when the header is absent, then rejects with NotAuthenticatedError', async () => {
+      expect(await probe.apiKey()).toMatchObject({ ok: false, code: 'NOT_AUTHENTICATED' });
+    });
+
+    it('when the key is unknown, a prefix of a real key, or blank, then rejects as an invalid API key', async () => {
+      for (const key of ['nope', 'key-one', 'key-one-01234567890', '', '   ']) {
+        expect(await probe.apiKey({ 'X-API-Key': key }), JSON.stringify(key)).toMatchObject({
+          ok: false,
+          code: 'INVALID_CREDENTIALS',
+          message: AUTH_MESSAGES.invalidApiKey,
+        });
+      }
+    });
+
+    it('when no API keys are configured, then every key is refused', async () => {
+      const none = await startAuthProbe(createPassportAuth({ userStore: db.store, tokens, apiKeys: [] }));
+      try {
+        expect(await none.apiKey({ 'X-API-Key': 'key-one-0123456789' })).toMatchObject({ ok: false, message: AUTH_MESSAGES.invalidApiKey });
+      } finally {
+        await none.close();
+      }
+    });
+  });
+
+  it('registers its strategies on its own Passport instance, never on the global one', () => {
+    let reported: unknown;
+    passport.authenticate('jwt', { session: false })({ headers: {} }, {}, (err: unknown) => {
+      reported = err;
+    });
+
+    expect(String(reported)).toMatch(/Unknown authentication strategy "jwt"/);
+  });
+});
