@@ -92,13 +92,15 @@ function redisFromParts(v: z.infer<typeof schema>) {
 
 /**
  * Reads configuration from `env` (the process environment by default) over the env file
- * (ENV_FILE, default `.env` in `cwd`). Real environment variables win over the file.
+ * (ENV_FILE, default `.env` in `cwd`). Real environment variables win over the file, and `overrides`
+ * (command-line flags) win over both.
  * Throws `ConfigError` naming every invalid variable.
  */
-export function loadConfig(env: Env = process.env, options: { cwd?: string; readFile?: boolean } = {}) {
+export function loadConfig(env: Env = process.env, options: { cwd?: string; readFile?: boolean; overrides?: Env } = {}) {
   const fromFile = options.readFile === false ? {} : readEnvFile(env, options.cwd ?? process.cwd());
   const merged: Env = { ...fromFile };
   for (const [k, v] of Object.entries(env)) if (v !== undefined) merged[k] = v;
+  for (const [k, v] of Object.entries(options.overrides ?? {})) if (v !== undefined) merged[k] = v;
   const input: Env = {};
   for (const key of Object.keys(schema.shape)) {
     const value = merged[key];

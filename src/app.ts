@@ -1,0 +1,166 @@
+/**
+ * `createApp(deps)` builds the Express app from the contract: body parser, request validation and
+ * security (express-openapi-validator), one route per operationId, one error middleware.
+ * No I/O happens here; everything it needs is handed in.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { pinoHttp } from 'pino-http';
+import type { Contract } from './contract.js';
+import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError, toErrorResponse } from './errors.js';
+import type { Handlers } from './handlers/types.js';
+import type { Logger } from './logger.js';
+import type { Principal } from './ports.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** Who is calling, set by the security handlers on protected operations. */
+    principal?: Principal;
+    /** Why each credential offered was refused, so the error mapper can say which. */
+    authFailures?: unknown[];
+  }
+}
+
+/** Checks the credentials of a request. Rejects with NotAuthenticatedError / InvalidCredentialsError. */
+export interface Authenticator {
+  authenticateBearer(req: Request): Promise<Principal>;
+  authenticateApiKey(req: Request): Promise<Principal>;
+}
+
+export interface AppDeps {
+  contract: Contract;
+  handlers: Handlers;
+  authenticator: Authenticator;
+  logger: Logger;
+  bodyLimitBytes: number;
+  trustProxy?: boolean;
+  /** When set, every response is validated against the contract and each violation is reported here. */
+  onResponseViolation?: (message: string, req: Request) => void;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The incoming `X-Request-Id` when it is sane, else a fresh UUID; echoed in the response. */
+export function requestId(req: IncomingMessage, res: ServerResponse): string {
+  const incoming = req.headers['x-request-id'];
+  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  res.setHeader('X-Request-Id', id);
+  return id;
+}
+
+/** Verifies that every operation of the contract has a handler; throws StartupError naming the missing ones. */
+export function assertHandlersComplete(contract: Contract, handlers: Partial<Record<string, unknown>>): void {
+  const missing = contract.operations.filter((op) => typeof handlers[op.operationId] !== 'function');
+  if (missing.length > 0) {
+    const names = missing.map((op) => `${op.operationId} (${op.method.toUpperCase()} ${op.path})`).join(', ');
+    throw new StartupError(`The contract has operations without a handler: ${names}`);
+  }
+}
+
+function securityHandler(authenticate: (req: Request) => Promise<Principal>) {
+  return async (req: Request, scopes: string[]): Promise<boolean> => {
+    try {
+      const principal = await authenticate(req);
+      if (scopes.includes('admin') && !principal.isAdmin) throw new ForbiddenError();
+      req.principal = principal;
+      return true;
+    } catch (err) {
+      (req.authFailures ??= []).push(err);
+      throw err;
+    }
+  };
+}
+
+/**
+ * The validator reports a failed security requirement as a bare 401/403 of its own; the reasons our
+ * handlers gave are on the request. Picks the one the caller should hear.
+ */
+function explainSecurityFailure(err: unknown, req: Request): unknown {
+  const status = (err as { status?: number } | null)?.status;
+  if (err instanceof AppError || (status !== 401 && status !== 403)) return err;
+  const failures = req.authFailures ?? [];
+  const unexpected = failures.find((f) => !(f instanceof AppError));
+  if (unexpected) return unexpected;
+  const forbidden = failures.find((f) => f instanceof ForbiddenError);
+  if (forbidden) return forbidden;
+  const invalid = failures.find((f) => f instanceof InvalidCredentialsError);
+  if (invalid) return invalid;
+  if (req.headers.authorization !== undefined) {
+    return new InvalidCredentialsError("Invalid credentials: send the token as 'Authorization: Bearer <token>'");
+  }
+  if (req.headers['x-api-key'] !== undefined) return new InvalidCredentialsError('Invalid API key');
+  return new NotAuthenticatedError();
+}
+
+export function createApp(deps: AppDeps): express.Express {
+  const { contract, handlers, authenticator, logger } = deps;
+  assertHandlersComplete(contract, handlers);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', deps.trustProxy ?? false);
+
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: requestId,
+      quietReqLogger: true,
+      customAttributeKeys: { reqId: 'reqId' },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      serializers: {
+        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+    }),
+  );
+  app.use(express.json({ limit: deps.bodyLimitBytes }));
+
+  const onViolation = deps.onResponseViolation;
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: structuredClone(contract.document) as never,
+      validateRequests: { allErrors: true },
+      validateResponses: onViolation
+        ? {
+            onError: (error: { message: string }, _body: unknown, req: Request) => {
+              logger.error({ reqId: req.id, violation: error.message }, 'response breaks the contract');
+              onViolation(error.message, req);
+            },
+          }
+        : false,
+      validateSecurity: {
+        handlers: {
+          bearerAuth: securityHandler((req) => authenticator.authenticateBearer(req)) as never,
+          apiKeyAuth: securityHandler((req) => authenticator.authenticateApiKey(req)) as never,
+        },
+      },
+    }),
+  );
+
+  const router = express.Router();
+  for (const op of contract.operations) {
+    const handler = (handlers as unknown as Record<string, RequestHandler>)[op.operationId] as RequestHandler;
+    router[op.method](op.expressPath, handler);
+  }
+  app.use(router);
+
+  app.use((req, _res, next) => {
+    next(Object.assign(new Error('not found'), { status: 404, path: req.path }));
+  });
+
+  const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
+    const explained = explainSecurityFailure(err, req);
+    const response = toErrorResponse(explained, { method: req.method, path: req.path });
+    if (response.unexpected) req.log.error({ err: explained }, 'unexpected failure');
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    res.status(response.status).set(response.headers).json(response.body);
+  };
+  app.use(errorHandler);
+  return app;
+}

@@ -1,0 +1,49 @@
+/** What every command shares: config from the environment with flag overrides, a quiet logger, one-line errors. */
+import type { Command } from '@oclif/core';
+import { pino } from 'pino';
+import { loadConfig, type Config } from '../config.js';
+import { AppError } from '../errors.js';
+import { createLogger, type Logger } from '../logger.js';
+import { openAccounts } from '../main.js';
+
+/** Loads config; flags win over the environment. A bad value exits with one line naming the variable. */
+export function loadCliConfig(command: Command, overrides: Record<string, string | undefined> = {}): Config {
+  try {
+    return loadConfig(undefined, { overrides });
+  } catch (err) {
+    command.error(failure(err), { exit: 2 });
+  }
+}
+
+/** One line saying what failed, without a stack. */
+export function failure(err: unknown): string {
+  if (err instanceof AppError) return err.message;
+  if (err instanceof Error) return err.message.split('\n')[0] ?? 'failed';
+  return String(err);
+}
+
+/** Operator commands keep stdout for their answer: log lines (warnings and up) go to stderr. */
+export function cliLogger(config: Config): Logger {
+  const level = config.log.level === 'silent' ? 'silent' : 'warn';
+  return createLogger({ level }, pino.destination(2));
+}
+
+/**
+ * Runs `work` with the accounts service over the configured database, then closes it. Any failure
+ * becomes one line on stderr and a non-zero exit.
+ */
+export async function withAccounts<T>(
+  command: Command,
+  work: (accounts: Awaited<ReturnType<typeof openAccounts>>['accounts'], config: Config) => Promise<T>,
+): Promise<T> {
+  const config = loadCliConfig(command);
+  let opened: Awaited<ReturnType<typeof openAccounts>> | undefined;
+  try {
+    opened = await openAccounts(config, cliLogger(config));
+    return await work(opened.accounts, config);
+  } catch (err) {
+    return command.error(failure(err), { exit: 1 });
+  } finally {
+    await opened?.close().catch(() => undefined);
+  }
+}

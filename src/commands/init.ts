@@ -1,0 +1,24 @@
+import { Command } from '@oclif/core';
+import { withAccounts } from '../cli/context.js';
+
+export default class Init extends Command {
+  static override description =
+    'Create the user table (run the database migrations) and the default administrator from DEFAULT_ADMIN_USERNAME / DEFAULT_ADMIN_PASSWORD. Safe to run again.';
+
+  static override examples = [
+    '<%= config.bin %> <%= command.id %>',
+    'DATABASE_URL=postgres://mds:secret@127.0.0.1:5432/mds <%= config.bin %> <%= command.id %>',
+    'DEFAULT_ADMIN_USERNAME=root DEFAULT_ADMIN_PASSWORD=a-long-passphrase <%= config.bin %> <%= command.id %>',
+  ];
+
+  async run(): Promise<void> {
+    await this.parse(Init);
+    process.stderr.write('Running database migrations and checking the default administrator...\n');
+    await withAccounts(this, async (accounts, config) => {
+      const outcome = await accounts.ensureDefaultAdmin();
+      const name = config.auth.defaultAdmin.username;
+      this.log(outcome === 'created' ? `Default administrator '${name}' created` : `Default administrator '${name}' already exists`);
+    });
+    this.log('init done');
+  }
+}

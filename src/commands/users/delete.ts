@@ -1,0 +1,18 @@
+import { Args, Command } from '@oclif/core';
+import { withAccounts } from '../../cli/context.js';
+
+export default class UsersDelete extends Command {
+  static override description = 'Delete a user account. The last administrator cannot be deleted.';
+
+  static override examples = ['<%= config.bin %> <%= command.id %> analyst'];
+
+  static override args = {
+    username: Args.string({ description: 'The login name to delete.', required: true }),
+  };
+
+  async run(): Promise<void> {
+    const { args } = await this.parse(UsersDelete);
+    await withAccounts(this, (accounts) => accounts.deleteUser(args.username));
+    this.log(`User '${args.username}' deleted`);
+  }
+}

@@ -1,0 +1,31 @@
+/** All handlers, keyed by operationId; `createApp` refuses to start when one is missing. */
+import type { Contract } from '../contract.js';
+import type { AccountService } from '../services/accounts.js';
+import type { HealthService } from '../services/health.js';
+import type { MarketDataService } from '../services/market-data.js';
+import type { StatusService } from '../services/status.js';
+import { adminHandlers } from './admin.js';
+import { authHandlers } from './auth.js';
+import { healthHandlers } from './health.js';
+import { indicesHandlers } from './indices.js';
+import { metaHandlers } from './meta.js';
+import type { Handlers } from './types.js';
+
+export interface HandlerDeps {
+  contract: Contract;
+  docs: () => Promise<string | undefined>;
+  health: HealthService;
+  accounts: AccountService;
+  market: MarketDataService;
+  status: StatusService;
+}
+
+export function createHandlers(deps: HandlerDeps): Handlers {
+  return {
+    ...healthHandlers(deps.health),
+    ...metaHandlers(deps.contract, deps.docs),
+    ...authHandlers(deps.accounts),
+    ...adminHandlers(deps),
+    ...indicesHandlers(deps.market),
+  };
+}

@@ -1,0 +1,29 @@
+import type { Contract } from '../contract.js';
+import { AppError } from '../errors.js';
+import type { Handler } from './types.js';
+
+/** The documentation page could not be found (it is built by `npm run build`). */
+export class DocsNotBuiltError extends AppError {
+  constructor() {
+    super('DOCS_NOT_BUILT', 'Documentation is not built: run `npm run docs`');
+  }
+}
+
+export function metaHandlers(
+  contract: Contract,
+  docs: () => Promise<string | undefined>,
+): { getOpenApiYaml: Handler<'getOpenApiYaml'>; getOpenApiJson: Handler<'getOpenApiJson'>; getDocs: Handler<'getDocs'> } {
+  return {
+    getOpenApiYaml(_req, res) {
+      res.status(200).type('application/yaml').send(contract.yaml);
+    },
+    getOpenApiJson(_req, res) {
+      res.status(200).type('application/json').send(contract.json);
+    },
+    async getDocs(_req, res) {
+      const html = await docs();
+      if (html === undefined) throw new DocsNotBuiltError();
+      res.status(200).type('text/html').send(html);
+    },
+  };
+}

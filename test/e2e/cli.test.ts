@@ -1,0 +1,182 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+
+const BIN = resolve(import.meta.dirname, '../../bin/run.js');
+
+let dir: string;
+let env: NodeJS.ProcessEnv;
+
+function mds(args: string[], input?: string) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: dir, env, input, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'mds-cli-'));
+  env = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    DATABASE_URL: `sqlite:${join(dir, 'data', 'mds.sqlite')}`,
+    CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/0`,
+    BCRYPT_ROUNDS: '4',
+    DEFAULT_ADMIN_USERNAME: 'admin',
+    DEFAULT_ADMIN_PASSWORD: 'admin-password-1',
+    SECRET_KEY: 'cli-test-secret-key-0123456789abcdef',
+    REFRESH_INTERVAL_SECONDS: '0',
+  };
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('mds init', () => {
+  it('creates the user table and the default administrator, prints the two lines, and is safe to run again', () => {
+    const first = mds(['init']);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toBe("Default administrator 'admin' created\ninit done\n");
+
+    const db = new Database(join(dir, 'data', 'mds.sqlite'), { readonly: true });
+    const rows = db.prepare('SELECT username, is_admin FROM users').all() as Array<{ username: string; is_admin: number }>;
+    db.close();
+    expect(rows).toEqual([{ username: 'admin', is_admin: 1 }]);
+
+    const second = mds(['init']);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toBe("Default administrator 'admin' already exists\ninit done\n");
+  });
+
+  it('when a variable is invalid, exits non-zero with one line naming it', () => {
+    env.CACHE_PORT = 'abc';
+    delete env.CACHE_URL;
+    const r = mds(['init']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('CACHE_PORT');
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('when the database is unreachable, exits non-zero with one clear line', () => {
+    env.DATABASE_URL = 'postgres://nobody@127.0.0.1:1/nothing';
+    const r = mds(['init']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/Cannot open the database/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('mds users', () => {
+  it('create (password from stdin), list, set-password and delete work on the same database as the API', () => {
+    expect(mds(['init']).code).toBe(0);
+    const created = mds(['users', 'create', 'analyst'], 'analyst-pass-1\n');
+    expect(created.code).toBe(0);
+    expect(created.stdout).toContain("User 'analyst' created");
+
+    const list = mds(['users', 'list', '--json']);
+    expect(list.code).toBe(0);
+    const users = JSON.parse(list.stdout) as Array<{ username: string; is_admin: boolean }>;
+    expect(users.map((u) => [u.username, u.is_admin])).toEqual([
+      ['admin', true],
+      ['analyst', false],
+    ]);
+    expect(list.stdout).not.toMatch(/\$2[aby]\$/);
+
+    expect(mds(['users', 'set-password', 'analyst'], 'another-pass-2\n').code).toBe(0);
+    const deleted = mds(['users', 'delete', 'analyst']);
+    expect(deleted.code).toBe(0);
+    expect(JSON.parse(mds(['users', 'list', '--json']).stdout)).toHaveLength(1);
+  });
+
+  it('refuses bad input with one line and a non-zero exit: unknown user, weak password, taken name, last admin', () => {
+    expect(mds(['init']).code).toBe(0);
+    const unknown = mds(['users', 'delete', 'nobody']);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toContain("User 'nobody' not found");
+
+    const weak = mds(['users', 'create', 'shorty'], 'short\n');
+    expect(weak.code).not.toBe(0);
+    expect(weak.stderr).toMatch(/at least 8 bytes/);
+
+    const taken = mds(['users', 'create', 'admin'], 'whatever-pass-1\n');
+    expect(taken.code).not.toBe(0);
+    expect(taken.stderr).toContain('already taken');
+
+    const last = mds(['users', 'delete', 'admin']);
+    expect(last.code).not.toBe(0);
+    expect(last.stderr).toContain('last administrator');
+  });
+});
+
+describe('mds --help', () => {
+  it.each([['init'], ['serve'], ['users', 'list'], ['users', 'create'], ['users', 'delete'], ['users', 'set-password']])(
+    '%s %s --help shows a description and examples',
+    (...cmd) => {
+      const r = mds([...cmd.filter(Boolean), '--help']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/DESCRIPTION/);
+      expect(r.stdout).toMatch(/EXAMPLES/);
+    },
+  );
+});
+
+describe('mds serve', () => {
+  it('logs the startup sequence, serves, and exits 0 on SIGTERM', async () => {
+    expect(mds(['init']).code).toBe(0);
+    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], { cwd: dir, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    const url = await new Promise<string>((resolveUrl, reject) => {
+      child.stderr.on('data', (c: Buffer) => {
+        stderr += c.toString();
+        const m = /listening on (http:\/\/[^\s]+) \(docs: \1\/docs\)/.exec(stderr);
+        if (m?.[1]) resolveUrl(m[1]);
+      });
+      child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+    });
+    const health = await fetch(`${url}/api/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ ok: true, datasource: true, cache: true, auth: true });
+
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+
+    const messages = stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => (JSON.parse(l) as { msg: string }).msg);
+    expect(messages).toContainEqual(expect.stringMatching(/redis/i));
+    expect(messages).toContain("default administrator 'admin' exists");
+    expect(messages).toContain('database ready');
+    expect(messages).toContainEqual(expect.stringMatching(/^scheduler/));
+    expect(messages).toContain('authentication ready');
+    expect(messages).toContainEqual(expect.stringMatching(/^listening on http/));
+    expect(messages).toContain('stopped');
+  });
+
+  it('without init, says to run `mds init`, and with Redis unreachable, says memory is used, and still serves', async () => {
+    env.CACHE_URL = 'redis://127.0.0.1:1/0';
+    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], { cwd: dir, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    const url = await new Promise<string>((resolveUrl, reject) => {
+      child.stderr.on('data', (c: Buffer) => {
+        stderr += c.toString();
+        const m = /listening on (http:\/\/\S+)/.exec(stderr);
+        if (m?.[1]) resolveUrl(m[1]);
+      });
+      child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+    });
+    const health = (await (await fetch(`${url}/api/health`)).json()) as { cache: boolean };
+    expect(health.cache).toBe(false);
+    const indices = await fetch(`${url}/api/indices`);
+    expect(indices.status).toBe(200);
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(stdout).toContain('run `mds init`');
+    expect(stdout).toMatch(/memory/i);
+  });
+});

@@ -1,0 +1,94 @@
+/**
+ * Starts the real service (startService) on a free loopback port with a fresh SQLite file, the shared
+ * test redis-server, and response validation on: every response the suite receives is checked
+ * against openapi.yaml, and `close()` fails the test file when one broke the contract.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { inject } from 'vitest';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger, type Logger } from '../../src/logger.js';
+import { startService, type RunningService, type StartOptions } from '../../src/main.js';
+
+export interface TestService extends RunningService {
+  config: Config;
+  /** Every JSON log line the service wrote. */
+  logs: Array<Record<string, unknown>>;
+  /** Contract violations of responses, as reported by the validator. */
+  violations: string[];
+  dir: string;
+  /** Fetch relative to the service URL. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** Logs in and returns the access token. */
+  login(username: string, password: string): Promise<string>;
+}
+
+export const ADMIN = { username: 'admin', password: 'admin-password-1' } as const;
+
+export function captureLogger(level: 'info' | 'debug' = 'info'): { logger: Logger; logs: Array<Record<string, unknown>> } {
+  const logs: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: createLogger({ level }, sink), logs };
+}
+
+/** Default environment of a test service; `env` overrides it. */
+export function testEnv(dir: string, env: Record<string, string> = {}): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATABASE_URL: `sqlite:${join(dir, 'mds.sqlite')}`,
+    CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/0`,
+    SECRET_KEY: 'test-secret-key-that-is-long-enough-0123456789',
+    DEFAULT_ADMIN_USERNAME: ADMIN.username,
+    DEFAULT_ADMIN_PASSWORD: ADMIN.password,
+    BCRYPT_ROUNDS: '4',
+    // Suites share one redis-server; throttling has its own tests with their own limits.
+    LOGIN_MAX_FAILURES: '1000',
+    REFRESH_INTERVAL_SECONDS: '0',
+    LOG_LEVEL: 'info',
+    ...env,
+  };
+}
+
+export async function startTestService(env: Record<string, string> = {}, options: StartOptions & { dir?: string } = {}): Promise<TestService> {
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'mds-test-'));
+  const config = loadConfig(testEnv(dir, env), { readFile: false });
+  const { logger, logs } = captureLogger();
+  const violations: string[] = [];
+  const running = await startService(config, logger, {
+    ...options,
+    onResponseViolation: (message, req) => violations.push(`${req.method} ${req.originalUrl}: ${message}`),
+  });
+  const fetchRel = (path: string, init?: RequestInit) => fetch(`${running.url}${path}`, init);
+  return {
+    ...running,
+    config,
+    logs,
+    violations,
+    dir,
+    fetch: fetchRel,
+    async login(username, password) {
+      const res = await fetchRel('/api/auth/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username, password }),
+      });
+      const body = (await res.json()) as { access_token?: string };
+      if (res.status !== 200 || !body.access_token) throw new Error(`login ${username} failed: ${res.status} ${JSON.stringify(body)}`);
+      return body.access_token;
+    },
+    async close() {
+      await running.close();
+      if (!options.dir) rmSync(dir, { recursive: true, force: true });
+      if (violations.length > 0) throw new Error(`responses broke openapi.yaml:\n${violations.join('\n')}`);
+    },
+  };
+}

@@ -1,0 +1,198 @@
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { createApp } from '../../src/app.js';
+import { loadContract } from '../../src/contract.js';
+import { StartupError } from '../../src/errors.js';
+import type { Handlers } from '../../src/handlers/types.js';
+import { captureLogger, startTestService, type TestService } from '../helpers/service.js';
+
+const json = { 'content-type': 'application/json' };
+
+function expectEnvelope(body: unknown, status: number): asserts body is { success: false; error: string; code: number; detail: string } {
+  expect(body).toMatchObject({ success: false, code: status });
+  const b = body as Record<string, unknown>;
+  expect(typeof b.error).toBe('string');
+  expect(b.detail).toBe(b.error);
+  const keys = Object.keys(b).sort();
+  expect(keys).toEqual(status === 422 ? ['code', 'detail', 'error', 'success', 'violations'] : ['code', 'detail', 'error', 'success']);
+}
+
+describe('the contract and the error envelope, over a real socket', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(async () => {
+    await svc.close();
+  });
+
+  it('health: answers 200 with the four booleans', async () => {
+    const res = await svc.fetch('/api/health');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(Object.keys(body).sort()).toEqual(['auth', 'cache', 'datasource', 'ok']);
+    for (const v of Object.values(body)) expect(typeof v).toBe('boolean');
+    expect(body.ok).toBe(true);
+  });
+
+  it('every response carries a request id, and a sane incoming X-Request-Id is echoed', async () => {
+    const res = await svc.fetch('/api/health', { headers: { 'x-request-id': 'trace-123' } });
+    expect(res.headers.get('x-request-id')).toBe('trace-123');
+    const other = await svc.fetch('/api/health', { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(other.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('unknown path: answers 404 in the envelope naming the method and path', async () => {
+    const res = await svc.fetch('/api/does-not-exist');
+    expect(res.status).toBe(404);
+    const body = await res.json();
+    expectEnvelope(body, 404);
+    expect(body.error).toContain('GET /api/does-not-exist');
+  });
+
+  it('path outside /api: answers 404 in the envelope too', async () => {
+    const res = await svc.fetch('/nothing-here');
+    expect(res.status).toBe(404);
+    expectEnvelope(await res.json(), 404);
+  });
+
+  it('wrong method: answers 405 in the envelope', async () => {
+    const res = await svc.fetch('/api/health', { method: 'DELETE' });
+    expect(res.status).toBe(405);
+    const body = await res.json();
+    expectEnvelope(body, 405);
+    expect(body.error).toContain('DELETE /api/health');
+  });
+
+  it('oversized body: answers 413 in the envelope', async () => {
+    const res = await svc.fetch('/api/auth/login', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ username: 'admin', password: 'x'.repeat(20_000) }),
+    });
+    expect(res.status).toBe(413);
+    expectEnvelope(await res.json(), 413);
+  });
+
+  it('body that is not JSON: answers 415 in the envelope', async () => {
+    const res = await svc.fetch('/api/auth/login', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'username=admin' });
+    expect(res.status).toBe(415);
+    expectEnvelope(await res.json(), 415);
+  });
+
+  it('login without a body: answers 415 in the envelope', async () => {
+    const res = await svc.fetch('/api/auth/login', { method: 'POST' });
+    expect(res.status).toBe(415);
+    expectEnvelope(await res.json(), 415);
+  });
+
+  it('login with a missing field: answers 422 with a violation naming it', async () => {
+    const res = await svc.fetch('/api/auth/login', { method: 'POST', headers: json, body: JSON.stringify({ username: 'admin' }) });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { error: string; violations: Array<{ path: string; message: string }> };
+    expectEnvelope(body, 422);
+    expect(body.error).toMatch(/^Invalid request parameters: /);
+    expect(body.violations).toContainEqual({ path: 'body.password', message: expect.stringContaining('password') });
+  });
+
+  it('login with a wrong type: answers 422 with a violation naming the field', async () => {
+    const res = await svc.fetch('/api/auth/login', { method: 'POST', headers: json, body: JSON.stringify({ username: 42, password: 'whatever-pass' }) });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { violations: Array<{ path: string; message: string }> };
+    expectEnvelope(body, 422);
+    expect(body.violations).toContainEqual({ path: 'body.username', message: 'must be string' });
+  });
+
+  it('login with several problems: answers 422 listing every violation', async () => {
+    const res = await svc.fetch('/api/auth/login', { method: 'POST', headers: json, body: JSON.stringify({ username: '', extra: 1 }) });
+    const body = (await res.json()) as { violations: Array<{ path: string }> };
+    expect(res.status).toBe(422);
+    expect(body.violations.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('login with malformed JSON: answers 422 with a body violation', async () => {
+    const res = await svc.fetch('/api/auth/login', { method: 'POST', headers: json, body: '{"username": "admin", ' });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { violations: unknown };
+    expectEnvelope(body, 422);
+    expect(body.violations).toEqual([{ path: 'body', message: 'is not valid JSON' }]);
+  });
+
+  it('unknown query parameter: answers 422 naming it', async () => {
+    const res = await svc.fetch('/api/health?verbose=1');
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { violations: Array<{ path: string }> };
+    expectEnvelope(body, 422);
+    expect(JSON.stringify(body.violations)).toContain('verbose');
+  });
+
+  it('serves the contract as YAML and as JSON, the same document', async () => {
+    const yamlRes = await svc.fetch('/openapi.yaml');
+    expect(yamlRes.status).toBe(200);
+    expect(yamlRes.headers.get('content-type')).toMatch(/yaml/);
+    const fromYaml = parse(await yamlRes.text()) as Record<string, unknown>;
+    const jsonRes = await svc.fetch('/openapi.json');
+    expect(jsonRes.status).toBe(200);
+    expect(await jsonRes.json()).toEqual(fromYaml);
+    expect(fromYaml.openapi).toMatch(/^3\./);
+  });
+});
+
+describe('unexpected failures', () => {
+  it('a crashing handler: answers 500 "Internal server error" without the cause, and logs the cause with the request id', async () => {
+    const contract = loadContract();
+    const secret = 'db password is hunter2 at /srv/app/secret.ts:42';
+    const crash = () => {
+      throw new Error(secret);
+    };
+    const handlers = Object.fromEntries(contract.operations.map((op) => [op.operationId, crash])) as unknown as Handlers;
+    const { logger, logs } = captureLogger();
+    const app = createApp({
+      contract,
+      handlers,
+      logger,
+      bodyLimitBytes: 16384,
+      authenticator: {
+        authenticateBearer: () => Promise.reject(new Error('unused')),
+        authenticateApiKey: () => Promise.reject(new Error('unused')),
+      },
+    });
+    const server = createServer(app).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/api/health`);
+      expect(res.status).toBe(500);
+      const text = await res.text();
+      expect(JSON.parse(text)).toEqual({ success: false, error: 'Internal server error', code: 500, detail: 'Internal server error' });
+      expect(text).not.toContain('hunter2');
+      expect(text).not.toContain('.ts');
+      const reqId = res.headers.get('x-request-id');
+      const logged = logs.find((l) => l.msg === 'unexpected failure');
+      expect(logged?.reqId).toBe(reqId);
+      expect(JSON.stringify(logged)).toContain('hunter2');
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('startup', () => {
+  it('refuses a contract operation without a handler, naming it', () => {
+    const contract = loadContract();
+    const handlers = Object.fromEntries(contract.operations.filter((op) => op.operationId !== 'getIndices').map((op) => [op.operationId, () => undefined]));
+    const { logger } = captureLogger();
+    const build = () =>
+      createApp({
+        contract,
+        handlers: handlers as unknown as Handlers,
+        logger,
+        bodyLimitBytes: 16384,
+        authenticator: { authenticateBearer: () => Promise.reject(new Error()), authenticateApiKey: () => Promise.reject(new Error()) },
+      });
+    expect(build).toThrow(StartupError);
+    expect(build).toThrow(/getIndices \(GET \/api\/indices\)/);
+  });
+});
