@@ -90,8 +90,15 @@ function explainSecurityFailure(err: unknown, req: Request): unknown {
   if (req.headers.authorization !== undefined) {
     return new InvalidCredentialsError("Invalid credentials: send the token as 'Authorization: Bearer <token>'");
   }
-  if (req.headers['x-api-key'] !== undefined) return new InvalidCredentialsError('Invalid API key');
+  // Only where API keys are accepted: on a bearer-only operation a valid key is not "invalid", just not enough.
+  if (req.headers['x-api-key'] !== undefined && acceptsScheme(req, 'apiKeyAuth')) return new InvalidCredentialsError('Invalid API key');
   return new NotAuthenticatedError();
+}
+
+/** True when the operation the validator matched lists `scheme` in one of its security requirements. */
+function acceptsScheme(req: Request, scheme: string): boolean {
+  const security = (req as { openapi?: { schema?: { security?: Array<Record<string, unknown>> } } }).openapi?.schema?.security;
+  return security?.some((requirement) => scheme in requirement) ?? false;
 }
 
 export function createApp(deps: AppDeps): express.Express {

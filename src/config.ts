@@ -58,6 +58,7 @@ const schema = z.object({
   MARKET_DATA_BASE_URL: z.url({ error: 'must be an http(s) URL' }).default('https://query1.finance.yahoo.com'),
   MARKET_INDICES: csv.default(DEFAULT_INDICES),
   MARKET_DATA_TIMEOUT_MS: int(100, 60_000).default(5000),
+  MARKET_DATA_BREAKER_RESET_SECONDS: int(1, 3600).default(10),
   REFRESH_INTERVAL_SECONDS: int(0, 86_400).default(30),
   TRUST_PROXY: bool.default(false),
 });
@@ -144,6 +145,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       baseUrl: v.MARKET_DATA_BASE_URL.replace(/\/+$/, ''),
       symbols: v.MARKET_INDICES,
       timeoutMs: v.MARKET_DATA_TIMEOUT_MS,
+      /** How long the circuit breaker stays open before probing the upstream again. */
+      breakerResetMs: v.MARKET_DATA_BREAKER_RESET_SECONDS * 1000,
       refreshIntervalMs: v.REFRESH_INTERVAL_SECONDS * 1000,
     },
   };

@@ -182,10 +182,13 @@ function isHttpLike(err: unknown): err is HttpLikeError {
   return typeof err === 'object' && err !== null && ('status' in err || 'statusCode' in err);
 }
 
-/** `/body/password` -> `body.password`; the validator's paths point into the request. */
+/**
+ * `/body/password` -> `body.password`, `/params/username` -> `path.username`: the validator's paths
+ * point into the request; the contract names path parameters `path.<name>`.
+ */
 function violationPath(raw: string | undefined): string {
   if (!raw) return 'request';
-  return raw.replace(/^\.?\//, '').replace(/\//g, '.') || 'request';
+  return raw.replace(/^\.?\//, '').replace(/\//g, '.').replace(/^params(?=\.|$)/, 'path') || 'request';
 }
 
 function violationsOf(err: HttpLikeError): Violation[] {

@@ -10,6 +10,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Request } from 'express';
 import { createApp } from './app.js';
+import { withFastPath } from './fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { loadContract, type Contract } from './contract.js';
 import { createHandlers } from './handlers/index.js';
@@ -124,6 +125,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     provider,
     ttlMs: config.cache.ttlMs,
     staleIfErrorMs: config.cache.staleIfErrorMs,
+    broadcast: cache,
     logger,
   });
 
@@ -163,7 +165,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     onResponseViolation: options.onResponseViolation,
   });
 
-  const server = createServer(app);
+  const server = createServer(withFastPath(app, { market, logger }));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;

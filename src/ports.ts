@@ -37,6 +37,17 @@ export interface CacheStore {
   releaseLock(key: string, token: string): Promise<void>;
 }
 
+/**
+ * Best-effort messages to every instance sharing the cache store (this one included). A message
+ * may be lost while the store is away; subscribers must treat it as a hint, never as the only truth.
+ */
+export interface Broadcast {
+  /** Delivers `message` to every subscriber of `channel`, here at once and elsewhere through the store. */
+  publish(channel: string, message: string): Promise<void>;
+  /** Calls `listener` for each message on `channel`; returns a function that stops it. */
+  subscribe(channel: string, listener: (message: string) => void): () => void;
+}
+
 /** A stored user account. `passwordHash` never leaves the services layer. */
 export interface User {
   username: string;

@@ -1,27 +1,41 @@
+import cluster, { type Worker } from 'node:cluster';
 import { Command, Flags } from '@oclif/core';
-import { loadCliConfig, failure } from '../cli/context.js';
-import { createLogger } from '../logger.js';
+import { failure, loadCliConfig } from '../cli/context.js';
+import { createLogger, type Logger } from '../logger.js';
 import { startService } from '../main.js';
 
 export default class Serve extends Command {
   static override description =
-    'Start the HTTP API: connect the cache (or fall back to memory), open the database, check the default administrator, start the scheduler and authentication, then listen.';
+    'Start the HTTP API: connect the cache (or fall back to memory), open the database, check the default administrator, start the scheduler and authentication, then listen. SIGTERM/SIGINT finish in-flight requests and exit 0.';
 
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> --port 8080 --host 0.0.0.0',
+    '<%= config.bin %> <%= command.id %> --workers 2',
     'CACHE_URL=redis://127.0.0.1:6379/0 <%= config.bin %> <%= command.id %>',
   ];
 
   static override flags = {
     port: Flags.integer({ char: 'p', description: 'Port to listen on (overrides PORT; 0 picks a free one).', min: 0, max: 65535 }),
     host: Flags.string({ char: 'H', description: 'Address to listen on (overrides HOST).' }),
+    workers: Flags.integer({
+      char: 'w',
+      description: 'Worker processes sharing the port (node:cluster), e.g. one per core. The scheduler runs in the first worker only.',
+      default: 1,
+      min: 1,
+      max: 64,
+    }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Serve);
-    const config = loadCliConfig(this, { PORT: flags.port?.toString(), HOST: flags.host });
+    const overrides = { PORT: flags.port?.toString(), HOST: flags.host };
+    const config = loadCliConfig(this, overrides);
     const logger = createLogger({ level: config.log.level });
+    if (flags.workers > 1 && cluster.isPrimary) {
+      await superviseWorkers(flags.workers, logger);
+      return;
+    }
     let service;
     try {
       service = await startService(config, logger);
@@ -29,9 +43,13 @@ export default class Serve extends Command {
       logger.fatal({ err }, 'startup failed');
       this.error(failure(err), { exit: 1 });
     }
-    process.stderr.write(`mds listening on ${service.url} (docs: ${service.url}/docs)\n`);
+    if (cluster.isPrimary || cluster.worker?.id === 1) process.stderr.write(`mds listening on ${service.url} (docs: ${service.url}/docs)\n`);
     await new Promise<void>((resolve) => {
+      let stopping = false;
       const stop = (signal: string) => {
+        // A second signal (a supervisor and a terminal both sending one) must not kill the drain.
+        if (stopping) return;
+        stopping = true;
         logger.info({ signal }, 'shutting down');
         service.close().then(resolve, (err: unknown) => {
           logger.error({ err }, 'shutdown failed');
@@ -39,8 +57,49 @@ export default class Serve extends Command {
           resolve();
         });
       };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
     });
+    // A worker's IPC channel to the primary would keep it alive after the drain.
+    if (cluster.isWorker) cluster.worker?.disconnect();
   }
+}
+
+/**
+ * Forks `count` workers (the first one alone runs the scheduler), replaces a worker that dies, and on
+ * SIGTERM/SIGINT stops them all and waits for them before exiting.
+ */
+async function superviseWorkers(count: number, logger: Logger): Promise<void> {
+  let stopping = false;
+  const roles = new Map<Worker, boolean>();
+  const fork = (scheduler: boolean) => {
+    // Only one worker refreshes on a timer; the others read what it stores.
+    const worker = cluster.fork(scheduler ? {} : { REFRESH_INTERVAL_SECONDS: '0' });
+    roles.set(worker, scheduler);
+  };
+  for (let i = 0; i < count; i += 1) fork(i === 0);
+  logger.info({ workers: count }, `started ${count} workers`);
+
+  await new Promise<void>((resolve) => {
+    cluster.on('exit', (worker, code, signal) => {
+      const scheduler = roles.get(worker) ?? false;
+      roles.delete(worker);
+      if (stopping) {
+        if (roles.size === 0) resolve();
+        return;
+      }
+      logger.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
+      fork(scheduler);
+    });
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'stopping workers');
+      if (roles.size === 0) resolve();
+      for (const worker of roles.keys()) worker.process.kill('SIGTERM');
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  });
+  logger.info('stopped');
 }

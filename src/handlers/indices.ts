@@ -1,4 +1,4 @@
-import type { MarketDataService } from '../services/market-data.js';
+import type { CachedRepresentation, MarketDataService } from '../services/market-data.js';
 import type { Handler } from './types.js';
 
 /** True when an `If-None-Match` header names `etag` (or `*`); weak comparison, as RFC 9110 asks for GET. */
@@ -11,18 +11,36 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
   });
 }
 
+export interface IndicesReply {
+  status: 200 | 304;
+  headers: Record<string, string>;
+  /** The exact cached bytes; absent on 304. */
+  body?: Buffer;
+}
+
+/**
+ * The status, headers and body of a GET /api/indices answer. Shared by the Express handler and the
+ * fast path in front of Express, so both send the same bytes and headers.
+ */
+export function indicesReply(rep: CachedRepresentation, ifNoneMatch: string | undefined): IndicesReply {
+  const headers: Record<string, string> = {
+    'X-Cache': rep.cacheStatus,
+    ETag: rep.etag,
+    'Cache-Control': `public, max-age=${rep.maxAgeSeconds}`,
+  };
+  if (etagMatches(ifNoneMatch, rep.etag)) return { status: 304, headers };
+  headers['Content-Type'] = 'application/json; charset=utf-8';
+  headers['Content-Length'] = String(rep.body.length);
+  return { status: 200, headers, body: rep.body };
+}
+
 export function indicesHandlers(market: MarketDataService): { getIndices: Handler<'getIndices'> } {
   return {
     async getIndices(req, res) {
-      const rep = await market.getIndices();
-      res.setHeader('X-Cache', rep.cacheStatus);
-      res.setHeader('ETag', rep.etag);
-      res.setHeader('Cache-Control', `public, max-age=${rep.maxAgeSeconds}`);
-      if (etagMatches(req.headers['if-none-match'], rep.etag)) {
-        res.status(304).end();
-        return;
-      }
-      res.status(200).type('application/json').send(rep.body);
+      const reply = indicesReply(await market.getIndices(), req.headers['if-none-match']);
+      res.status(reply.status).set(reply.headers);
+      if (reply.body) res.end(reply.body);
+      else res.end();
     },
   };
 }

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { CacheUnavailableError, DataSourceError } from '../errors.js';
 import type { components } from '../generated/api.js';
 import type { Logger } from '../logger.js';
-import type { CacheEntry, CacheStore, MarketDataProvider } from '../ports.js';
+import type { Broadcast, CacheEntry, CacheStore, MarketDataProvider } from '../ports.js';
 
 type IndicesResponse = components['schemas']['IndicesResponse'];
 
@@ -46,6 +46,13 @@ export interface MarketDataServiceOptions {
   /** How long a miss waits for another holder of the lock to fill the cache before fetching itself. Default 5000. */
   lockWaitMs?: number;
   logger: Logger;
+  /**
+   * How long a hit may be answered from this process's copy without asking the cache store again.
+   * Default 1000; 0 asks the store on every read.
+   */
+  localMaxAgeMs?: number;
+  /** Tells the other instances that share the store to drop their copies on `flush()`. */
+  broadcast?: Broadcast;
   /** Clock for `updated_at` and the in-process copy's age; `Date.now` by default. */
   now?: () => number;
 }
@@ -55,16 +62,20 @@ export const MARKET_CACHE_PREFIX = 'mds:v1:';
 /** The cached market data that `flush()` removes: fresh and stale copies, nothing else. */
 const FLUSHED_PREFIXES = [`${MARKET_CACHE_PREFIX}indices:`, `${MARKET_CACHE_PREFIX}stale:`];
 
-// Long enough that a burst of hits hashes once, short enough that the copy never outlives a fill by much.
-const LOCAL_COPY_MAX_AGE_MS = 1000;
+/** The channel on which `flush()` tells every instance to drop its in-process copy. */
+export const INVALIDATE_CHANNEL = `${MARKET_CACHE_PREFIX}invalidate`;
 const POLL_FIRST_MS = 20;
 const POLL_MAX_MS = 100;
 
+/** The last cached value seen, ready to send: its bytes and ETag are computed once per value. */
 interface LocalCopy {
   value: string;
   body: Buffer;
   etag: string;
-  madeAt: number;
+  /** When the store last confirmed this value (ms). */
+  readAt: number;
+  /** When the cached entry expires in the store (ms). */
+  expiresAt: number;
 }
 
 /** Market data for the handlers and the scheduler. */
@@ -77,6 +88,8 @@ export class MarketDataService {
   readonly #lockWaitMs: number;
   readonly #logger: Logger;
   readonly #now: () => number;
+  readonly #localMaxAgeMs: number;
+  readonly #broadcast: Broadcast | undefined;
   readonly #key: string;
   readonly #staleKey: string;
   readonly #lockKey: string;
@@ -95,6 +108,11 @@ export class MarketDataService {
     this.#lockWaitMs = options.lockWaitMs ?? 5_000;
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
+    this.#localMaxAgeMs = Math.max(0, options.localMaxAgeMs ?? 1000);
+    this.#broadcast = options.broadcast;
+    this.#broadcast?.subscribe(INVALIDATE_CHANNEL, () => {
+      this.#local = undefined;
+    });
     const name = options.provider.name;
     this.#key = `${MARKET_CACHE_PREFIX}indices:${name}`;
     this.#staleKey = `${MARKET_CACHE_PREFIX}stale:indices:${name}`;
@@ -107,10 +125,16 @@ export class MarketDataService {
    * cached can answer (with stale-if-error, an expired copy answers as STALE).
    */
   async getIndices(): Promise<CachedRepresentation> {
+    const now = this.#now();
+    const local = this.#local;
+    if (local !== undefined && now - local.readAt < this.#localMaxAgeMs && now < local.expiresAt) {
+      this.#hits += 1;
+      return { body: local.body, etag: local.etag, cacheStatus: 'HIT', maxAgeSeconds: this.#maxAgeSeconds(local.expiresAt - now) };
+    }
     const entry = await this.#read(this.#key);
     if (entry !== undefined) {
       this.#hits += 1;
-      return this.#represent(entry.value, 'HIT', this.#maxAgeSeconds(entry.ttlMs));
+      return this.#represent(entry.value, 'HIT', entry.ttlMs);
     }
     this.#misses += 1;
     this.#inflight ??= this.#fill().finally(() => {
@@ -142,6 +166,7 @@ export class MarketDataService {
     this.#local = undefined;
     let removed = 0;
     for (const prefix of FLUSHED_PREFIXES) removed += await this.#cache.deleteByPrefix(prefix);
+    await this.#broadcast?.publish(INVALIDATE_CHANNEL, 'flush');
     return removed;
   }
 
@@ -155,14 +180,14 @@ export class MarketDataService {
     const token = await this.#tryLock();
     if (token === undefined) {
       const filled = await this.#waitForFill();
-      if (filled !== undefined) return this.#represent(filled.value, 'HIT', this.#maxAgeSeconds(filled.ttlMs));
+      if (filled !== undefined) return this.#represent(filled.value, 'HIT', filled.ttlMs);
       // The holder is slow or gone; answering late beats failing.
       return this.#fetchOrStale();
     }
     try {
       // A fill that finished between our miss and the lock (here or on another instance) already did the work.
       const entry = await this.#read(this.#key);
-      if (entry !== undefined) return this.#represent(entry.value, 'HIT', this.#maxAgeSeconds(entry.ttlMs));
+      if (entry !== undefined) return this.#represent(entry.value, 'HIT', entry.ttlMs);
       return await this.#fetchOrStale();
     } finally {
       if (token !== null) await this.#unlock(token);
@@ -194,19 +219,25 @@ export class MarketDataService {
     const writes = [this.#write(this.#key, value, this.#ttlMs)];
     if (this.#staleIfErrorMs > 0) writes.push(this.#write(this.#staleKey, value, this.#ttlMs + this.#staleIfErrorMs));
     await Promise.all(writes);
-    return this.#represent(value, 'MISS', this.#maxAgeSeconds(this.#ttlMs));
+    return this.#represent(value, 'MISS', this.#ttlMs);
   }
 
-  /** Reuses the body bytes and ETag while the cached string is unchanged, so hits do no hashing. */
-  #represent(value: string, cacheStatus: CacheStatusHeader, maxAgeSeconds: number): CachedRepresentation {
+  /**
+   * The value as sent: bytes and ETag are reused while the cached string is unchanged, so hits do no
+   * hashing. `ttlMs` is what the store says the entry has left; a STALE answer (0) is never kept
+   * as the local copy.
+   */
+  #represent(value: string, cacheStatus: CacheStatusHeader, ttlMs: number): CachedRepresentation {
     const now = this.#now();
     let local = this.#local;
-    if (local === undefined || local.value !== value || now - local.madeAt > LOCAL_COPY_MAX_AGE_MS) {
+    if (local === undefined || local.value !== value) {
       const body = Buffer.from(value, 'utf8');
-      local = { value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, madeAt: now };
-      this.#local = local;
+      local = { value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, readAt: now, expiresAt: now + ttlMs };
+    } else {
+      local = { ...local, readAt: now, expiresAt: now + ttlMs };
     }
-    return { body: local.body, etag: local.etag, cacheStatus, maxAgeSeconds };
+    if (cacheStatus !== 'STALE') this.#local = local;
+    return { body: local.body, etag: local.etag, cacheStatus, maxAgeSeconds: cacheStatus === 'STALE' ? 0 : this.#maxAgeSeconds(ttlMs) };
   }
 
   #maxAgeSeconds(ttlMs: number): number {

@@ -226,7 +226,8 @@ describe('MarketDataService.getIndices', () => {
   });
 
   it('with stale-if-error, when the entry has expired and the upstream fails, serves the last body as STALE', async () => {
-    const market = service(cache, provider, { staleIfErrorMs: 600_000 });
+    // The key is deleted behind the service's back: no in-process copy may answer instead.
+    const market = service(cache, provider, { staleIfErrorMs: 600_000, localMaxAgeMs: 0 });
     const fresh = await market.getIndices();
     expect((await cache.get('mds:v1:stale:indices:simulated'))?.ttlMs).toBeGreaterThan(60_000);
     await cache.delete(KEY);
@@ -237,6 +238,45 @@ describe('MarketDataService.getIndices', () => {
     expect(stale.cacheStatus).toBe('STALE');
     expect(stale.maxAgeSeconds).toBe(0);
     expect(stale.body.equals(fresh.body)).toBe(true);
+  });
+});
+
+describe('MarketDataService in-process copy', () => {
+  it('answers hits from the process for up to localMaxAgeMs, then asks the store again', async () => {
+    let now = 1_000_000;
+    const market = service(cache, provider, { localMaxAgeMs: 1000, now: () => now });
+    const miss = await market.getIndices();
+    expect(miss.cacheStatus).toBe('MISS');
+    await cache.delete(KEY);
+
+    now += 999;
+    const local = await market.getIndices();
+    expect(local.cacheStatus).toBe('HIT');
+    expect(local.body.equals(miss.body)).toBe(true);
+    expect(provider.calls).toBe(1);
+
+    now += 2;
+    const after = await market.getIndices();
+    expect(after.cacheStatus).toBe('MISS');
+    expect(provider.calls).toBe(2);
+  });
+
+  it('when another instance flushes, this instance drops its copy at once (broadcast through Redis)', async () => {
+    const other = await newCache();
+    const here = service(cache, provider, { localMaxAgeMs: 60_000, broadcast: cache });
+    const there = service(other, provider, { localMaxAgeMs: 60_000, broadcast: other });
+    expect((await here.getIndices()).cacheStatus).toBe('MISS');
+    expect((await here.getIndices()).cacheStatus).toBe('HIT');
+
+    // The subscription connects in the background; flushing until it is seen avoids racing it.
+    await waitFor(
+      async () => {
+        await there.flush();
+        return (await here.getIndices()).cacheStatus === 'MISS';
+      },
+      { timeoutMs: 3000, intervalMs: 50, message: 'the flush reaches the other instance' },
+    );
+    expect(provider.calls).toBeGreaterThanOrEqual(2);
   });
 });
 

@@ -93,6 +93,8 @@ export class RedisCacheStore implements CacheStore {
   readonly #connectTimeoutMs: number;
   readonly #readyListeners = new Set<() => void>();
   readonly #downListeners = new Set<(cause: Error | undefined) => void>();
+  readonly #channelListeners = new Map<string, Set<(message: string) => void>>();
+  #subscriber: Redis | undefined;
   #lastError: Error | undefined;
   #closed = false;
 
@@ -267,6 +269,45 @@ export class RedisCacheStore implements CacheStore {
     }
   }
 
+  /** PUBLISHes `message` on `channel`. Throws `CacheUnavailableError` when Redis cannot take it. */
+  async publish(channel: string, message: string): Promise<void> {
+    try {
+      await this.#client.publish(channel, message);
+    } catch (err) {
+      throw this.#unavailable('PUBLISH', err);
+    }
+  }
+
+  /**
+   * Calls `listener` for each message on `channel`, over a second connection that subscribes as soon
+   * as Redis answers and again after every reconnect. Never throws; returns an unsubscribe function.
+   */
+  subscribe(channel: string, listener: (message: string) => void): () => void {
+    let listeners = this.#channelListeners.get(channel);
+    if (!listeners) {
+      listeners = new Set();
+      this.#channelListeners.set(channel, listeners);
+      // Queued until connected: a subscription is no request, so waiting for Redis costs nobody.
+      this.#subscriberClient()
+        .subscribe(channel)
+        .catch(() => undefined);
+    }
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  }
+
+  #subscriberClient(): Redis {
+    if (!this.#subscriber) {
+      const sub = this.#client.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true });
+      sub.on('error', () => undefined);
+      sub.on('message', (channel: string, message: string) => {
+        for (const listener of this.#channelListeners.get(channel) ?? []) listener(message);
+      });
+      this.#subscriber = sub;
+    }
+    return this.#subscriber;
+  }
+
   /** True when Redis answers PING now. Never throws. */
   async ping(): Promise<boolean> {
     try {
@@ -285,6 +326,8 @@ export class RedisCacheStore implements CacheStore {
     this.#closed = true;
     this.#readyListeners.clear();
     this.#downListeners.clear();
+    this.#channelListeners.clear();
+    this.#subscriber?.disconnect(false);
     if (!this.#ownsClient) return;
     const client = this.#client;
     if (client.status === 'ready') {

@@ -4,11 +4,15 @@
  * a dead Redis); the switch back happens by itself when the connection is ready again. Each
  * transition is logged once.
  */
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../logger.js';
-import type { CacheEntry, CacheStore } from '../../ports.js';
+import type { Broadcast, CacheEntry, CacheStore } from '../../ports.js';
 import type { MemoryCacheStore } from './memory-cache-store.js';
 import type { RedisCacheStore } from './redis-cache-store.js';
+
+/** Tells this process's broadcasts from the others' (delivered locally already). */
+const INSTANCE_ID = randomUUID();
 
 /** Which store answers, whether Redis is connected, and hit/miss counts of `get` since start. */
 export interface CacheStatus {
@@ -34,13 +38,14 @@ export interface ResilientCacheOptions {
 }
 
 /** A `CacheStore` that never throws `CacheUnavailableError`: Redis failures fall back to memory. */
-export class ResilientCache implements CacheStore {
+export class ResilientCache implements CacheStore, Broadcast {
   readonly #redis: RedisCacheStore | undefined;
   readonly #memory: MemoryCacheStore;
   readonly #logger: Logger;
   readonly #startTimeoutMs: number;
   readonly #probeIntervalMs: number;
   readonly #unsubscribe: Array<() => void> = [];
+  readonly #localListeners = new Map<string, Set<(message: string) => void>>();
   #useRedis = false;
   // Bumped on every switch to Redis, so that a command started before a fallback and recovery cannot
   // knock the cache back into memory mode when it finally fails.
@@ -201,6 +206,41 @@ export class ResilientCache implements CacheStore {
         this.#failed(epoch, err);
       }
     }
+  }
+
+  /**
+   * Delivers `message` to this instance's subscribers at once and, in Redis mode, to every other
+   * instance through Redis. A Redis failure loses the remote delivery only; never throws.
+   */
+  async publish(channel: string, message: string): Promise<void> {
+    for (const listener of this.#localListeners.get(channel) ?? []) listener(message);
+    if (this.#useRedis && this.#redis) {
+      const epoch = this.#epoch;
+      try {
+        await this.#redis.publish(channel, `${INSTANCE_ID}:${message}`);
+      } catch (err) {
+        this.#failed(epoch, err);
+      }
+    }
+  }
+
+  /** Calls `listener` for messages on `channel` from this instance and, through Redis, from the others. */
+  subscribe(channel: string, listener: (message: string) => void): () => void {
+    let listeners = this.#localListeners.get(channel);
+    if (!listeners) {
+      listeners = new Set();
+      this.#localListeners.set(channel, listeners);
+      const local = listeners;
+      const stop = this.#redis?.subscribe(channel, (raw) => {
+        const at = raw.indexOf(':');
+        // Our own messages were delivered locally when published.
+        if (raw.slice(0, at) === INSTANCE_ID) return;
+        for (const l of local) l(raw.slice(at + 1));
+      });
+      if (stop) this.#unsubscribe.push(stop);
+    }
+    listeners.add(listener);
+    return () => listeners.delete(listener);
   }
 
   /** Stops probing, closes Redis and clears memory. Safe to call twice. */

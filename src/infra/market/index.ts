@@ -15,7 +15,7 @@ export { DEFAULT_USER_AGENT, YahooMarketDataProvider } from './yahoo-market-data
 export type { YahooMarketDataProviderOptions } from './yahoo-market-data-provider.js';
 
 /** The part of the configuration the market-data adapters read. */
-export type MarketConfig = Pick<Config['market'], 'provider' | 'baseUrl' | 'symbols' | 'timeoutMs'>;
+export type MarketConfig = Pick<Config['market'], 'provider' | 'baseUrl' | 'symbols' | 'timeoutMs'> & Partial<Pick<Config['market'], 'breakerResetMs'>>;
 
 /** Knobs for tests and special deployments; production uses the defaults. */
 export interface CreateMarketDataProviderOptions extends Omit<ResilientMarketDataProviderOptions, 'timeoutMs' | 'logger'> {
@@ -32,7 +32,8 @@ export function createMarketDataProvider(
   logger: Logger,
   options: CreateMarketDataProviderOptions = {},
 ): ResilientMarketDataProvider {
-  const { fetch: fetchImpl, ...breaker } = options;
+  const { fetch: fetchImpl, ...rest } = options;
+  const breaker = { ...(market.breakerResetMs !== undefined ? { resetTimeoutMs: market.breakerResetMs } : {}), ...rest };
   if (market.provider === 'yahoo') {
     logger.info(
       { provider: 'yahoo', baseUrl: market.baseUrl, symbols: market.symbols, timeoutMs: market.timeoutMs },
