@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { startService, type RunningService, type StartOptions } from '../../src/main.js';
+import { openAccounts, startService, type RunningService, type StartOptions } from '../../src/main.js';
 
 export interface TestService extends RunningService {
   config: Config;
@@ -58,13 +58,29 @@ export function testEnv(dir: string, env: Record<string, string> = {}): Record<s
   };
 }
 
-export async function startTestService(env: Record<string, string> = {}, options: StartOptions & { dir?: string } = {}): Promise<TestService> {
+export interface TestServiceOptions extends StartOptions {
+  /** Directory for the SQLite file; kept after `close()` when given. */
+  dir?: string;
+  /** Create the default administrator first, as `mds init` would (default: no users exist). */
+  init?: boolean;
+}
+
+export async function startTestService(env: Record<string, string> = {}, options: TestServiceOptions = {}): Promise<TestService> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'mds-test-'));
   const config = loadConfig(testEnv(dir, env), { readFile: false });
   const { logger, logs } = captureLogger();
   const violations: string[] = [];
+  if (options.init) {
+    const opened = await openAccounts(config, logger);
+    try {
+      await opened.accounts.ensureDefaultAdmin();
+    } finally {
+      await opened.close();
+    }
+  }
+  const { dir: _dir, init: _init, ...startOptions } = options;
   const running = await startService(config, logger, {
-    ...options,
+    ...startOptions,
     onResponseViolation: (message, req) => violations.push(`${req.method} ${req.originalUrl}: ${message}`),
   });
   const fetchRel = (path: string, init?: RequestInit) => fetch(`${running.url}${path}`, init);

@@ -11,9 +11,6 @@ import type { Broadcast, CacheEntry, CacheStore } from '../../ports.js';
 import type { MemoryCacheStore } from './memory-cache-store.js';
 import type { RedisCacheStore } from './redis-cache-store.js';
 
-/** Tells this process's broadcasts from the others' (delivered locally already). */
-const INSTANCE_ID = randomUUID();
-
 /** Which store answers, whether Redis is connected, and hit/miss counts of `get` since start. */
 export interface CacheStatus {
   mode: 'redis' | 'memory';
@@ -46,6 +43,8 @@ export class ResilientCache implements CacheStore, Broadcast {
   readonly #probeIntervalMs: number;
   readonly #unsubscribe: Array<() => void> = [];
   readonly #localListeners = new Map<string, Set<(message: string) => void>>();
+  /** Tells this cache's broadcasts (delivered locally already) from other instances'. */
+  readonly #instanceId = randomUUID();
   #useRedis = false;
   // Bumped on every switch to Redis, so that a command started before a fallback and recovery cannot
   // knock the cache back into memory mode when it finally fails.
@@ -217,7 +216,7 @@ export class ResilientCache implements CacheStore, Broadcast {
     if (this.#useRedis && this.#redis) {
       const epoch = this.#epoch;
       try {
-        await this.#redis.publish(channel, `${INSTANCE_ID}:${message}`);
+        await this.#redis.publish(channel, `${this.#instanceId}:${message}`);
       } catch (err) {
         this.#failed(epoch, err);
       }
@@ -234,7 +233,7 @@ export class ResilientCache implements CacheStore, Broadcast {
       const stop = this.#redis?.subscribe(channel, (raw) => {
         const at = raw.indexOf(':');
         // Our own messages were delivered locally when published.
-        if (raw.slice(0, at) === INSTANCE_ID) return;
+        if (raw.slice(0, at) === this.#instanceId) return;
         for (const l of local) l(raw.slice(at + 1));
       });
       if (stop) this.#unsubscribe.push(stop);
