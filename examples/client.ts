@@ -73,7 +73,7 @@ export async function main(baseUrl: string, credentials: Credentials, log: (line
   });
   const login = unwrap('login', loginResult);
   log(`logged in as ${login.username} (admin: ${login.is_admin}); the token expires in ${login.expires_in} s`);
-  if (login.must_change_password) log('the default password is still in use: change it with POST /api/auth/change-password');
+  if (login.must_change_password) log('this is the default administrator with DEFAULT_ADMIN_PASSWORD: change it with POST /api/auth/change-password');
   const bearer = { Authorization: `Bearer ${login.access_token}` };
 
   // 2. An administrator endpoint with the bearer token.

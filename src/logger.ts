@@ -20,7 +20,11 @@ export const REDACT_PATHS = [
   '*.access_token',
 ];
 
-/** A logger writing JSON lines to `destination` (stdout by default). */
+/**
+ * A logger writing JSON lines to `destination`; by default stdout, written asynchronously (a write
+ * in flight batches the lines behind it) so request logging never waits on the terminal or a pipe.
+ * Pending lines are flushed when the process exits.
+ */
 export function createLogger(options: { level: LevelWithSilent; name?: string }, destination?: pino.DestinationStream): Logger {
   return pino(
     {
@@ -30,6 +34,6 @@ export function createLogger(options: { level: LevelWithSilent; name?: string },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination,
+    destination ?? pino.destination({ dest: 1, sync: false }),
   );
 }

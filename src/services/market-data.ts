@@ -177,12 +177,13 @@ export class MarketDataService {
   }
 
   async #fill(): Promise<CachedRepresentation> {
-    const token = await this.#tryLock();
+    let token = await this.#tryLock();
     if (token === undefined) {
-      const filled = await this.#waitForFill();
-      if (filled !== undefined) return this.#represent(filled.value, 'HIT', filled.ttlMs);
+      const waited = await this.#waitForFill();
       // The holder is slow or gone; answering late beats failing.
-      return this.#fetchOrStale();
+      if (waited === undefined) return this.#fetchOrStale();
+      if ('entry' in waited) return this.#represent(waited.entry.value, 'HIT', waited.entry.ttlMs);
+      token = waited.token;
     }
     try {
       // A fill that finished between our miss and the lock (here or on another instance) already did the work.
@@ -244,13 +245,21 @@ export class MarketDataService {
     return Math.max(0, Math.floor(Math.min(ttlMs, this.#ttlMs) / 1000));
   }
 
-  async #waitForFill(): Promise<CacheEntry | undefined> {
+  /**
+   * Polls until the lock holder has filled the cache (`entry`) or has let go of the lock without
+   * filling it (`token`: the lock is now ours, fill it); `undefined` after `lockWaitMs`.
+   */
+  async #waitForFill(): Promise<{ entry: CacheEntry } | { token: string | null } | undefined> {
     const deadline = Date.now() + this.#lockWaitMs;
     let delay = POLL_FIRST_MS;
     while (Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, Math.min(delay, Math.max(1, deadline - Date.now()))));
       const entry = await this.#read(this.#key);
-      if (entry !== undefined) return entry;
+      if (entry !== undefined) return { entry };
+      // A holder whose upstream call failed releases the lock without filling: waiting out lockWaitMs
+      // would only delay this caller's answer (a 503 five seconds late).
+      const token = await this.#tryLock();
+      if (token !== undefined) return { token };
       delay = Math.min(delay * 2, POLL_MAX_MS);
     }
     return undefined;

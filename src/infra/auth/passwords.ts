@@ -3,8 +3,8 @@
  * unknown user cost as much as one with a wrong password.
  */
 import { randomBytes } from 'node:crypto';
-import bcrypt from 'bcryptjs';
 import { InvalidRequestError } from '../../errors.js';
+import { sharedBcryptPool, type BcryptPool } from './bcrypt-pool.js';
 
 /** bcrypt reads at most 72 bytes; a longer password would be silently truncated, so it is refused. */
 export const PASSWORD_MIN_BYTES = 8;
@@ -24,13 +24,15 @@ export function assertAcceptablePassword(password: string, path = 'body.password
   }
 }
 
-/** Hashes and verifies passwords at one bcrypt cost. */
+/** Hashes and verifies passwords at one bcrypt cost, on worker threads (never on the event loop). */
 export class PasswordHasher {
   /** bcrypt cost factor (log2 of the rounds), 4..31. */
   readonly rounds: number;
+  readonly #bcrypt: BcryptPool;
   #dummyHash: Promise<string> | undefined;
 
-  constructor(options: { rounds: number }) {
+  constructor(options: { rounds: number; pool?: BcryptPool }) {
+    this.#bcrypt = options.pool ?? sharedBcryptPool();
     if (!Number.isInteger(options.rounds) || options.rounds < 4 || options.rounds > 31) {
       throw new RangeError(`bcrypt rounds must be a whole number from 4 to 31 (got ${options.rounds})`);
     }
@@ -39,7 +41,7 @@ export class PasswordHasher {
 
   /** A bcrypt hash of `password` (60 characters) at this hasher's cost. Does not check the rules. */
   hash(password: string): Promise<string> {
-    return bcrypt.hash(password, this.rounds);
+    return this.#bcrypt.hash(password, this.rounds);
   }
 
   /**
@@ -48,10 +50,10 @@ export class PasswordHasher {
    */
   async verify(password: string, hash: string): Promise<boolean> {
     if (Buffer.byteLength(password, 'utf8') > PASSWORD_MAX_BYTES) {
-      await bcrypt.compare(password, hash);
+      await this.#bcrypt.compare(password, hash);
       return false;
     }
-    return bcrypt.compare(password, hash);
+    return this.#bcrypt.compare(password, hash);
   }
 
   /**
@@ -68,7 +70,7 @@ export class PasswordHasher {
    * startup to keep its one-time cost off the first failed login.
    */
   dummyHash(): Promise<string> {
-    this.#dummyHash ??= bcrypt.hash(randomBytes(32).toString('base64url'), this.rounds);
+    this.#dummyHash ??= this.#bcrypt.hash(randomBytes(32).toString('base64url'), this.rounds);
     return this.#dummyHash;
   }
 }
