@@ -137,9 +137,13 @@ export class MarketDataService {
       return this.#represent(entry.value, 'HIT', entry.ttlMs);
     }
     this.#misses += 1;
-    this.#inflight ??= this.#fill().finally(() => {
-      this.#inflight = undefined;
-    });
+    if (this.#inflight === undefined) {
+      const started = Date.now();
+      this.#inflight = this.#fill().finally(() => {
+        this.#inflight = undefined;
+        this.#logger.debug({ fillMs: Date.now() - started }, 'market data fill finished');
+      });
+    }
     return this.#inflight;
   }
 
@@ -179,7 +183,12 @@ export class MarketDataService {
   async #fill(): Promise<CachedRepresentation> {
     let token = await this.#tryLock();
     if (token === undefined) {
+      const waitStarted = Date.now();
       const waited = await this.#waitForFill();
+      this.#logger.debug(
+        { waitedMs: Date.now() - waitStarted, outcome: waited === undefined ? 'timeout' : 'entry' in waited ? 'filled' : 'lock' },
+        'waited for another fill of the market data',
+      );
       // The holder is slow or gone; answering late beats failing.
       if (waited === undefined) return this.#fetchOrStale();
       if ('entry' in waited) return this.#represent(waited.entry.value, 'HIT', waited.entry.ttlMs);

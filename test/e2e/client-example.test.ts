@@ -32,7 +32,7 @@ describe('examples/client.ts', () => {
         DEFAULT_ADMIN_PASSWORD: USER.password,
         LOGIN_MAX_FAILURES: '1000',
         // A database of its own: another suite flushing the shared one cannot change the ETag mid-test.
-        CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/11`,
+        CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/13`,
       },
       { init: true },
     );

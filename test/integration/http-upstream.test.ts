@@ -266,6 +266,21 @@ describe('GET /api/indices from Yahoo (fake upstream), over a real socket', () =
     }
   });
 
+  it('when two instances miss at once while the upstream hangs, then the one waiting on the lock answers 503 without sitting out the lock wait', async () => {
+    const a = await boot();
+    const b = await boot();
+    await upstream.setMode('hang');
+
+    const reads = await Promise.all([read(a), read(b)]);
+
+    // The waiter takes the lock once the holder gives up and asks the upstream itself: two timeouts at
+    // most, not the 5 s lock wait.
+    for (const r of reads) {
+      expectUnavailable(r);
+      expect(r.ms, `answered in ${r.ms.toFixed(0)} ms`).toBeLessThanOrEqual(2 * TIMEOUT_MS + 750);
+    }
+  });
+
   it('when the breaker has opened, then reads answer 503 at once without calling the upstream', async () => {
     const svc = await boot({ MARKET_DATA_BREAKER_RESET_SECONDS: '30' });
     await upstream.setMode('error500');
