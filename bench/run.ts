@@ -11,9 +11,9 @@ import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, startRedis, type RedisProcess } from '../test/helpers/redis-server.js';
+import { MDS_BIN, spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const BIN = join(ROOT, 'bin', 'run.js');
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const API_KEY = 'bench-api-key-0123456789';
@@ -93,19 +93,8 @@ function measure(load: Load, dir: string): Promise<Measured> {
 }
 
 /** Starts `mds serve` on a free port and resolves once it listens. */
-async function startServer(env: NodeJS.ProcessEnv, extraArgs: string[] = []): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', String(port), ...extraArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  const url = await new Promise<string>((done, fail) => {
-    let err = '';
-    child.stderr!.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(err);
-      if (m?.[1]) done(m[1]);
-    });
-    child.once('exit', (code) => fail(new Error(`mds serve exited ${code}: ${err}`)));
-  });
-  return { url, child };
+async function startServer(env: NodeJS.ProcessEnv, extraArgs: string[] = []): Promise<ServeProcess> {
+  return spawnServe(['--port', String(await freePort()), ...extraArgs], { env, stdout: 'ignore' });
 }
 
 /** The bare node:http baseline: the same bytes and headers as a cached /api/indices, nothing else. */
@@ -155,7 +144,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'info',
       CACHE_TTL_SECONDS: '600',
     };
-    const init = spawnSync(process.execPath, [BIN, 'init'], { env, encoding: 'utf8' });
+    const init = spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' });
     if (init.status !== 0) throw new Error(`mds init failed: ${init.stderr}`);
 
     const redisMode = await startServer(env);

@@ -3,16 +3,16 @@
  * under a bounded load of cached and uncached reads while Redis is killed and restarted and the
  * upstream is taken away and brought back.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { freePort, startRedis, type RedisProcess } from '../helpers/redis-server.js';
+import { MDS_BIN, spawnServe, type ServeProcess } from '../helpers/serve-process.js';
 import { waitFor } from '../helpers/wait-for.js';
 
-const BIN = resolve(import.meta.dirname, '../../bin/run.js');
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/yahoo');
 const API_KEY = 'chaos-key-0123456789';
 const DATA_SOURCE_MESSAGE = 'Data source is temporarily unavailable, please retry later';
@@ -36,7 +36,7 @@ describe('chaos under traffic', () => {
   let dir: string;
   let redis: RedisProcess;
   let upstream: FakeUpstream;
-  let child: ChildProcess;
+  let serve: ServeProcess;
   let url: string;
 
   beforeAll(async () => {
@@ -60,26 +60,13 @@ describe('chaos under traffic', () => {
       REFRESH_INTERVAL_SECONDS: '1',
       LOG_LEVEL: 'info',
     };
-    expect(spawnSync(process.execPath, [BIN, 'init'], { env, encoding: 'utf8' }).status).toBe(0);
-    const port = await freePort();
-    child = spawn(process.execPath, [BIN, 'serve', '--port', String(port)], { env, stdio: ['ignore', openSync(join(dir, 'service.log'), 'w'), 'pipe'] });
-    url = await new Promise<string>((done, fail) => {
-      let err = '';
-      child.stderr!.on('data', (c: Buffer) => {
-        err += c.toString();
-        const m = /listening on (http:\/\/\S+)/.exec(err);
-        if (m?.[1]) done(m[1]);
-      });
-      child.once('exit', (code) => fail(new Error(`serve exited ${code}: ${err}`)));
-    });
+    expect(spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' }).status).toBe(0);
+    serve = await spawnServe(['--port', String(await freePort())], { env, stdout: openSync(join(dir, 'service.log'), 'w') });
+    url = serve.url;
   });
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await serve?.stop();
     await upstream?.close();
     await redis?.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -101,7 +88,7 @@ describe('chaos under traffic', () => {
 
     // Warm up, then take the memory reading the run is compared with.
     for (let i = 0; i < 200; i += 1) await call('/api/indices');
-    const rssBefore = rssBytes(child.pid!);
+    const rssBefore = rssBytes(serve.child.pid!);
 
     const outcomes: Outcome[] = [];
     let running = true;
@@ -158,7 +145,7 @@ describe('chaos under traffic', () => {
     expect(status.cache.mode).toBe('redis');
     expect(status.datasource.healthy).toBe(true);
 
-    const rssAfter = rssBytes(child.pid!);
+    const rssAfter = rssBytes(serve.child.pid!);
     expect(rssAfter - rssBefore).toBeLessThan(50 * 1024 * 1024);
   }, 60_000);
 });

@@ -1,11 +1,12 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { MDS_BIN, spawnServe } from '../helpers/serve-process.js';
 
-const BIN = resolve(import.meta.dirname, '../../bin/run.js');
+const BIN = MDS_BIN;
 
 let dir: string;
 let env: NodeJS.ProcessEnv;
@@ -122,27 +123,15 @@ describe('mds --help', () => {
 describe('mds serve', () => {
   it('logs the startup sequence, serves, and exits 0 on SIGTERM', async () => {
     expect(mds(['init']).code).toBe(0);
-    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], { cwd: dir, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    const url = await new Promise<string>((resolveUrl, reject) => {
-      child.stderr.on('data', (c: Buffer) => {
-        stderr += c.toString();
-        const m = /listening on (http:\/\/[^\s]+) \(docs: \1\/docs\)/.exec(stderr);
-        if (m?.[1]) resolveUrl(m[1]);
-      });
-      child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
-    });
-    const health = await fetch(`${url}/api/health`);
+    const serve = await spawnServe(['--port', '0', '--host', '127.0.0.1'], { cwd: dir, env });
+    const health = await fetch(`${serve.url}/api/health`);
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ ok: true, datasource: true, cache: true, auth: true });
 
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    expect(await serve.stop('SIGTERM')).toBe(0);
 
-    const messages = stdout
+    const messages = serve
+      .stdout()
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => (JSON.parse(l) as { msg: string }).msg);
@@ -157,26 +146,13 @@ describe('mds serve', () => {
 
   it('without init, says to run `mds init`, and with Redis unreachable, says memory is used, and still serves', async () => {
     env.CACHE_URL = 'redis://127.0.0.1:1/0';
-    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], { cwd: dir, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    const url = await new Promise<string>((resolveUrl, reject) => {
-      child.stderr.on('data', (c: Buffer) => {
-        stderr += c.toString();
-        const m = /listening on (http:\/\/\S+)/.exec(stderr);
-        if (m?.[1]) resolveUrl(m[1]);
-      });
-      child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
-    });
-    const health = (await (await fetch(`${url}/api/health`)).json()) as { cache: boolean };
+    const serve = await spawnServe(['--port', '0'], { cwd: dir, env });
+    const health = (await (await fetch(`${serve.url}/api/health`)).json()) as { cache: boolean };
     expect(health.cache).toBe(false);
-    const indices = await fetch(`${url}/api/indices`);
+    const indices = await fetch(`${serve.url}/api/indices`);
     expect(indices.status).toBe(200);
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    child.kill('SIGINT');
-    expect(await exited).toBe(0);
-    expect(stdout).toContain('run `mds init`');
-    expect(stdout).toMatch(/memory/i);
+    expect(await serve.stop('SIGINT')).toBe(0);
+    expect(serve.stdout()).toContain('run `mds init`');
+    expect(serve.stdout()).toMatch(/memory/i);
   });
 });

@@ -73,11 +73,8 @@ function ensureDocsBuilt(): void {
 }
 
 describe('docs', () => {
-  it.runIf(!hasChromium && Boolean(process.env.CI))('chromium: when CI runs, then Debian chromium is installed', () => {
-    throw new Error(`${CHROMIUM} is missing: the docs page cannot be checked (apt-get install -y chromium)`);
-  });
-
-  describe.skipIf(!hasChromium)('in a browser with the network cut off', () => {
+  // Skipped (loudly, above) only on a developer machine without chromium; in CI the launch fails instead.
+  describe.skipIf(!hasChromium && !process.env.CI)('in a browser with the network cut off', () => {
     let svc: TestService;
     let browser: Browser;
     let page: Page;
