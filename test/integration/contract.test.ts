@@ -6,6 +6,7 @@ import { createApp } from '../../src/app.js';
 import { loadContract } from '../../src/contract.js';
 import { StartupError } from '../../src/errors.js';
 import type { Handlers } from '../../src/handlers/types.js';
+import { schemaViolations } from '../helpers/contract-schema.js';
 import { captureLogger, startTestService, type TestService } from '../helpers/service.js';
 
 const json = { 'content-type': 'application/json' };
@@ -126,6 +127,26 @@ describe('the contract and the error envelope, over a real socket', () => {
     const body = (await res.json()) as { violations: Array<{ path: string }> };
     expectEnvelope(body, 422);
     expect(JSON.stringify(body.violations)).toContain('verbose');
+  });
+
+  it('indices: the fast path and the Express path send the same bytes and headers, and the body conforms to IndicesResponse', async () => {
+    const fast = await svc.fetch('/api/indices');
+    const viaExpress = await svc.fetch('/api/indices?');
+    expect(fast.status).toBe(200);
+    expect(viaExpress.status).toBe(200);
+    const fastBytes = Buffer.from(await fast.arrayBuffer());
+    expect(Buffer.from(await viaExpress.arrayBuffer()).equals(fastBytes)).toBe(true);
+    for (const header of ['content-type', 'etag']) expect(viaExpress.headers.get(header)).toBe(fast.headers.get(header));
+    expect(viaExpress.headers.get('x-cache')).toBe('HIT');
+    expect(viaExpress.headers.get('cache-control')).toMatch(/^public, max-age=\d+$/);
+    expect(fast.headers.get('x-request-id')).toBeTruthy();
+    const body = JSON.parse(fastBytes.toString('utf8')) as { data: unknown[] };
+    expect(schemaViolations('IndicesResponse', body)).toEqual([]);
+    expect(body.data.length).toBeGreaterThan(0);
+  });
+
+  it('indices: a body that breaks IndicesResponse is caught by the same check', () => {
+    expect(schemaViolations('IndicesResponse', { success: true, data: [{ symbol: 'X' }], source: 'simulated', updated_at: 'yesterday' })).not.toEqual([]);
   });
 
   it('serves the contract as YAML and as JSON, the same document', async () => {
