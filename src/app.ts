@@ -123,6 +123,12 @@ export function createApp(deps: AppDeps): express.Express {
       },
     }),
   );
+  // HEAD is GET without the body (RFC 9110). Node decided that this response has no body when the
+  // request arrived, so validating and routing it as the GET it stands for sends exactly the headers.
+  app.use((req, _res, next) => {
+    if (req.method === 'HEAD') req.method = 'GET';
+    next();
+  });
   app.use(express.json({ limit: deps.bodyLimitBytes }));
 
   const onViolation = deps.onResponseViolation;

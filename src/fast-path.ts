@@ -17,7 +17,7 @@ import type { MarketDataService } from './services/market-data.js';
 const IF_NONE_MATCH_MAX_LENGTH = 512;
 
 function takesFastPath(req: IncomingMessage): boolean {
-  if (req.method !== 'GET' || req.url !== '/api/indices') return false;
+  if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url !== '/api/indices') return false;
   const inm = req.headers['if-none-match'];
   return inm === undefined || inm.length <= IF_NONE_MATCH_MAX_LENGTH;
 }
@@ -50,7 +50,7 @@ export function withFastPath(app: RequestListener, deps: { market: MarketDataSer
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body);
         // Hits are counted in the admin status; a line per hit would cost more than the hit itself.
-        if (rep.cacheStatus !== 'HIT') logger.info({ reqId, req: { method: 'GET', url: '/api/indices' }, res: { statusCode: reply.status }, cache: rep.cacheStatus }, 'request completed');
+        if (rep.cacheStatus !== 'HIT') logger.info({ reqId, req: { method: req.method, url: '/api/indices' }, res: { statusCode: reply.status }, cache: rep.cacheStatus }, 'request completed');
         else if (logger.isLevelEnabled('debug')) logger.debug({ reqId, res: { statusCode: reply.status }, cache: 'HIT' }, 'request completed');
       },
       (err: unknown) => fail(req, res, reqId, err),

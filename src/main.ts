@@ -43,6 +43,9 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+/** How long a shutdown waits for requests in flight before it cuts their connections. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
 const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 function docsLoader(): () => Promise<string | undefined> {
@@ -185,7 +188,16 @@ export async function startService(config: Config, logger: Logger, options: Star
   const close = () =>
     (closing ??= (async () => {
       await new Promise<void>((done) => {
-        server.close(() => done());
+        // close() drops the connections idle right now; one busy now turns idle when its answer is
+        // sent, and would then hold the process until its keep-alive timeout. Keep sweeping, and
+        // cut whatever is left after the grace period.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        const deadline = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+        server.close(() => {
+          clearInterval(sweep);
+          clearTimeout(deadline);
+          done();
+        });
         server.closeIdleConnections();
       });
       scheduler.stop();

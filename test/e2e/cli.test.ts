@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { startFakeUpstream } from '../helpers/fake-upstream.js';
 import { MDS_BIN, spawnServe } from '../helpers/serve-process.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const BIN = MDS_BIN;
 
@@ -156,3 +158,28 @@ describe('mds serve', () => {
     expect(serve.stdout()).toMatch(/memory/i);
   });
 });
+
+describe('mds serve shutdown', () => {
+  it('on SIGTERM, a request in flight still gets its answer before the process exits 0', async () => {
+    expect(mds(['init']).code).toBe(0);
+    const upstream = await startFakeUpstream({ fixturesDir: resolve(import.meta.dirname, '../fixtures/yahoo') });
+    try {
+      await upstream.setMode('hang');
+      Object.assign(env, { MARKET_DATA_PROVIDER: 'yahoo', MARKET_DATA_BASE_URL: upstream.baseUrl, MARKET_INDICES: '^IXIC', MARKET_DATA_TIMEOUT_MS: '1000' });
+      const serve = await spawnServe(['--port', '0'], { cwd: dir, env });
+      const inFlight = fetch(`${serve.url}/api/indices`);
+      await waitFor(() => upstream.requests > 0, { message: 'the read reaches the upstream' });
+
+      const exitCode = serve.stop('SIGTERM');
+      const res = await inFlight;
+
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { code: number }).code).toBe(503);
+      expect(await exitCode).toBe(0);
+      expect(serve.stdout()).toContain('"msg":"stopped"');
+    } finally {
+      await upstream.close();
+    }
+  });
+});
+

@@ -149,6 +149,18 @@ describe('the contract and the error envelope, over a real socket', () => {
     expect(schemaViolations('IndicesResponse', { success: true, data: [{ symbol: 'X' }], source: 'simulated', updated_at: 'yesterday' })).not.toEqual([]);
   });
 
+  it('HEAD answers as GET without a body: the same status and headers', async () => {
+    for (const path of ['/api/health', '/api/indices', '/api/indices?']) {
+      const get = await svc.fetch(path);
+      const head = await svc.fetch(path, { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'));
+      expect(await head.text()).toBe('');
+    }
+    const docs = await svc.fetch('/api/indices', { method: 'HEAD' });
+    expect(docs.headers.get('etag')).toMatch(/^"/);
+  });
+
   it('serves the contract as YAML and as JSON, the same document', async () => {
     const yamlRes = await svc.fetch('/openapi.yaml');
     expect(yamlRes.status).toBe(200);
