@@ -93,7 +93,10 @@ export async function startService(config: Config, logger: Logger, options: Star
   const cache = createCache(config.cache, logger);
   await cache.start();
 
-  const db = await openUserStore(config.database.url, { runMigrations: true });
+  const db = await openUserStore(config.database.url, { runMigrations: true }).catch(async (err: unknown) => {
+    await cache.close();
+    throw err;
+  });
   logger.info({ database: db.description }, 'database ready');
 
   const secret = signingSecret(config, logger);
@@ -178,6 +181,13 @@ export async function startService(config: Config, logger: Logger, options: Star
       server.off('error', reject);
       resolveListen();
     });
+  }).catch(async (err: unknown) => {
+    // Nothing listens: release what startup opened, so the caller's process can end.
+    scheduler.stop();
+    provider.close();
+    await cache.close();
+    await db.close();
+    throw err;
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

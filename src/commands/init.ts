@@ -13,7 +13,8 @@ export default class Init extends Command {
 
   async run(): Promise<void> {
     await this.parse(Init);
-    process.stderr.write('Running database migrations and checking the default administrator...\n');
+    // Progress for a person at a terminal; piped output stays the two lines scripts read.
+    if (process.stderr.isTTY) process.stderr.write('Running database migrations and checking the default administrator...\n');
     await withAccounts(this, async (accounts, config) => {
       const outcome = await accounts.ensureDefaultAdmin();
       const name = config.auth.defaultAdmin.username;

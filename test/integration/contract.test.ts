@@ -229,3 +229,15 @@ describe('startup', () => {
     expect(build).toThrow(/getIndices \(GET \/api\/indices\)/);
   });
 });
+
+describe('startup failure', () => {
+  it('when the port is taken, startService rejects with the listen error', async () => {
+    const first = await startTestService();
+    try {
+      const port = new URL(first.url).port;
+      await expect(startTestService({ PORT: port })).rejects.toThrow(/EADDRINUSE/);
+    } finally {
+      await first.close();
+    }
+  });
+});
