@@ -3,7 +3,7 @@
  * (administrator at issue time) and `pwv`, a short keyed digest of the password hash they were issued
  * under, so changing the password revokes every older token without a revocation list.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { InvalidCredentialsError } from '../../errors.js';
 
@@ -71,12 +71,18 @@ export function claimsOf(payload: unknown): TokenClaims | undefined {
 /** Signs and verifies access tokens. */
 export class TokenService {
   readonly #secret: string;
+  /**
+   * The secret as a KeyObject, made once. Given a string, jsonwebtoken first tries to parse it as a
+   * PEM public key (and fails) on every sign and verify: that was most of an authenticated request.
+   */
+  readonly #key: KeyObject;
   readonly #ttlSeconds: number;
   readonly #now: () => number;
 
   constructor(options: TokenServiceOptions) {
     if (!options.secret) throw new RangeError('TokenService needs a non-empty signing secret');
     this.#secret = options.secret;
+    this.#key = createSecretKey(Buffer.from(options.secret, 'utf8'));
     this.#ttlSeconds = TokenService.#seconds(options.ttlMs);
     this.#now = options.now ?? Date.now;
   }
@@ -101,7 +107,7 @@ export class TokenService {
       iat,
       exp: iat + expiresInSeconds,
     };
-    const token = jwt.sign(claims, this.#secret, { algorithm: TOKEN_ALGORITHM });
+    const token = jwt.sign(claims, this.#key, { algorithm: TOKEN_ALGORITHM });
     return { token, expiresInSeconds, expiresAt: new Date(claims.exp * 1000), claims };
   }
 
@@ -113,7 +119,7 @@ export class TokenService {
   verify(token: string): TokenClaims {
     let payload: unknown;
     try {
-      payload = jwt.verify(token, this.#secret, {
+      payload = jwt.verify(token, this.#key, {
         algorithms: [TOKEN_ALGORITHM],
         clockTimestamp: Math.floor(this.#now() / 1000),
       });
@@ -139,7 +145,9 @@ export class TokenService {
   }
 
   /** What passport-jwt needs to check signatures exactly as `verify` does. */
-  verificationOptions(): { secretOrKey: string; algorithms: [typeof TOKEN_ALGORITHM] } {
-    return { secretOrKey: this.#secret, algorithms: [TOKEN_ALGORITHM] };
+  verificationOptions(): { secretOrKey: Buffer; algorithms: [typeof TOKEN_ALGORITHM] } {
+    // passport-jwt hands secretOrKey to jsonwebtoken, which takes a KeyObject since v9; the
+    // @types of passport-jwt still say string | Buffer.
+    return { secretOrKey: this.#key as unknown as Buffer, algorithms: [TOKEN_ALGORITHM] };
   }
 }
