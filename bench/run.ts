@@ -14,7 +14,9 @@ import { freePort, startRedis, type RedisProcess } from '../test/helpers/redis-s
 import { MDS_BIN, spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
+/** Rounds per scenario, each paired with its own baseline run; medians are reported. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const API_KEY = 'bench-api-key-0123456789';
 const ADMIN = { username: 'admin', password: 'bench-admin-password' };
@@ -38,11 +40,28 @@ interface Measured {
 
 interface Row extends Measured {
   scenario: string;
+  /** Median over the rounds of (scenario req/s) / (baseline req/s measured just before it). */
   ratio: number | null;
+  /** The baseline's median req/s in this scenario's rounds. */
+  baselineRps?: number;
+  rounds?: Array<{ rps: number; p99Ms: number; baselineRps: number }>;
   note?: string;
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 const hasWrk = spawnSync('wrk', ['--version']).error === undefined;
+/**
+ * With taskset and 2+ cores, each server runs on core 1 and wrk on core 0, as "one core" figures
+ * mean; without it everything shares whatever cores there are (said in the output).
+ */
+const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && cpus().length >= 2;
+const SERVER_CPU = pinned ? ['taskset', '-c', '1'] : [];
+const CLIENT_CPU = pinned ? ['taskset', '-c', '0'] : [];
 
 function parseWrkLatency(text: string, pct: string): number {
   const m = new RegExp(`^\\s*${pct}%\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(text);
@@ -61,7 +80,8 @@ async function runWrk(load: Load, dir: string): Promise<Measured> {
   }
   args.push(load.url);
   const out = await new Promise<string>((done, fail) => {
-    const child = spawn('wrk', args);
+    const [command, ...rest] = [...CLIENT_CPU, 'wrk', ...args];
+    const child = spawn(command!, rest);
     let text = '';
     child.stdout.on('data', (c: Buffer) => (text += c.toString()));
     child.stderr.on('data', (c: Buffer) => (text += c.toString()));
@@ -93,8 +113,8 @@ function measure(load: Load, dir: string): Promise<Measured> {
 }
 
 /** Starts `mds serve` on a free port and resolves once it listens. */
-async function startServer(env: NodeJS.ProcessEnv, extraArgs: string[] = []): Promise<ServeProcess> {
-  return spawnServe(['--port', String(await freePort()), ...extraArgs], { env, stdout: 'ignore' });
+async function startServer(env: NodeJS.ProcessEnv, extraArgs: string[] = [], prefix: string[] = SERVER_CPU): Promise<ServeProcess> {
+  return spawnServe(['--port', String(await freePort()), ...extraArgs], { env, stdout: 'ignore', prefix });
 }
 
 /** The bare node:http baseline: the same bytes and headers as a cached /api/indices, nothing else. */
@@ -106,7 +126,8 @@ async function startBaseline(body: Buffer, headers: Record<string, string>): Pro
     const headers = JSON.parse(process.env.HEADERS);
     http.createServer((req, res) => { res.writeHead(200, headers); res.end(body); })
       .listen(${port}, '127.0.0.1', () => process.stdout.write('ready\\n'));`;
-  const child = spawn(process.execPath, ['-e', script], {
+  const [command, ...rest] = [...SERVER_CPU, process.execPath, '-e', script];
+  const child = spawn(command!, rest, {
     env: { ...process.env, BODY_B64: body.toString('base64'), HEADERS: JSON.stringify(headers) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -173,46 +194,96 @@ async function main(): Promise<void> {
     const token = ((await login.json()) as { access_token: string }).access_token;
 
     const rows: Row[] = [];
-    let baselineRps = Number.NaN;
+    const baselineLoad: Load = { url: baseline.url };
+    await measure({ ...baselineLoad, durationS: 1 }, dir); // warm-up
+    /**
+     * The machine's speed drifts (shared cores), so each round measures the baseline right before
+     * the scenario and the ratio is taken per round; the row reports medians over the rounds.
+     */
+    const paired = async (name: string, run: () => Promise<Measured>, note?: string): Promise<Row> => {
+      const rounds: Array<Measured & { baselineRps: number }> = [];
+      for (let r = 0; r < ROUNDS; r += 1) {
+        const base = await measure(baselineLoad, dir);
+        const m = await run();
+        rounds.push({ ...m, baselineRps: base.rps });
+      }
+      const row: Row = {
+        scenario: name,
+        rps: median(rounds.map((r) => r.rps)),
+        p50Ms: median(rounds.map((r) => r.p50Ms)),
+        p99Ms: median(rounds.map((r) => r.p99Ms)),
+        non2xx: rounds.reduce((sum, r) => sum + r.non2xx, 0),
+        requests: rounds.reduce((sum, r) => sum + r.requests, 0),
+        ratio: median(rounds.map((r) => r.rps / r.baselineRps)),
+        baselineRps: median(rounds.map((r) => r.baselineRps)),
+        rounds: rounds.map((r) => ({ rps: r.rps, p99Ms: r.p99Ms, baselineRps: r.baselineRps })),
+        ...(note ? { note } : {}),
+      };
+      rows.push(row);
+      process.stderr.write(`  ${name}: ${fmt(row.rps)} req/s (${fmt(row.ratio ?? Number.NaN, 2)} x baseline), p99 ${fmt(row.p99Ms, 2)} ms, non-2xx ${row.non2xx}\n`);
+      return row;
+    };
     const scenario = async (name: string, load: Load, note?: string) => {
       await measure({ ...load, durationS: 1 }, dir); // warm-up
-      const m = await measure(load, dir);
-      if (name === 'baseline node:http') baselineRps = m.rps;
-      const row: Row = { scenario: name, ...m, ratio: Number.isFinite(baselineRps) ? m.rps / baselineRps : null, ...(note ? { note } : {}) };
-      rows.push(row);
-      process.stderr.write(`  ${name}: ${fmt(m.rps)} req/s, p99 ${fmt(m.p99Ms, 2)} ms, non-2xx ${m.non2xx}\n`);
+      return paired(name, () => measure(load, dir), note);
     };
 
-    process.stderr.write(`bench: ${hasWrk ? 'wrk' : 'autocannon'}, ${CONNECTIONS} connections, ${DURATION_S} s per scenario, ${cpus().length} cores\n`);
-    await scenario('baseline node:http', { url: baseline.url });
+    process.stderr.write(
+      `bench: ${hasWrk ? 'wrk' : 'autocannon'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per scenario, each after its own baseline run, ${cpus().length} cores, ${pinned ? 'servers on core 1 and the client on core 0' : 'not pinned (no taskset)'}\n`,
+    );
     await scenario('indices cached (redis)', { url: `${redisMode.url}/api/indices` });
     await scenario('indices cached (memory)', { url: `${memoryMode.url}/api/indices` });
-    await scenario('indices If-None-Match (304)', { url: `${redisMode.url}/api/indices`, headers: { 'If-None-Match': etag } }, '304s count as non-2xx in wrk');
+    await scenario('indices If-None-Match (304)', { url: `${redisMode.url}/api/indices`, headers: { 'If-None-Match': etag } }, 'wrk counts 304 as a success');
     await scenario('health', { url: `${redisMode.url}/api/health` });
     await scenario('admin status (bearer)', { url: `${redisMode.url}/api/admin/status`, headers: { Authorization: `Bearer ${token}` } });
     await scenario('admin status (API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': API_KEY } });
 
     // Logins (bcrypt-bound) and cached reads at once: the reads must not starve.
-    const [logins, reads] = await Promise.all([
-      measure({ url: `${redisMode.url}/api/auth/login`, method: 'POST', body: JSON.stringify(ADMIN), connections: 4 }, dir),
-      measure({ url: `${redisMode.url}/api/indices`, connections: CONNECTIONS }, dir),
-    ]);
-    rows.push({ scenario: 'login (bcrypt cost 12)', ...logins, ratio: logins.rps / baselineRps, note: 'logins/s with 4 connections' });
-    rows.push({ scenario: 'indices cached, during logins', ...reads, ratio: reads.rps / baselineRps });
-    process.stderr.write(`  login: ${fmt(logins.rps, 1)} logins/s; reads during logins: ${fmt(reads.rps)} req/s, p99 ${fmt(reads.p99Ms, 2)} ms\n`);
+    let logins: Measured[] = [];
+    await paired(
+      'indices cached, during logins',
+      async () => {
+        const [login, reads] = await Promise.all([
+          measure({ url: `${redisMode.url}/api/auth/login`, method: 'POST', body: JSON.stringify(ADMIN), connections: 4 }, dir),
+          measure({ url: `${redisMode.url}/api/indices`, connections: CONNECTIONS }, dir),
+        ]);
+        logins = [...logins, login];
+        return reads;
+      },
+      'cached reads while 4 connections log in',
+    );
+    rows.push({
+      scenario: 'login (bcrypt cost 12)',
+      rps: median(logins.map((l) => l.rps)),
+      p50Ms: median(logins.map((l) => l.p50Ms)),
+      p99Ms: median(logins.map((l) => l.p99Ms)),
+      non2xx: logins.reduce((sum, l) => sum + l.non2xx, 0),
+      requests: logins.reduce((sum, l) => sum + l.requests, 0),
+      ratio: null,
+      note: 'logins/s with 4 connections, during the reads above',
+    });
 
     await stop(redisMode.child);
     await stop(memoryMode.child);
-    const twoWorkers = await startServer(env, ['--workers', '2']);
+    const twoWorkers = await startServer(env, ['--workers', '2'], []);
     children.push(twoWorkers.child);
     await fetch(`${twoWorkers.url}/api/indices`);
     await scenario('indices cached (redis), 2 workers', { url: `${twoWorkers.url}/api/indices` }, 'the load generator shares the 2 cores');
+    const baselineRow: Row = {
+      scenario: 'baseline node:http (median of all its runs)',
+      ...(await measure(baselineLoad, dir)),
+      ratio: 1,
+    };
+    baselineRow.rps = median(rows.flatMap((r) => (r.rounds ?? []).map((x) => x.baselineRps)));
+    rows.unshift(baselineRow);
 
     const result = {
       at: new Date().toISOString(),
       tool: hasWrk ? 'wrk' : 'autocannon',
       connections: CONNECTIONS,
       durationS: DURATION_S,
+      rounds: ROUNDS,
+      pinned,
       cores: cpus().length,
       node: process.version,
       bodyBytes: body.length,
@@ -227,7 +298,8 @@ async function main(): Promise<void> {
     const print = (cells: string[]) => console.log(cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
     print(header);
     for (const l of lines) print(l);
-    console.log(`\nwritten to bench/results/latest.json (${result.tool}, ${CONNECTIONS} connections, ${DURATION_S} s each)`);
+    console.log(`\nx baseline: median over ${ROUNDS} rounds of the scenario's req/s over a baseline run made just before it.`);
+    console.log(`written to bench/results/latest.json (${result.tool}, ${CONNECTIONS} connections, ${ROUNDS} x ${DURATION_S} s per scenario)`);
   } finally {
     for (const child of children) await stop(child);
     await redis?.stop();

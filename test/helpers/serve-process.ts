@@ -18,8 +18,12 @@ export interface ServeProcess {
  * Runs `node bin/run.js serve ...args` and resolves once it listens; rejects with its stderr when it
  * exits first. `stdout` is piped (and kept) unless a file descriptor or 'ignore' is given.
  */
-export function spawnServe(args: string[], options: { env: NodeJS.ProcessEnv; cwd?: string; stdout?: 'ignore' | number }): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [MDS_BIN, 'serve', ...args], {
+export function spawnServe(
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string; stdout?: 'ignore' | number; /** e.g. ['taskset', '-c', '1'] */ prefix?: string[] },
+): Promise<ServeProcess> {
+  const [command, ...commandArgs] = [...(options.prefix ?? []), process.execPath, MDS_BIN, 'serve', ...args];
+  const child = spawn(command!, commandArgs, {
     cwd: options.cwd,
     env: options.env,
     stdio: ['ignore', options.stdout ?? 'pipe', 'pipe'],
