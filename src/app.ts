@@ -9,6 +9,7 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler } 
 import * as OpenApiValidator from 'express-openapi-validator';
 import { pinoHttp } from 'pino-http';
 import type { Contract } from './contract.js';
+import { createCors } from './cors.js';
 import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError, toErrorResponse } from './errors.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from './logger.js';
@@ -36,6 +37,8 @@ export interface AppDeps {
   logger: Logger;
   bodyLimitBytes: number;
   trustProxy?: boolean;
+  /** Origins allowed to call from a browser (CORS_ORIGINS); none by default. */
+  corsOrigins?: readonly string[];
   /** When set, every response is validated against the contract and each violation is reported here. */
   onResponseViolation?: (message: string, req: Request) => void;
 }
@@ -123,6 +126,11 @@ export function createApp(deps: AppDeps): express.Express {
       },
     }),
   );
+  // Before validation: a preflight is answered here, whatever the contract says about OPTIONS.
+  const cors = createCors(deps.corsOrigins ?? []);
+  app.use((req, res, next) => {
+    if (!cors.handle(req, res)) next();
+  });
   // HEAD is GET without the body (RFC 9110). Node decided that this response has no body when the
   // request arrived, so validating and routing it as the GET it stands for sends exactly the headers.
   app.use((req, _res, next) => {

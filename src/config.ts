@@ -61,6 +61,9 @@ const schema = z.object({
   MARKET_DATA_BREAKER_RESET_SECONDS: int(1, 3600).default(10),
   REFRESH_INTERVAL_SECONDS: int(0, 86_400).default(30),
   TRUST_PROXY: bool.default(false),
+  CORS_ORIGINS: csv
+    .default([])
+    .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be * or origins like https://app.example.com, comma-separated'),
 });
 
 export type Env = Record<string, string | undefined>;
@@ -121,7 +124,7 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
 
   const config = {
     env: v.NODE_ENV,
-    server: { host: v.HOST, port: v.PORT, bodyLimitBytes: v.BODY_LIMIT_BYTES, trustProxy: v.TRUST_PROXY },
+    server: { host: v.HOST, port: v.PORT, bodyLimitBytes: v.BODY_LIMIT_BYTES, trustProxy: v.TRUST_PROXY, corsOrigins: v.CORS_ORIGINS },
     log: { level: v.LOG_LEVEL },
     database: { url: v.DATABASE_URL },
     cache: {

@@ -8,6 +8,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { requestId } from './app.js';
+import { createCors } from './cors.js';
 import { toErrorResponse } from './errors.js';
 import { indicesReply } from './handlers/indices.js';
 import type { Logger } from './logger.js';
@@ -22,8 +23,9 @@ function takesFastPath(req: IncomingMessage): boolean {
   return inm === undefined || inm.length <= IF_NONE_MATCH_MAX_LENGTH;
 }
 
-export function withFastPath(app: RequestListener, deps: { market: MarketDataService; logger: Logger }): RequestListener {
+export function withFastPath(app: RequestListener, deps: { market: MarketDataService; logger: Logger; corsOrigins?: readonly string[] }): RequestListener {
   const { market, logger } = deps;
+  const cors = createCors(deps.corsOrigins ?? []);
 
   const fail = (req: IncomingMessage, res: ServerResponse, reqId: string, err: unknown) => {
     const r = toErrorResponse(err, { method: 'GET', path: '/api/indices' });
@@ -44,6 +46,7 @@ export function withFastPath(app: RequestListener, deps: { market: MarketDataSer
       return;
     }
     const reqId = requestId(req, res);
+    cors.handle(req, res);
     market.getIndices().then(
       (rep) => {
         const reply = indicesReply(rep, req.headers['if-none-match']);

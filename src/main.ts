@@ -168,10 +168,11 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
+    corsOrigins: config.server.corsOrigins,
     onResponseViolation: options.onResponseViolation,
   });
 
-  const server = createServer(withFastPath(app, { market, logger }));
+  const server = createServer(withFastPath(app, { market, logger, corsOrigins: config.server.corsOrigins }));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
