@@ -116,18 +116,10 @@ export class ResilientCache implements CacheStore, Broadcast {
 
   /** The entry under `key` with its remaining TTL in ms, or `undefined` on a miss. Counts a hit or a miss. */
   async get(key: string): Promise<CacheEntry | undefined> {
-    let entry: CacheEntry | undefined;
-    if (this.#useRedis && this.#redis) {
-      const epoch = this.#epoch;
-      try {
-        entry = await this.#redis.get(key);
-      } catch (err) {
-        this.#failed(epoch, err);
-        entry = await this.#memory.get(key);
-      }
-    } else {
-      entry = await this.#memory.get(key);
-    }
+    const entry = await this.#onRedis(
+      (redis) => redis.get(key),
+      () => this.#memory.get(key),
+    );
     if (entry === undefined) this.#misses++;
     else this.#hits++;
     return entry;
@@ -139,42 +131,28 @@ export class ResilientCache implements CacheStore, Broadcast {
    */
   async set(key: string, value: string, ttlMs: number): Promise<void> {
     await this.#memory.set(key, value, ttlMs);
-    if (this.#useRedis && this.#redis) {
-      const epoch = this.#epoch;
-      try {
-        await this.#redis.set(key, value, ttlMs);
-      } catch (err) {
-        this.#failed(epoch, err);
-      }
-    }
+    await this.#onRedis(
+      (redis) => redis.set(key, value, ttlMs),
+      () => undefined,
+    );
   }
 
   /** Removes `key` from both stores; true when the answering store had it. */
   async delete(key: string): Promise<boolean> {
     const inMemory = await this.#memory.delete(key);
-    if (this.#useRedis && this.#redis) {
-      const epoch = this.#epoch;
-      try {
-        return await this.#redis.delete(key);
-      } catch (err) {
-        this.#failed(epoch, err);
-      }
-    }
-    return inMemory;
+    return this.#onRedis(
+      (redis) => redis.delete(key),
+      () => inMemory,
+    );
   }
 
   /** Removes every key starting with `prefix` from both stores; the count is the answering store's. */
   async deleteByPrefix(prefix: string): Promise<number> {
     const inMemory = await this.#memory.deleteByPrefix(prefix);
-    if (this.#useRedis && this.#redis) {
-      const epoch = this.#epoch;
-      try {
-        return await this.#redis.deleteByPrefix(prefix);
-      } catch (err) {
-        this.#failed(epoch, err);
-      }
-    }
-    return inMemory;
+    return this.#onRedis(
+      (redis) => redis.deleteByPrefix(prefix),
+      () => inMemory,
+    );
   }
 
   /**
@@ -182,29 +160,20 @@ export class ResilientCache implements CacheStore, Broadcast {
    * A token, or `undefined` while another owner holds it.
    */
   async acquireLock(key: string, ttlMs: number): Promise<string | undefined> {
-    if (this.#useRedis && this.#redis) {
-      const epoch = this.#epoch;
-      try {
-        return await this.#redis.acquireLock(key, ttlMs);
-      } catch (err) {
-        this.#failed(epoch, err);
-      }
-    }
-    return this.#memory.acquireLock(key, ttlMs);
+    return this.#onRedis(
+      (redis) => redis.acquireLock(key, ttlMs),
+      () => this.#memory.acquireLock(key, ttlMs),
+    );
   }
 
   /** Releases the lock if `token` owns it, in whichever store issued it (tokens are unique, so trying both is safe). */
   async releaseLock(key: string, token: string): Promise<void> {
     await this.#memory.releaseLock(key, token);
-    if (this.#useRedis && this.#redis) {
-      const epoch = this.#epoch;
-      try {
-        await this.#redis.releaseLock(key, token);
-      } catch (err) {
-        // An unreleased Redis lock expires on its own TTL.
-        this.#failed(epoch, err);
-      }
-    }
+    // A Redis lock left unreleased by a failure expires on its own TTL.
+    await this.#onRedis(
+      (redis) => redis.releaseLock(key, token),
+      () => undefined,
+    );
   }
 
   /**
@@ -213,14 +182,10 @@ export class ResilientCache implements CacheStore, Broadcast {
    */
   async publish(channel: string, message: string): Promise<void> {
     for (const listener of this.#localListeners.get(channel) ?? []) listener(message);
-    if (this.#useRedis && this.#redis) {
-      const epoch = this.#epoch;
-      try {
-        await this.#redis.publish(channel, `${this.#instanceId}:${message}`);
-      } catch (err) {
-        this.#failed(epoch, err);
-      }
-    }
+    await this.#onRedis(
+      (redis) => redis.publish(channel, `${this.#instanceId}:${message}`),
+      () => undefined,
+    );
   }
 
   /** Calls `listener` for messages on `channel` from this instance and, through Redis, from the others. */
@@ -251,6 +216,23 @@ export class ResilientCache implements CacheStore, Broadcast {
     this.#useRedis = false;
     await this.#redis?.close();
     this.#memory.clear();
+  }
+
+  /**
+   * Runs `op` against Redis while in Redis mode, else resolves to `otherwise()`. A failed command
+   * switches to memory mode (unless a recovery came in between) and also resolves to `otherwise()`.
+   */
+  async #onRedis<T>(op: (redis: RedisCacheStore) => Promise<T>, otherwise: () => T | Promise<T>): Promise<T> {
+    const redis = this.#useRedis ? this.#redis : undefined;
+    if (redis) {
+      const epoch = this.#epoch;
+      try {
+        return await op(redis);
+      } catch (err) {
+        this.#failed(epoch, err);
+      }
+    }
+    return otherwise();
   }
 
   #failed(epoch: number, err: unknown): void {
