@@ -168,6 +168,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/quotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get quotes for several symbols
+         * @description Returns the latest quote of each requested symbol, in request order; symbols the provider does not know are listed in `missing`.
+         */
+        get: operations["getQuotes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/quotes/{symbol}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the quote of one symbol
+         * @description Returns the latest quote of one instrument, served from the cache when it holds it.
+         */
+        get: operations["getQuote"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/history/{symbol}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get historical candles of one symbol
+         * @description Returns OHLCV candles in ascending time for a named range or a start/end window, with dividends and splits.
+         */
+        get: operations["getHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search instruments by symbol or name
+         * @description Returns instruments whose symbol or name matches, best first (exact symbol, symbol prefix, then name words).
+         */
+        get: operations["searchSymbols"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/markets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the trading calendar
+         * @description Returns each market's state now and its next open and close, computed locally in the exchange's own time zone.
+         */
+        get: operations["getMarkets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.yaml": {
         parameters: {
             query?: never;
@@ -429,6 +529,42 @@ export interface components {
              * @example 3
              */
             misses: number;
+            /**
+             * @description Hits, misses and stale answers per kind of cached data (`indices`, `quote`, `quotes`, `history`, `search`), since the process started.
+             * @example {
+             *       "indices": {
+             *         "hits": 100,
+             *         "misses": 2,
+             *         "stale": 0
+             *       },
+             *       "quote": {
+             *         "hits": 20,
+             *         "misses": 1,
+             *         "stale": 0
+             *       }
+             *     }
+             */
+            kinds: {
+                [key: string]: components["schemas"]["CacheKindStats"];
+            };
+        };
+        /** @description Cache reads of one kind of data. */
+        CacheKindStats: {
+            /**
+             * @description Reads answered from the cache.
+             * @example 100
+             */
+            hits: number;
+            /**
+             * @description Reads that had to fetch upstream.
+             * @example 2
+             */
+            misses: number;
+            /**
+             * @description Reads answered by an expired copy while the upstream failed.
+             * @example 0
+             */
+            stale: number;
         };
         /** @description The upstream provider's state. */
         DatasourceStatus: {
@@ -524,7 +660,7 @@ export interface components {
             };
             scheduler: components["schemas"]["SchedulerStatus"];
         };
-        /** @description One market index quote. */
+        /** @description The latest quote of one instrument. */
         Quote: {
             /**
              * @description The provider's symbol.
@@ -532,7 +668,7 @@ export interface components {
              */
             symbol: string;
             /**
-             * @description The index's name.
+             * @description The instrument's name.
              * @example S&P 500
              */
             name: string;
@@ -587,6 +723,18 @@ export interface components {
              * @example 2026-11-21T21:00:00.000Z
              */
             timestamp: string;
+            /**
+             * @description The exchange (or venue) the price comes from.
+             * @example SNP
+             */
+            exchange: string;
+            instrument_type: components["schemas"]["InstrumentType"];
+            /**
+             * @description The exchange's IANA time zone.
+             * @example America/New_York
+             */
+            timezone: string;
+            market_state: components["schemas"]["MarketState"];
         };
         /** @description The latest quotes of the configured indices. */
         IndicesResponse: {
@@ -598,16 +746,291 @@ export interface components {
             success: true;
             /** @description One quote per index that the provider could deliver. */
             data: components["schemas"]["Quote"][];
-            /**
-             * @description The provider the data came from; `simulated` is demo data.
-             * @example simulated
-             * @enum {string}
-             */
-            source: "simulated" | "yahoo";
+            source: components["schemas"]["Source"];
             /**
              * Format: date-time
              * @description When the data was fetched upstream.
              * @example 2026-11-21T12:00:00.000Z
+             */
+            updated_at: string;
+        };
+        /**
+         * @description What kind of instrument a symbol names.
+         * @example equity
+         * @enum {string}
+         */
+        InstrumentType: "index" | "equity" | "etf" | "currency" | "crypto" | "future";
+        /**
+         * @description The instrument's market now; `pre` and `post` are the extended sessions before the open and after the close.
+         * @example open
+         * @enum {string}
+         */
+        MarketState: "open" | "closed" | "pre" | "post";
+        /**
+         * @description The provider the data came from; `simulated` is demo data.
+         * @example simulated
+         * @enum {string}
+         */
+        Source: "simulated" | "yahoo";
+        /** @description The latest quote of one symbol. */
+        QuoteResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Quote"];
+            source: components["schemas"]["Source"];
+            /**
+             * Format: date-time
+             * @description When the quote was fetched upstream.
+             * @example 2026-11-21T12:00:00.000Z
+             */
+            updated_at: string;
+        };
+        /** @description The latest quotes of several symbols, in request order, and the symbols the provider does not know. */
+        QuotesResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /** @description One quote per known symbol, in the order the symbols were asked for. */
+            data: components["schemas"]["Quote"][];
+            /**
+             * @description The requested symbols (upper-cased) the provider does not know, in request order.
+             * @example [
+             *       "NOSUCH"
+             *     ]
+             */
+            missing: string[];
+            source: components["schemas"]["Source"];
+            /**
+             * Format: date-time
+             * @description When the oldest of these quotes was fetched upstream.
+             * @example 2026-11-21T12:00:00.000Z
+             */
+            updated_at: string;
+        };
+        /**
+         * @description The size of one candle.
+         * @default 1d
+         * @example 1d
+         * @enum {string}
+         */
+        HistoryInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "1d" | "1wk" | "1mo";
+        /**
+         * @description A period ending now.
+         * @example 1mo
+         * @enum {string}
+         */
+        HistoryRange: "1d" | "5d" | "1mo" | "3mo" | "6mo" | "1y" | "2y" | "5y" | "10y" | "ytd" | "max";
+        /**
+         * @description An ISO 8601 date (`2020-08-31`, midnight UTC) or date-time with an offset (`2020-08-31T13:30:00Z`).
+         * @example 2020-08-31
+         */
+        DateOrDateTime: string;
+        /** @description One bar of trading. */
+        Candle: {
+            /**
+             * Format: date-time
+             * @description The bar's start, ISO 8601 UTC.
+             * @example 2020-08-31T13:30:00.000Z
+             */
+            time: string;
+            /**
+             * @description The first price of the bar.
+             * @example 127.58
+             */
+            open: number;
+            /**
+             * @description The highest price of the bar.
+             * @example 131
+             */
+            high: number;
+            /**
+             * @description The lowest price of the bar.
+             * @example 126
+             */
+            low: number;
+            /**
+             * @description The last price of the bar.
+             * @example 129.04
+             */
+            close: number;
+            /**
+             * @description The close adjusted for splits and dividends (daily and longer bars); null when the provider has none.
+             * @example 126.83
+             */
+            adj_close: number | null;
+            /**
+             * @description The volume traded in the bar, when known.
+             * @example 225702700
+             */
+            volume: number | null;
+        };
+        /** @description A cash dividend. */
+        Dividend: {
+            /**
+             * Format: date-time
+             * @description The ex-dividend date, ISO 8601 UTC.
+             * @example 2020-11-06T14:30:00.000Z
+             */
+            time: string;
+            /**
+             * @description The amount per share, in the quote currency.
+             * @example 0.205
+             */
+            amount: number;
+        };
+        /** @description A stock split of `numerator` new shares for `denominator` old ones. */
+        Split: {
+            /**
+             * Format: date-time
+             * @description The date the split took effect, ISO 8601 UTC.
+             * @example 2020-08-31T13:30:00.000Z
+             */
+            time: string;
+            /**
+             * @description New shares.
+             * @example 4
+             */
+            numerator: number;
+            /**
+             * @description Old shares.
+             * @example 1
+             */
+            denominator: number;
+        };
+        /** @description The candles of one symbol over a period, and the corporate events within it. */
+        History: {
+            /**
+             * @description The symbol, upper-cased.
+             * @example AAPL
+             */
+            symbol: string;
+            /**
+             * @description The price currency (ISO 4217).
+             * @example USD
+             */
+            currency: string;
+            /**
+             * @description The exchange's IANA time zone.
+             * @example America/New_York
+             */
+            timezone: string;
+            interval: components["schemas"]["HistoryInterval"];
+            /** @description The bars in ascending time; bars without trades are left out. */
+            candles: components["schemas"]["Candle"][];
+            /** @description Dividends and splits within the period, in ascending time. */
+            events: {
+                /** @description Cash dividends. */
+                dividends: components["schemas"]["Dividend"][];
+                /** @description Stock splits. */
+                splits: components["schemas"]["Split"][];
+            };
+        };
+        /** @description Historical candles of one symbol. */
+        HistoryResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["History"];
+            source: components["schemas"]["Source"];
+            /**
+             * Format: date-time
+             * @description When the data was fetched upstream.
+             * @example 2026-11-21T12:00:00.000Z
+             */
+            updated_at: string;
+        };
+        /** @description One instrument that matches a search. */
+        SearchResult: {
+            /**
+             * @description The symbol to ask quotes and history for.
+             * @example AAPL
+             */
+            symbol: string;
+            /**
+             * @description The instrument's name.
+             * @example Apple Inc.
+             */
+            name: string;
+            /**
+             * @description The exchange it is listed on.
+             * @example NASDAQ
+             */
+            exchange: string;
+            instrument_type: components["schemas"]["InstrumentType"];
+        };
+        /** @description Instruments that match a search, best first. */
+        SearchResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /** @description The matches, best first; empty when nothing matches. */
+            data: components["schemas"]["SearchResult"][];
+            source: components["schemas"]["Source"];
+            /**
+             * Format: date-time
+             * @description When the search was answered upstream.
+             * @example 2026-11-21T12:00:00.000Z
+             */
+            updated_at: string;
+        };
+        /** @description One market's trading calendar. */
+        Market: {
+            /**
+             * @description The market's code.
+             * @example US
+             */
+            market: string;
+            /**
+             * @description The market's name.
+             * @example New York Stock Exchange and Nasdaq
+             */
+            name: string;
+            /**
+             * @description The market's IANA time zone.
+             * @example America/New_York
+             */
+            timezone: string;
+            state: components["schemas"]["MarketState"];
+            /**
+             * Format: date-time
+             * @description The next regular open, ISO 8601 UTC; null for a market that never closes.
+             * @example 2026-11-23T14:30:00.000Z
+             */
+            next_open: string | null;
+            /**
+             * Format: date-time
+             * @description The next regular close, ISO 8601 UTC; null for a market that never closes.
+             * @example 2026-11-23T21:00:00.000Z
+             */
+            next_close: string | null;
+        };
+        /** @description The trading calendar of every market quotes come from. */
+        MarketsResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /** @description One entry per market. */
+            data: components["schemas"]["Market"][];
+            /**
+             * Format: date-time
+             * @description The instant the states were computed for.
+             * @example 2026-11-23T12:00:00.000Z
              */
             updated_at: string;
         };
@@ -782,6 +1205,33 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description Not modified since the ETag in `If-None-Match`; no body. */
+        NotModified: {
+            headers: {
+                "X-Cache": components["headers"]["X-Cache"];
+                ETag: components["headers"]["ETag"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The provider does not know the symbol (or, for a batch, any of the symbols). */
+        UnknownSymbol: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": "Unknown symbol 'NOSUCH'",
+                 *       "code": 404,
+                 *       "detail": "Unknown symbol 'NOSUCH'"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The upstream data source failed and nothing cached can answer. */
         ServiceUnavailable: {
             headers: {
@@ -801,7 +1251,12 @@ export interface components {
             };
         };
     };
-    parameters: never;
+    parameters: {
+        /** @description A Yahoo-style symbol (`AAPL`, `^GSPC`, `000001.SS`, `BTC-USD`, `EURUSD=X`), case-insensitive. */
+        Symbol: string;
+        /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
+        IfNoneMatch: string;
+    };
     requestBodies: never;
     headers: {
         /** @description `HIT` when the answer came from the cache, `MISS` when it was fetched upstream, `STALE` when an expired copy answers for a failed upstream (only with CACHE_STALE_IF_ERROR_SECONDS). */
@@ -1031,7 +1486,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
-                "If-None-Match"?: string;
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -1050,19 +1505,179 @@ export interface operations {
                     "application/json": components["schemas"]["IndicesResponse"];
                 };
             };
-            /** @description Not modified since the ETag in `If-None-Match`; no body. */
-            304: {
+            304: components["responses"]["NotModified"];
+            422: components["responses"]["UnprocessableEntity"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getQuotes: {
+        parameters: {
+            query: {
+                /** @description 1 to 50 distinct Yahoo-style symbols, comma-separated, case-insensitive (`aapl` is `AAPL`). */
+                symbols: string;
+            };
+            header?: {
+                /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The quotes that could be found, in request order, and the symbols that could not. */
+            200: {
                 headers: {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["QuotesResponse"];
+                };
             };
+            304: components["responses"]["NotModified"];
+            404: components["responses"]["UnknownSymbol"];
             422: components["responses"]["UnprocessableEntity"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getQuote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description A Yahoo-style symbol (`AAPL`, `^GSPC`, `000001.SS`, `BTC-USD`, `EURUSD=X`), case-insensitive. */
+                symbol: components["parameters"]["Symbol"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The quote. */
+            200: {
+                headers: {
+                    "X-Cache": components["headers"]["X-Cache"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuoteResponse"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            404: components["responses"]["UnknownSymbol"];
+            422: components["responses"]["UnprocessableEntity"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getHistory: {
+        parameters: {
+            query?: {
+                /** @description The bar size. 1m covers at most 7 days; intraday intervals (1m to 1h) at most 60 days. */
+                interval?: components["schemas"]["HistoryInterval"];
+                /** @description A period ending now; the default (1mo) when neither `range` nor `start` is given. Not together with `start`/`end`. */
+                range?: components["schemas"]["HistoryRange"];
+                /** @description The window's start, an ISO 8601 date (midnight UTC) or date-time. Not together with `range`. */
+                start?: components["schemas"]["DateOrDateTime"];
+                /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
+                end?: components["schemas"]["DateOrDateTime"];
+            };
+            header?: {
+                /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description A Yahoo-style symbol (`AAPL`, `^GSPC`, `000001.SS`, `BTC-USD`, `EURUSD=X`), case-insensitive. */
+                symbol: components["parameters"]["Symbol"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The candles. */
+            200: {
+                headers: {
+                    "X-Cache": components["headers"]["X-Cache"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryResponse"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            404: components["responses"]["UnknownSymbol"];
+            422: components["responses"]["UnprocessableEntity"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    searchSymbols: {
+        parameters: {
+            query: {
+                /** @description What to look for, 1 to 64 characters. */
+                q: string;
+                /** @description How many results at most (1 to 25). */
+                limit?: number;
+            };
+            header?: {
+                /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The matches, best first; an empty list when nothing matches. */
+            200: {
+                headers: {
+                    "X-Cache": components["headers"]["X-Cache"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchResponse"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            422: components["responses"]["UnprocessableEntity"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMarkets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The markets. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketsResponse"];
+                };
+            };
+            422: components["responses"]["UnprocessableEntity"];
+            500: components["responses"]["InternalError"];
         };
     };
     getOpenApiYaml: {
