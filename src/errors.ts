@@ -72,6 +72,16 @@ export class UsernameTakenError extends AppError {
   }
 }
 
+/** The provider does not know a symbol (or, for a batch, any of the symbols asked for). */
+export class UnknownSymbolError extends AppError {
+  constructor(symbols: readonly string[]) {
+    super(
+      'UNKNOWN_SYMBOL',
+      symbols.length === 1 ? `Unknown symbol '${symbols[0]}'` : `None of the symbols is known: ${symbols.join(', ')}`,
+    );
+  }
+}
+
 /** Too many attempts; retry after `retryAfterSeconds`. */
 export class TooManyRequestsError extends AppError {
   readonly retryAfterSeconds: number;
@@ -146,6 +156,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   INVALID_CREDENTIALS: 401,
   FORBIDDEN: 403,
   USER_NOT_FOUND: 404,
+  UNKNOWN_SYMBOL: 404,
   DOCS_NOT_BUILT: 404,
   USERNAME_TAKEN: 409,
   TOO_MANY_REQUESTS: 429,

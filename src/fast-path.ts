@@ -1,62 +1,100 @@
 /**
- * The hot path: a cached GET /api/indices answered by `node:http` before Express sees it. It is the
- * same operation with the same bytes and headers (one reply builder, one error mapper); what it
- * skips is per-request work that cannot change the answer: routing, the body parser and schema
- * validation of a request that has no body, no query and no parameters but an `If-None-Match`
- * within the contract's limit. Anything else (a query string, another method, an oversized header)
- * goes to Express, which validates it as usual.
+ * The hot path: cached public GETs answered by `node:http` before Express sees them.
+ *
+ * A request target (path and query exactly as received) qualifies once a full request through
+ * Express validated it against the contract and answered it from the cache; for the next second,
+ * the same target is answered from the cache engine's in-process copy of that key, with the same
+ * bytes and headers (one reply builder). What it skips is per-request work that cannot change the
+ * answer: routing, the body parser and the validation of a target already found valid. Anything
+ * else goes to Express: another method, credentials (the caller must be authenticated and counted
+ * as themselves), an `If-None-Match` beyond the contract's limit, a target not seen in the last
+ * second, or a copy the store has not confirmed within the last second (so a flush on any instance
+ * is seen at once: it clears every instance's copies).
  */
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener } from 'node:http';
+import type { Request } from 'express';
+import QuickLRU from 'quick-lru';
 import { requestId } from './app.js';
 import { createCors } from './cors.js';
-import { toErrorResponse } from './errors.js';
-import { indicesReply } from './handlers/indices.js';
+import { representationReply } from './handlers/representation.js';
 import type { Logger } from './logger.js';
-import type { MarketDataService } from './services/market-data.js';
+import type { RepresentationCache } from './services/representation-cache.js';
 
-/** The contract's `maxLength` of the `If-None-Match` parameter of getIndices. */
+/** The contract's `maxLength` of the `If-None-Match` parameter of every cached read. */
 const IF_NONE_MATCH_MAX_LENGTH = 512;
 
-function takesFastPath(req: IncomingMessage): boolean {
-  if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url !== '/api/indices') return false;
-  const inm = req.headers['if-none-match'];
-  return inm === undefined || inm.length <= IF_NONE_MATCH_MAX_LENGTH;
+export interface FastPathOptions {
+  engine: Pick<RepresentationCache, 'serveFresh'>;
+  logger: Logger;
+  corsOrigins?: readonly string[];
+  /** How long a target stays answerable after a full request validated it (ms). Default 1000. */
+  validForMs?: number;
+  /** How many distinct targets are remembered (least recently used go first). Default 10000. */
+  maxTargets?: number;
+  now?: () => number;
 }
 
-export function withFastPath(app: RequestListener, deps: { market: MarketDataService; logger: Logger; corsOrigins?: readonly string[] }): RequestListener {
-  const { market, logger } = deps;
-  const cors = createCors(deps.corsOrigins ?? []);
+interface Target {
+  key: string;
+  validatedAt: number;
+}
 
-  const fail = (req: IncomingMessage, res: ServerResponse, reqId: string, err: unknown) => {
-    const r = toErrorResponse(err, { method: 'GET', path: '/api/indices' });
-    const level = r.status >= 500 ? 'error' : 'warn';
-    logger[level]({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: r.status }, err: r.unexpected ? err : undefined }, r.unexpected ? 'unexpected failure' : 'request failed');
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    const body = JSON.stringify(r.body);
-    res.writeHead(r.status, { ...r.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
-    res.end(body);
+export class FastPath {
+  readonly #engine: FastPathOptions['engine'];
+  readonly #logger: Logger;
+  readonly #corsOrigins: readonly string[];
+  readonly #validForMs: number;
+  readonly #now: () => number;
+  readonly #targets: QuickLRU<string, Target>;
+
+  constructor(options: FastPathOptions) {
+    this.#engine = options.engine;
+    this.#logger = options.logger;
+    this.#corsOrigins = options.corsOrigins ?? [];
+    this.#validForMs = options.validForMs ?? 1000;
+    this.#now = options.now ?? Date.now;
+    this.#targets = new QuickLRU({ maxSize: Math.max(1, options.maxTargets ?? 10_000) });
+  }
+
+  /**
+   * Called by a handler after it answered `req` from the cache entry `key`: an anonymous request
+   * that went through validation, so its exact target may be answered from the copy for a second.
+   */
+  readonly remember = (req: Request, key: string): void => {
+    if (req.principal !== undefined || hasCredentials(req)) return;
+    this.#targets.set(req.originalUrl, { key, validatedAt: this.#now() });
   };
 
-  return (req, res) => {
-    if (!takesFastPath(req)) {
-      app(req, res);
-      return;
-    }
-    const reqId = requestId(req, res);
-    cors.handle(req, res);
-    market.getIndices().then(
-      (rep) => {
-        const reply = indicesReply(rep, req.headers['if-none-match']);
-        res.writeHead(reply.status, reply.headers);
-        res.end(reply.body);
-        // Hits are counted in the admin status; a line per hit would cost more than the hit itself.
-        if (rep.cacheStatus !== 'HIT') logger.info({ reqId, req: { method: req.method, url: '/api/indices' }, res: { statusCode: reply.status }, cache: rep.cacheStatus }, 'request completed');
-        else if (logger.isLevelEnabled('debug')) logger.debug({ reqId, res: { statusCode: reply.status }, cache: 'HIT' }, 'request completed');
-      },
-      (err: unknown) => fail(req, res, reqId, err),
-    );
-  };
+  /** Wraps the Express app: qualifying requests are answered here, all others are handed to `app`. */
+  handler(app: RequestListener): RequestListener {
+    const cors = createCors(this.#corsOrigins);
+    const logger = this.#logger;
+    return (req, res) => {
+      const rep = this.#answerable(req);
+      if (rep === undefined) {
+        app(req, res);
+        return;
+      }
+      const reqId = requestId(req, res);
+      cors.handle(req, res);
+      const reply = representationReply(rep, req.headers['if-none-match']);
+      res.writeHead(reply.status, reply.headers);
+      res.end(reply.body);
+      // Hits are counted in the admin status; a line per hit would cost more than the hit itself.
+      if (logger.isLevelEnabled('debug')) logger.debug({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: reply.status }, cache: 'HIT' }, 'request completed');
+    };
+  }
+
+  #answerable(req: IncomingMessage) {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url === undefined || hasCredentials(req)) return undefined;
+    const target = this.#targets.get(req.url);
+    if (target === undefined || this.#now() - target.validatedAt >= this.#validForMs) return undefined;
+    const inm = req.headers['if-none-match'];
+    if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
+    return this.#engine.serveFresh(target.key);
+  }
+}
+
+function hasCredentials(req: IncomingMessage): boolean {
+  return req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined;
 }

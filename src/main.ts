@@ -10,7 +10,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Request } from 'express';
 import { createApp } from './app.js';
-import { withFastPath } from './fast-path.js';
+import { FastPath } from './fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { loadContract, type Contract } from './contract.js';
 import { createHandlers } from './handlers/index.js';
@@ -25,6 +25,7 @@ import type { Logger } from './logger.js';
 import { AccountService } from './services/accounts.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
+import { RepresentationCache } from './services/representation-cache.js';
 import { StatusService } from './services/status.js';
 
 export interface StartOptions {
@@ -126,19 +127,21 @@ export async function startService(config: Config, logger: Logger, options: Star
   }
 
   const provider = createMarketDataProvider(config.market, logger);
-  const market = new MarketDataService({
+  const engine = new RepresentationCache({
     cache,
-    provider,
-    ttlMs: config.cache.ttlMs,
+    namespace: provider.name,
     staleIfErrorMs: config.cache.staleIfErrorMs,
+    localMaxEntries: config.cache.memoryMaxEntries,
     broadcast: cache,
     logger,
   });
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs });
+  const fastPath = new FastPath({ engine, logger, corsOrigins: config.server.corsOrigins });
 
   const scheduler = new Scheduler({ locks: cache, logger });
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {
-    scheduler.add('refresh-indices', config.market.refreshIntervalMs, () => market.refresh());
+    scheduler.add('refresh-indices', config.market.refreshIntervalMs, () => market.refreshIndices(config.market.refreshIntervalMs * 2));
     scheduler.start();
   } else {
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
@@ -163,7 +166,7 @@ export async function startService(config: Config, logger: Logger, options: Star
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, market, status }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, market, status, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
@@ -172,7 +175,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     onResponseViolation: options.onResponseViolation,
   });
 
-  const server = createServer(withFastPath(app, { market, logger, corsOrigins: config.server.corsOrigins }));
+  const server = createServer(fastPath.handler(app));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;

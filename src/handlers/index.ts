@@ -7,7 +7,7 @@ import type { StatusService } from '../services/status.js';
 import { adminHandlers } from './admin.js';
 import { authHandlers } from './auth.js';
 import { healthHandlers } from './health.js';
-import { indicesHandlers } from './indices.js';
+import { marketDataHandlers, type RememberTarget } from './market-data.js';
 import { metaHandlers } from './meta.js';
 import type { Handlers } from './types.js';
 
@@ -18,6 +18,8 @@ export interface HandlerDeps {
   accounts: AccountService;
   market: MarketDataService;
   status: StatusService;
+  /** Lets the fast path answer this request target for the next second (omit to keep every request in Express). */
+  rememberTarget?: RememberTarget;
 }
 
 export function createHandlers(deps: HandlerDeps): Handlers {
@@ -26,6 +28,6 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...metaHandlers(deps.contract, deps.docs),
     ...authHandlers(deps.accounts),
     ...adminHandlers(deps),
-    ...indicesHandlers(deps.market),
+    ...marketDataHandlers(deps.market, deps.rememberTarget),
   };
 }

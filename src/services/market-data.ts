@@ -1,315 +1,417 @@
 /**
- * Market data use cases: cache-aside for the indices with single-flight (one upstream call per
- * process, and one per fleet through a short lock), an ETag computed once per cache fill, optional
- * stale-if-error, and the scheduler's refresh.
+ * Market data use cases: the configured indices, quotes of any symbol (one or a batch), history,
+ * search and the trading calendar. Every read goes through the one representation cache with a
+ * canonical key and a lifetime that follows the data (a quote lives longer while its market is
+ * closed); this file only says what to load and how long it stays true.
  */
-import { createHash } from 'node:crypto';
-import { CacheUnavailableError, DataSourceError } from '../errors.js';
+import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violation } from '../errors.js';
 import type { components } from '../generated/api.js';
-import type { Logger } from '../logger.js';
-import type { Broadcast, CacheEntry, CacheStore, MarketDataProvider } from '../ports.js';
+import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../ports.js';
+import { allMarketStatuses, marketOf, marketStatus } from './market-calendar.js';
+import type { CachedRepresentation, CacheRead, CacheStats, Loaded, RepresentationCache } from './representation-cache.js';
 
 type IndicesResponse = components['schemas']['IndicesResponse'];
+type QuoteResponse = components['schemas']['QuoteResponse'];
+type QuotesResponse = components['schemas']['QuotesResponse'];
+type HistoryResponse = components['schemas']['HistoryResponse'];
+type SearchResponse = components['schemas']['SearchResponse'];
+type MarketsResponse = components['schemas']['MarketsResponse'];
+type Source = components['schemas']['Source'];
 
-/** The `X-Cache` value: from the cache, fetched upstream now, or an expired copy standing in for a failed upstream. */
-export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';
+/** A symbol as the contract allows it, before upper-casing. */
+const SYMBOL = /^[A-Za-z0-9^.=-]{1,32}$/;
+/** The most symbols one batch (or stream) may name. */
+export const MAX_SYMBOLS = 50;
+/** Cached stand-in for "the provider does not know this symbol": JSON bodies never start with `!`. */
+const UNKNOWN = '!unknown';
+/** Cached stand-in for "this window has more candles than one answer may carry". */
+const TOO_MANY = '!too-many:';
 
-/** A ready-to-send indices response: the exact cached bytes and their validators. */
-export interface CachedRepresentation {
-  /** The serialized `IndicesResponse`, byte-identical for every answer from one cache fill. */
-  body: Buffer;
-  /** Strong, quoted ETag of `body`. */
-  etag: string;
-  cacheStatus: CacheStatusHeader;
-  /** Whole seconds the cached entry has left (0 for STALE): the `Cache-Control` max-age. */
-  maxAgeSeconds: number;
-}
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
 
-/** What the cache reports about itself (the `cache` object of the admin status). */
-export interface CacheStats {
-  mode: 'redis' | 'memory';
-  connected: boolean;
-  hits: number;
-  misses: number;
+/** The most candles one history answer carries. */
+export const MAX_CANDLES = 5000;
+const INTRADAY: ReadonlySet<HistoryInterval> = new Set(['1m', '5m', '15m', '30m', '1h']);
+/** Span of each named range (calendar time; `ytd` and `max` are computed). */
+const RANGE_MS: Record<Exclude<HistoryRange, 'ytd' | 'max'>, number> = {
+  '1d': DAY_MS,
+  '5d': 5 * DAY_MS,
+  '1mo': 31 * DAY_MS,
+  '3mo': 92 * DAY_MS,
+  '6mo': 183 * DAY_MS,
+  '1y': 366 * DAY_MS,
+  '2y': 731 * DAY_MS,
+  '5y': 1827 * DAY_MS,
+  '10y': 3653 * DAY_MS,
+};
+
+/** The raw history query as validated by the contract. */
+export interface HistoryParams {
+  symbol: string;
+  interval?: HistoryInterval;
+  range?: HistoryRange;
+  start?: string;
+  end?: string;
 }
 
 export interface MarketDataServiceOptions {
-  /** The cache; when it also has `status()` (ResilientCache), `stats()` reports it. */
-  cache: CacheStore & { status?: () => CacheStats };
+  engine: RepresentationCache;
   provider: MarketDataProvider;
-  /** Lifetime of a cached response (CACHE_TTL_SECONDS in ms). */
-  ttlMs: number;
-  /** How long past `ttlMs` an expired copy may answer for a failed upstream; 0 turns it off. */
-  staleIfErrorMs: number;
-  /** Lifetime of the fill/refresh lock; longer than an upstream call may take. Default 10000. */
-  lockTtlMs?: number;
-  /** How long a miss waits for another holder of the lock to fill the cache before fetching itself. Default 5000. */
-  lockWaitMs?: number;
-  logger: Logger;
-  /**
-   * How long a hit may be answered from this process's copy without asking the cache store again.
-   * Default 1000; 0 asks the store on every read.
-   */
-  localMaxAgeMs?: number;
-  /** Tells the other instances that share the store to drop their copies on `flush()`. */
-  broadcast?: Broadcast;
-  /** Clock for `updated_at` and the in-process copy's age; `Date.now` by default. */
+  /** MARKET_INDICES: the symbols of GET /api/indices, in this order. */
+  indices: readonly string[];
+  /** Lifetime of a quote while its market trades (CACHE_TTL_SECONDS in ms). */
+  quoteTtlMs: number;
+  /** The longest a closed market's quote is kept waiting for the next open. Default one hour. */
+  closedQuoteMaxTtlMs?: number;
+  /** Lifetime of "unknown symbol" answers. Default one hour. */
+  unknownTtlMs?: number;
+  /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
 }
 
-/** Every key of the service starts with this (login throttling and job locks too). */
-export const MARKET_CACHE_PREFIX = 'mds:v1:';
-/** The cached market data that `flush()` removes: fresh and stale copies, nothing else. */
-const FLUSHED_PREFIXES = [`${MARKET_CACHE_PREFIX}indices:`, `${MARKET_CACHE_PREFIX}stale:`];
-
-/** The channel on which `flush()` tells every instance to drop its in-process copy. */
-export const INVALIDATE_CHANNEL = `${MARKET_CACHE_PREFIX}invalidate`;
-const POLL_FIRST_MS = 20;
-const POLL_MAX_MS = 100;
-
-/** The last cached value seen, ready to send: its bytes and ETag are computed once per value. */
-interface LocalCopy {
-  value: string;
-  body: Buffer;
-  etag: string;
-  /** When the store last confirmed this value (ms). */
-  readAt: number;
-  /** When the cached entry expires in the store (ms). */
-  expiresAt: number;
-}
-
-/** Market data for the handlers and the scheduler. */
+/** Market data for the handlers, the scheduler and the stream. */
 export class MarketDataService {
-  readonly #cache: MarketDataServiceOptions['cache'];
+  readonly #engine: RepresentationCache;
   readonly #provider: MarketDataProvider;
-  readonly #ttlMs: number;
-  readonly #staleIfErrorMs: number;
-  readonly #lockTtlMs: number;
-  readonly #lockWaitMs: number;
-  readonly #logger: Logger;
+  readonly #indices: readonly string[];
+  readonly #quoteTtlMs: number;
+  readonly #closedQuoteMaxTtlMs: number;
+  readonly #unknownTtlMs: number;
   readonly #now: () => number;
-  readonly #localMaxAgeMs: number;
-  readonly #broadcast: Broadcast | undefined;
-  readonly #key: string;
-  readonly #staleKey: string;
-  readonly #lockKey: string;
-  #local: LocalCopy | undefined;
-  #hits = 0;
-  #misses = 0;
-  #inflight: Promise<CachedRepresentation> | undefined;
 
   constructor(options: MarketDataServiceOptions) {
-    if (!(options.ttlMs > 0)) throw new RangeError(`ttlMs must be positive, got ${options.ttlMs}`);
-    this.#cache = options.cache;
+    if (!(options.quoteTtlMs > 0)) throw new RangeError(`quoteTtlMs must be positive, got ${options.quoteTtlMs}`);
+    this.#engine = options.engine;
     this.#provider = options.provider;
-    this.#ttlMs = options.ttlMs;
-    this.#staleIfErrorMs = Math.max(0, options.staleIfErrorMs);
-    this.#lockTtlMs = options.lockTtlMs ?? 10_000;
-    this.#lockWaitMs = options.lockWaitMs ?? 5_000;
-    this.#logger = options.logger;
+    this.#indices = options.indices.map((s) => s.toUpperCase());
+    this.#quoteTtlMs = options.quoteTtlMs;
+    this.#closedQuoteMaxTtlMs = options.closedQuoteMaxTtlMs ?? HOUR_MS;
+    this.#unknownTtlMs = options.unknownTtlMs ?? HOUR_MS;
     this.#now = options.now ?? Date.now;
-    this.#localMaxAgeMs = Math.max(0, options.localMaxAgeMs ?? 1000);
-    this.#broadcast = options.broadcast;
-    this.#broadcast?.subscribe(INVALIDATE_CHANNEL, () => {
-      this.#local = undefined;
-    });
-    const name = options.provider.name;
-    this.#key = `${MARKET_CACHE_PREFIX}indices:${name}`;
-    this.#staleKey = `${MARKET_CACHE_PREFIX}stale:indices:${name}`;
-    this.#lockKey = `${MARKET_CACHE_PREFIX}lock:indices:${name}`;
+  }
+
+  /** The provider's name, as every response's `source`. */
+  get source(): Source {
+    // The port names providers with a plain string; the contract enumerates the ones we ship.
+    return this.#provider.name as Source;
   }
 
   /**
-   * The indices response: from the cache when it holds one (HIT), else fetched upstream once for all
-   * concurrent callers and stored (MISS). Throws `DataSourceError` when the upstream fails and nothing
-   * cached can answer (with stale-if-error, an expired copy answers as STALE).
+   * The configured indices. Symbols the provider does not know or cannot deliver now are left out;
+   * throws `DataSourceError` when none can be had.
    */
   async getIndices(): Promise<CachedRepresentation> {
+    return this.#engine.read(this.#indicesRead());
+  }
+
+  /** One quote. Throws `UnknownSymbolError` (404) or `DataSourceError` (503). */
+  async getQuote(symbol: string): Promise<CachedRepresentation> {
+    const canonical = canonicalSymbol(symbol, 'path.symbol');
+    const rep = await this.#engine.read(this.#quoteRead(canonical));
+    if (rep.value === UNKNOWN) throw new UnknownSymbolError([canonical]);
+    return rep;
+  }
+
+  /**
+   * Quotes of 1 to 50 distinct symbols (comma-separated), in request order, unknown ones under
+   * `missing`. Throws `UnknownSymbolError` when none is known, `InvalidRequestError` for a repeated
+   * symbol or more than 50, `DataSourceError` when the upstream fails for any of them.
+   */
+  async getQuotes(symbolList: string): Promise<CachedRepresentation> {
+    const symbols = parseSymbolList(symbolList, 'query.symbols');
+    const rep = await this.#engine.read({ kind: 'quotes', params: symbols.join(','), load: () => this.#loadBatch(symbols) });
+    if (rep.value === UNKNOWN) throw new UnknownSymbolError(symbols);
+    return rep;
+  }
+
+  /**
+   * The current quote object of one canonical symbol, through the cache (the stream's first event).
+   * `undefined` for an unknown symbol.
+   */
+  async quoteOf(symbol: string): Promise<Quote | undefined> {
+    const rep = await this.#engine.read(this.#quoteRead(symbol));
+    return rep.value === UNKNOWN ? undefined : (JSON.parse(rep.value) as QuoteResponse).data;
+  }
+
+  /**
+   * Candles of one symbol. Throws `InvalidRequestError` (422) for combinations an upstream cannot
+   * serve, each violation naming its rule; `UnknownSymbolError`; `DataSourceError`.
+   */
+  async getHistory(params: HistoryParams): Promise<CachedRepresentation> {
+    const query = this.#historyQuery(params);
+    const window = query.range !== undefined ? query.range : `${query.startMs}-${query.endMs ?? ''}`;
+    const rep = await this.#engine.read({
+      kind: 'history',
+      params: `${query.symbol}:${query.interval}:${window}`,
+      load: () => this.#loadHistory(query),
+    });
+    if (rep.value === UNKNOWN) throw new UnknownSymbolError([query.symbol]);
+    if (rep.value.startsWith(TOO_MANY)) {
+      throw new InvalidRequestError([
+        {
+          path: 'query.interval',
+          message: `the window holds ${rep.value.slice(TOO_MANY.length)} candles, more than the ${MAX_CANDLES} one answer carries: choose a larger interval or a shorter window`,
+        },
+      ]);
+    }
+    return rep;
+  }
+
+  /** Instruments matching `q`, best first; an empty list when none does. */
+  async search(q: string, limit = 10): Promise<CachedRepresentation> {
+    const query = q.trim();
+    if (query.length === 0) throw new InvalidRequestError([{ path: 'query.q', message: 'must not be blank' }]);
+    return this.#engine.read({
+      kind: 'search',
+      params: `${limit}:${query.toLowerCase()}`,
+      load: async () => {
+        const results = await this.#provider.search(query, limit);
+        const body: SearchResponse = { success: true, data: results.slice(0, limit), source: this.source, updated_at: this.#iso() };
+        return { value: JSON.stringify(body), ttlMs: DAY_MS };
+      },
+    });
+  }
+
+  /** The trading calendar now, and how many seconds it stays true (until the next open or close, at most 60). */
+  markets(): { body: MarketsResponse; maxAgeSeconds: number } {
     const now = this.#now();
-    const local = this.#local;
-    if (local !== undefined && now - local.readAt < this.#localMaxAgeMs && now < local.expiresAt) {
-      this.#hits += 1;
-      return { body: local.body, etag: local.etag, cacheStatus: 'HIT', maxAgeSeconds: this.#maxAgeSeconds(local.expiresAt - now) };
+    const statuses = allMarketStatuses(now);
+    let nextChange = now + MINUTE_MS;
+    for (const s of statuses) {
+      for (const at of [s.nextOpen, s.nextClose]) if (at !== null && at.getTime() < nextChange) nextChange = at.getTime();
     }
-    const entry = await this.#read(this.#key);
-    if (entry !== undefined) {
-      this.#hits += 1;
-      return this.#represent(entry.value, 'HIT', entry.ttlMs);
-    }
-    this.#misses += 1;
-    if (this.#inflight === undefined) {
-      const started = Date.now();
-      this.#inflight = this.#fill().finally(() => {
-        this.#inflight = undefined;
-        this.#logger.debug({ fillMs: Date.now() - started }, 'market data fill finished');
-      });
-    }
-    return this.#inflight;
-  }
-
-  /**
-   * Fetches upstream and overwrites the cached entry, for the scheduler. Resolves to 'skipped' when
-   * another instance (or an in-flight fill) holds the lock. Throws `DataSourceError` when the upstream fails.
-   */
-  async refresh(): Promise<'ok' | 'skipped'> {
-    const token = await this.#tryLock();
-    if (token === undefined) return 'skipped';
-    try {
-      await this.#fetchAndStore();
-      return 'ok';
-    } finally {
-      if (token !== null) await this.#unlock(token);
-    }
-  }
-
-  /**
-   * Removes the cached market data (fresh and stale copies under their own prefixes; never the whole
-   * database, never throttling counters or locks); resolves to how many keys went.
-   */
-  async flush(): Promise<number> {
-    this.#local = undefined;
-    let removed = 0;
-    for (const prefix of FLUSHED_PREFIXES) removed += await this.#cache.deleteByPrefix(prefix);
-    await this.#broadcast?.publish(INVALIDATE_CHANNEL, 'flush');
-    return removed;
-  }
-
-  /** The cache's mode and connection, with this service's own hit/miss counts of indices reads. */
-  stats(): CacheStats {
-    const status = this.#cache.status?.() ?? { mode: 'memory' as const, connected: false };
-    return { mode: status.mode, connected: status.connected, hits: this.#hits, misses: this.#misses };
-  }
-
-  async #fill(): Promise<CachedRepresentation> {
-    let token = await this.#tryLock();
-    if (token === undefined) {
-      const waitStarted = Date.now();
-      const waited = await this.#waitForFill();
-      this.#logger.debug(
-        { waitedMs: Date.now() - waitStarted, outcome: waited === undefined ? 'timeout' : 'entry' in waited ? 'filled' : 'lock' },
-        'waited for another fill of the market data',
-      );
-      // The holder is slow or gone; answering late beats failing.
-      if (waited === undefined) return this.#fetchOrStale();
-      if ('entry' in waited) return this.#represent(waited.entry.value, 'HIT', waited.entry.ttlMs);
-      token = waited.token;
-    }
-    try {
-      // A fill that finished between our miss and the lock (here or on another instance) already did the work.
-      const entry = await this.#read(this.#key);
-      if (entry !== undefined) return this.#represent(entry.value, 'HIT', entry.ttlMs);
-      return await this.#fetchOrStale();
-    } finally {
-      if (token !== null) await this.#unlock(token);
-    }
-  }
-
-  async #fetchOrStale(): Promise<CachedRepresentation> {
-    try {
-      return await this.#fetchAndStore();
-    } catch (err) {
-      if (!(err instanceof DataSourceError) || this.#staleIfErrorMs === 0) throw err;
-      const stale = await this.#read(this.#staleKey);
-      if (stale === undefined) throw err;
-      this.#logger.warn({ err: err.message }, 'market data upstream failed: serving the stale copy');
-      return this.#represent(stale.value, 'STALE', 0);
-    }
-  }
-
-  async #fetchAndStore(): Promise<CachedRepresentation> {
-    const quotes = await this.#provider.getIndices();
-    const response: IndicesResponse = {
-      success: true,
-      data: quotes,
-      // The port names providers with a plain string; the contract enumerates the ones we ship.
-      source: this.#provider.name as IndicesResponse['source'],
-      updated_at: new Date(this.#now()).toISOString(),
+    return {
+      body: {
+        success: true,
+        data: statuses.map((s) => ({
+          market: s.market,
+          name: s.name,
+          timezone: s.timezone,
+          state: s.state,
+          next_open: s.nextOpen?.toISOString() ?? null,
+          next_close: s.nextClose?.toISOString() ?? null,
+        })),
+        updated_at: new Date(now).toISOString(),
+      },
+      maxAgeSeconds: Math.max(0, Math.floor((nextChange - now) / 1000)),
     };
-    const value = JSON.stringify(response);
-    const writes = [this.#write(this.#key, value, this.#ttlMs)];
-    if (this.#staleIfErrorMs > 0) writes.push(this.#write(this.#staleKey, value, this.#ttlMs + this.#staleIfErrorMs));
-    await Promise.all(writes);
-    return this.#represent(value, 'MISS', this.#ttlMs);
   }
 
   /**
-   * The value as sent: bytes and ETag are reused while the cached string is unchanged, so hits do no
-   * hashing. `ttlMs` is what the store says the entry has left; a STALE answer (0) is never kept
-   * as the local copy.
+   * Refreshes the configured indices ahead of expiry, for the scheduler: each quote whose cached
+   * entry expires within `horizonMs` is loaded again, then the indices are assembled anew.
+   * Resolves to 'skipped' when another instance holds the indices' lock.
    */
-  #represent(value: string, cacheStatus: CacheStatusHeader, ttlMs: number): CachedRepresentation {
+  async refreshIndices(horizonMs: number): Promise<'ok' | 'skipped'> {
+    await Promise.all(this.#indices.map((symbol) => this.refreshQuote(symbol, horizonMs).catch(() => 'failed' as const)));
+    return this.#engine.refresh(this.#indicesRead());
+  }
+
+  /**
+   * Loads a quote again when its cached entry expires within `horizonMs` (or is not cached), so
+   * readers keep hitting. Resolves to 'ok' when it loaded, 'skipped' when the entry is fresh enough
+   * or another instance is loading it. Throws `DataSourceError`.
+   */
+  async refreshQuote(symbol: string, horizonMs: number): Promise<'ok' | 'skipped'> {
+    const read = this.#quoteRead(symbol);
+    const rep = await this.#engine.read(read);
+    if (rep.cacheStatus === 'MISS' || rep.ttlMs > horizonMs) return rep.cacheStatus === 'MISS' ? 'ok' : 'skipped';
+    return this.#engine.refresh(read);
+  }
+
+  /** Drops every cached representation, here and on every instance; resolves to how many keys went. */
+  flush(): Promise<number> {
+    return this.#engine.flush();
+  }
+
+  stats(): CacheStats {
+    return this.#engine.stats();
+  }
+
+  #iso(): string {
+    return new Date(this.#now()).toISOString();
+  }
+
+  #indicesRead(): CacheRead {
+    return { kind: 'indices', params: 'configured', load: () => this.#loadIndices() };
+  }
+
+  #quoteRead(symbol: string): CacheRead {
+    return {
+      kind: 'quote',
+      params: symbol,
+      load: async () => {
+        const quote = await this.#provider.getQuote(symbol);
+        if (quote === undefined) return { value: UNKNOWN, ttlMs: this.#unknownTtlMs };
+        const body: QuoteResponse = { success: true, data: quote, source: this.source, updated_at: this.#iso() };
+        return { value: JSON.stringify(body), ttlMs: this.#quoteLifetime(quote) };
+      },
+    };
+  }
+
+  /**
+   * While the market trades (or in its extended sessions) a quote lives CACHE_TTL_SECONDS; while it
+   * is closed it cannot change before the next open, so it lives until then, at most an hour.
+   */
+  #quoteLifetime(quote: Quote): number {
+    if (quote.market_state !== 'closed') return this.#quoteTtlMs;
+    const market = marketOf(quote);
+    const nextOpen = market === undefined ? null : marketStatus(market, this.#now()).nextOpen;
+    if (nextOpen === null) return this.#quoteTtlMs;
+    return Math.min(this.#closedQuoteMaxTtlMs, Math.max(this.#quoteTtlMs, nextOpen.getTime() - this.#now()));
+  }
+
+  /** Component quotes go through the cache, so batches, single reads and the stream share one entry per symbol. */
+  async #loadBatch(symbols: readonly string[]): Promise<Loaded> {
+    const parts = await Promise.all(symbols.map(async (symbol) => ({ symbol, rep: await this.#engine.read(this.#quoteRead(symbol)) })));
+    const data: Quote[] = [];
+    const missing: string[] = [];
+    let oldest: string | undefined;
+    let ttlMs = Infinity;
+    for (const { symbol, rep } of parts) {
+      ttlMs = Math.min(ttlMs, rep.ttlMs);
+      if (rep.value === UNKNOWN) {
+        missing.push(symbol);
+        continue;
+      }
+      const parsed = JSON.parse(rep.value) as QuoteResponse;
+      data.push(parsed.data);
+      if (oldest === undefined || parsed.updated_at < oldest) oldest = parsed.updated_at;
+    }
+    if (data.length === 0) return { value: UNKNOWN, ttlMs };
+    const body: QuotesResponse = { success: true, data, missing, source: this.source, updated_at: oldest ?? this.#iso() };
+    return { value: JSON.stringify(body), ttlMs };
+  }
+
+  /**
+   * The configured indices from their component quotes. A symbol that fails upstream is left out
+   * and the answer lives at most 5 s, so it comes back soon; when none can be had the failure is
+   * the answer.
+   */
+  async #loadIndices(): Promise<Loaded> {
+    const outcomes = await Promise.allSettled(this.#indices.map((symbol) => this.#engine.read(this.#quoteRead(symbol))));
+    const data: Quote[] = [];
+    let ttlMs = this.#quoteTtlMs;
+    let failure: unknown;
+    for (const outcome of outcomes) {
+      if (outcome.status === 'rejected') {
+        failure ??= outcome.reason;
+        continue;
+      }
+      if (outcome.value.value === UNKNOWN) continue;
+      ttlMs = Math.min(ttlMs, outcome.value.ttlMs);
+      data.push((JSON.parse(outcome.value.value) as QuoteResponse).data);
+    }
+    if (data.length === 0) {
+      if (failure !== undefined) throw failure;
+      throw new DataSourceError('No configured index is known to the provider');
+    }
+    if (failure !== undefined) ttlMs = Math.min(ttlMs, 5000);
+    const body: IndicesResponse = { success: true, data, source: this.source, updated_at: this.#iso() };
+    return { value: JSON.stringify(body), ttlMs };
+  }
+
+  /** Applies the defaults and the rules an upstream cannot serve; each violation names its rule. */
+  #historyQuery(params: HistoryParams): HistoryQuery {
+    const symbol = canonicalSymbol(params.symbol, 'path.symbol');
+    const interval = params.interval ?? '1d';
+    const violations: Violation[] = [];
     const now = this.#now();
-    let local = this.#local;
-    if (local === undefined || local.value !== value) {
-      const body = Buffer.from(value, 'utf8');
-      local = { value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, readAt: now, expiresAt: now + ttlMs };
-    } else {
-      local = { ...local, readAt: now, expiresAt: now + ttlMs };
+    if (params.range !== undefined && (params.start !== undefined || params.end !== undefined)) {
+      violations.push({ path: 'query.range', message: 'cannot be combined with start/end: give either a range or a start (and optional end)' });
     }
-    if (cacheStatus !== 'STALE') this.#local = local;
-    return { body: local.body, etag: local.etag, cacheStatus, maxAgeSeconds: cacheStatus === 'STALE' ? 0 : this.#maxAgeSeconds(ttlMs) };
+    if (params.end !== undefined && params.start === undefined) {
+      violations.push({ path: 'query.end', message: 'needs a start' });
+    }
+    const startMs = params.start === undefined ? undefined : parseInstant(params.start);
+    const endMs = params.end === undefined ? undefined : parseInstant(params.end);
+    if (params.start !== undefined && startMs === undefined) violations.push({ path: 'query.start', message: 'is not a valid date or date-time' });
+    if (params.end !== undefined && endMs === undefined) violations.push({ path: 'query.end', message: 'is not a valid date or date-time' });
+    if (startMs !== undefined && endMs !== undefined && endMs <= startMs) {
+      violations.push({ path: 'query.end', message: 'must be after start' });
+    }
+    if (startMs !== undefined && startMs > now) violations.push({ path: 'query.start', message: 'must not be in the future' });
+    if (violations.length > 0) throw new InvalidRequestError(violations);
+
+    const range = startMs === undefined ? (params.range ?? '1mo') : undefined;
+    const spanMs = range !== undefined ? rangeSpanMs(range, now) : Math.min(endMs ?? now, now) - (startMs ?? now);
+    if (interval === '1m' && spanMs > 7 * DAY_MS) {
+      violations.push({ path: 'query.interval', message: '1m candles cover at most 7 days: choose a shorter range (1d, 5d) or window' });
+    } else if (INTRADAY.has(interval) && spanMs > 60 * DAY_MS) {
+      violations.push({ path: 'query.interval', message: `intraday candles (${interval}) cover at most 60 days: choose a shorter range (up to 1mo) or window, or a daily interval` });
+    }
+    if (violations.length > 0) throw new InvalidRequestError(violations);
+    return range !== undefined ? { symbol, interval, range } : { symbol, interval, startMs: startMs as number, ...(endMs !== undefined ? { endMs } : {}) };
   }
 
-  #maxAgeSeconds(ttlMs: number): number {
-    return Math.max(0, Math.floor(Math.min(ttlMs, this.#ttlMs) / 1000));
+  async #loadHistory(query: HistoryQuery): Promise<Loaded> {
+    const history: History | undefined = await this.#provider.getHistory(query);
+    if (history === undefined) return { value: UNKNOWN, ttlMs: this.#unknownTtlMs };
+    const ttlMs = this.#historyLifetime(query, history);
+    if (history.candles.length > MAX_CANDLES) return { value: `${TOO_MANY}${history.candles.length}`, ttlMs };
+    const body: HistoryResponse = { success: true, data: history, source: this.source, updated_at: this.#iso() };
+    return { value: JSON.stringify(body), ttlMs };
   }
 
   /**
-   * Polls until the lock holder has filled the cache (`entry`) or has let go of the lock without
-   * filling it (`token`: the lock is now ours, fill it); `undefined` after `lockWaitMs`.
+   * Intraday candles change every minute; daily and longer ones change only while the market
+   * trades: an hour while it is open, until the next open while it is closed (at most three days).
    */
-  async #waitForFill(): Promise<{ entry: CacheEntry } | { token: string | null } | undefined> {
-    const deadline = Date.now() + this.#lockWaitMs;
-    let delay = POLL_FIRST_MS;
-    while (Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, Math.min(delay, Math.max(1, deadline - Date.now()))));
-      const entry = await this.#read(this.#key);
-      if (entry !== undefined) return { entry };
-      // A holder whose upstream call failed releases the lock without filling: waiting out lockWaitMs
-      // would only delay this caller's answer (a 503 five seconds late).
-      const token = await this.#tryLock();
-      if (token !== undefined) return { token };
-      delay = Math.min(delay * 2, POLL_MAX_MS);
-    }
-    return undefined;
+  #historyLifetime(query: HistoryQuery, history: History): number {
+    if (INTRADAY.has(query.interval)) return MINUTE_MS;
+    const market = marketOf({ instrument_type: 'equity', timezone: history.timezone });
+    if (market === undefined) return HOUR_MS;
+    const status = marketStatus(market, this.#now());
+    if (status.state === 'open' || status.nextOpen === null) return HOUR_MS;
+    return Math.min(3 * DAY_MS, Math.max(HOUR_MS, status.nextOpen.getTime() - this.#now()));
   }
+}
 
-  /** A token; `undefined` when someone else holds the lock; `null` when the cache cannot lock (go ahead unlocked). */
-  async #tryLock(): Promise<string | undefined | null> {
-    try {
-      return await this.#cache.acquireLock(this.#lockKey, this.#lockTtlMs);
-    } catch (err) {
-      if (!(err instanceof CacheUnavailableError)) throw err;
-      this.#logger.warn({ err: err.message }, 'cache cannot lock: fetching market data without the lock');
-      return null;
-    }
-  }
+/** Upper-cases a symbol after checking it (the contract already did for HTTP callers). */
+export function canonicalSymbol(symbol: string, path: string): string {
+  if (!SYMBOL.test(symbol)) throw new InvalidRequestError([{ path, message: 'must be 1 to 32 characters of A-Z a-z 0-9 ^ . = -' }]);
+  return symbol.toUpperCase();
+}
 
-  async #unlock(token: string): Promise<void> {
-    try {
-      await this.#cache.releaseLock(this.#lockKey, token);
-    } catch (err) {
-      if (!(err instanceof CacheUnavailableError)) throw err;
-      // The lock expires on its own TTL.
-    }
+/**
+ * `aapl,MSFT` -> `['AAPL', 'MSFT']`: 1 to 50 symbols, each valid, none repeated (case-insensitively).
+ * Throws `InvalidRequestError` naming `path`.
+ */
+export function parseSymbolList(list: string, path: string): string[] {
+  const raw = list.split(',');
+  if (list.length === 0 || raw.length > MAX_SYMBOLS) {
+    throw new InvalidRequestError([{ path, message: `must list 1 to ${MAX_SYMBOLS} symbols, comma-separated` }]);
   }
+  const bad = raw.filter((s) => !SYMBOL.test(s));
+  if (bad.length > 0) {
+    throw new InvalidRequestError([{ path, message: `must list symbols of 1 to 32 characters of A-Z a-z 0-9 ^ . = - (got '${bad[0]?.slice(0, 40)}')` }]);
+  }
+  const symbols = raw.map((s) => s.toUpperCase());
+  const seen = new Set<string>();
+  for (const s of symbols) {
+    if (seen.has(s)) throw new InvalidRequestError([{ path, message: `must not repeat a symbol ('${s}')` }]);
+    seen.add(s);
+  }
+  return symbols;
+}
 
-  async #read(key: string): Promise<CacheEntry | undefined> {
-    try {
-      return await this.#cache.get(key);
-    } catch (err) {
-      if (!(err instanceof CacheUnavailableError)) throw err;
-      this.#logger.warn({ err: err.message }, 'cache read failed: treating it as a miss');
-      return undefined;
-    }
+/** `2020-08-31` (midnight UTC) or an ISO 8601 date-time with offset -> epoch ms; `undefined` when invalid. */
+function parseInstant(text: string): number | undefined {
+  const dateOnly = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  if (dateOnly) {
+    const [, y, m, d] = dateOnly;
+    const ms = Date.UTC(Number(y), Number(m) - 1, Number(d));
+    // Date.UTC rolls 2021-02-30 over into March; a date that does not exist is invalid.
+    return new Date(ms).toISOString().startsWith(text) ? ms : undefined;
   }
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : undefined;
+}
 
-  async #write(key: string, value: string, ttlMs: number): Promise<void> {
-    try {
-      await this.#cache.set(key, value, ttlMs);
-    } catch (err) {
-      if (!(err instanceof CacheUnavailableError)) throw err;
-      this.#logger.warn({ err: err.message }, 'cache write failed: the response is served but not cached');
-    }
-  }
+function rangeSpanMs(range: HistoryRange, now: number): number {
+  if (range === 'max') return Infinity;
+  if (range === 'ytd') return now - Date.UTC(new Date(now).getUTCFullYear(), 0, 1);
+  return RANGE_MS[range];
 }

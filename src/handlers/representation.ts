@@ -1,5 +1,8 @@
-import type { CachedRepresentation, MarketDataService } from '../services/market-data.js';
-import type { Handler } from './types.js';
+/**
+ * How a cached representation is sent: status, cache headers and the exact cached bytes. Shared by
+ * the Express handlers and the fast path in front of Express, so both send the same bytes and headers.
+ */
+import type { CachedRepresentation } from '../services/representation-cache.js';
 
 /** True when an `If-None-Match` header names `etag` (or `*`); weak comparison, as RFC 9110 asks for GET. */
 export function etagMatches(header: string | undefined, etag: string): boolean {
@@ -11,18 +14,15 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
   });
 }
 
-export interface IndicesReply {
+export interface RepresentationReply {
   status: 200 | 304;
   headers: Record<string, string>;
   /** The exact cached bytes; absent on 304. */
   body?: Buffer;
 }
 
-/**
- * The status, headers and body of a GET /api/indices answer. Shared by the Express handler and the
- * fast path in front of Express, so both send the same bytes and headers.
- */
-export function indicesReply(rep: CachedRepresentation, ifNoneMatch: string | undefined): IndicesReply {
+/** The status, headers and body of an answer from the cache, honouring `If-None-Match`. */
+export function representationReply(rep: CachedRepresentation, ifNoneMatch: string | undefined): RepresentationReply {
   const headers: Record<string, string> = {
     'X-Cache': rep.cacheStatus,
     ETag: rep.etag,
@@ -32,15 +32,4 @@ export function indicesReply(rep: CachedRepresentation, ifNoneMatch: string | un
   headers['Content-Type'] = 'application/json; charset=utf-8';
   headers['Content-Length'] = String(rep.body.length);
   return { status: 200, headers, body: rep.body };
-}
-
-export function indicesHandlers(market: MarketDataService): { getIndices: Handler<'getIndices'> } {
-  return {
-    async getIndices(req, res) {
-      const reply = indicesReply(await market.getIndices(), req.headers['if-none-match']);
-      res.status(reply.status).set(reply.headers);
-      if (reply.body) res.end(reply.body);
-      else res.end();
-    },
-  };
 }

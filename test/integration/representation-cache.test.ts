@@ -1,6 +1,6 @@
 /**
- * MarketDataService over a real cache (ResilientCache on a redis-server this file starts) and a
- * small in-test MarketDataProvider whose calls are counted and whose answers the test releases.
+ * The representation cache over a real cache (ResilientCache on a redis-server this file starts) and
+ * an in-test loader whose calls are counted and whose answers the test releases.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DataSourceError } from '../../src/errors.js';
@@ -8,37 +8,19 @@ import { loadConfig } from '../../src/config.js';
 import { createCache } from '../../src/infra/cache/index.js';
 import type { ResilientCache } from '../../src/infra/cache/resilient-cache.js';
 import { createLogger } from '../../src/logger.js';
-import type { MarketDataProvider, Quote } from '../../src/ports.js';
-import { MarketDataService, type MarketDataServiceOptions } from '../../src/services/market-data.js';
+import { RepresentationCache, type CacheRead, type RepresentationCacheOptions } from '../../src/services/representation-cache.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const logger = createLogger({ level: 'silent' });
-const KEY = 'mds:v1:indices:simulated';
-const LOCK_KEY = 'mds:v1:lock:indices:simulated';
+const KEY = 'mds:v1:quote:simulated:AAPL';
+const LOCK_KEY = 'mds:v1:lock:quote:simulated:AAPL';
 
-function quote(symbol: string, price: number): Quote {
-  return {
-    symbol,
-    name: `Index ${symbol}`,
-    price,
-    change: 1.5,
-    change_percent: 0.03,
-    open: price - 1,
-    high: price + 2,
-    low: price - 3,
-    prev_close: price - 1.5,
-    volume: 1000,
-    currency: 'USD',
-    timestamp: '2026-01-02T03:04:05.000Z',
-  };
-}
-
-/** A provider of our port: counts calls; while `hold()` is active, calls wait until `release()`. */
-class ControlledProvider implements MarketDataProvider {
-  readonly name = 'simulated';
+/** A loader of one key: counts calls; while `hold()` is active, calls wait until `release()`. */
+class ControlledLoader {
   calls = 0;
-  quotes: Quote[] = [quote('^GSPC', 5000)];
+  value = JSON.stringify({ success: true, price: 5000 });
+  ttlMs = 60_000;
   failure: Error | undefined;
   #gate: Promise<void> | undefined;
   #open: (() => void) | undefined;
@@ -52,11 +34,17 @@ class ControlledProvider implements MarketDataProvider {
     this.#gate = undefined;
   }
 
-  async getIndices(): Promise<Quote[]> {
-    this.calls++;
-    if (this.#gate) await this.#gate;
-    if (this.failure) throw this.failure;
-    return this.quotes;
+  read(): CacheRead {
+    return {
+      kind: 'quote',
+      params: 'AAPL',
+      load: async () => {
+        this.calls++;
+        if (this.#gate) await this.#gate;
+        if (this.failure) throw this.failure;
+        return { value: this.value, ttlMs: this.ttlMs };
+      },
+    };
   }
 }
 
@@ -71,12 +59,12 @@ async function newCache(): Promise<ResilientCache> {
   return cache;
 }
 
-function service(cache: ResilientCache, provider: MarketDataProvider, extra: Partial<MarketDataServiceOptions> = {}) {
-  return new MarketDataService({ cache, provider, ttlMs: 60_000, staleIfErrorMs: 0, logger, ...extra });
+function engine(cache: ResilientCache, extra: Partial<RepresentationCacheOptions> = {}) {
+  return new RepresentationCache({ cache, namespace: 'simulated', staleIfErrorMs: 0, logger, ...extra });
 }
 
 let cache: ResilientCache;
-let provider: ControlledProvider;
+let provider: ControlledLoader;
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -88,16 +76,16 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   await cache.deleteByPrefix('mds:v1:');
-  provider = new ControlledProvider();
+  provider = new ControlledLoader();
 });
 
-describe('MarketDataService.getIndices', () => {
+describe('RepresentationCache.read', () => {
   it('when 100 requests miss a cold key at once, the provider is called exactly once and all get the same body', async () => {
-    const market = service(cache, provider);
+    const market = engine(cache);
     expect(cache.status().mode).toBe('redis');
     provider.hold();
 
-    const pending = Array.from({ length: 100 }, () => market.getIndices());
+    const pending = Array.from({ length: 100 }, () => market.read(provider.read()));
     await waitFor(() => provider.calls > 0, { message: 'the upstream call' });
     provider.release();
     const results = await Promise.all(pending);
@@ -110,28 +98,23 @@ describe('MarketDataService.getIndices', () => {
     }
   });
 
-  it('when the cache is cold, answers MISS with the serialized IndicesResponse and caches exactly those bytes', async () => {
-    const now = Date.parse('2026-03-04T05:06:07.000Z');
-    const market = service(cache, provider, { now: () => now });
+  it('when the cache is cold, answers MISS with the loaded value and caches exactly those bytes under mds:v1:<kind>:<provider>:<params>', async () => {
+    const market = engine(cache);
 
-    const miss = await market.getIndices();
+    const miss = await market.read(provider.read());
 
     expect(miss.cacheStatus).toBe('MISS');
+    expect(miss.key).toBe(KEY);
     expect(miss.maxAgeSeconds).toBe(60);
-    expect(JSON.parse(miss.body.toString('utf8'))).toEqual({
-      success: true,
-      data: provider.quotes,
-      source: 'simulated',
-      updated_at: '2026-03-04T05:06:07.000Z',
-    });
+    expect(miss.body.toString('utf8')).toBe(provider.value);
     expect((await cache.get(KEY))?.value).toBe(miss.body.toString('utf8'));
   });
 
   it('a hit is byte-identical to the miss that filled the cache, with the same strong ETag and no upstream call', async () => {
-    const market = service(cache, provider);
-    const miss = await market.getIndices();
+    const market = engine(cache);
+    const miss = await market.read(provider.read());
 
-    const hit = await market.getIndices();
+    const hit = await market.read(provider.read());
 
     expect(hit.cacheStatus).toBe('HIT');
     expect(hit.body.equals(miss.body)).toBe(true);
@@ -144,42 +127,42 @@ describe('MarketDataService.getIndices', () => {
 
   it('repeated hits reuse the body bytes and ETag computed at fill time instead of hashing again', async () => {
     let now = 1_000_000;
-    const market = service(cache, provider, { now: () => now });
-    const miss = await market.getIndices();
+    const market = engine(cache, { now: () => now });
+    const miss = await market.read(provider.read());
 
-    const hit1 = await market.getIndices();
+    const hit1 = await market.read(provider.read());
     now += 500;
-    const hit2 = await market.getIndices();
+    const hit2 = await market.read(provider.read());
 
     expect(hit1.body).toBe(miss.body);
     expect(hit2.body).toBe(miss.body);
 
     now += 1_000;
-    const later = await market.getIndices();
+    const later = await market.read(provider.read());
     expect(later.body.equals(miss.body)).toBe(true);
     expect(later.etag).toBe(miss.etag);
   });
 
   it('when the data changes, the ETag changes; while it does not, the ETag stays', async () => {
-    const market = service(cache, provider);
-    const before = (await market.getIndices()).etag;
-    expect((await market.getIndices()).etag).toBe(before);
+    const market = engine(cache);
+    const before = (await market.read(provider.read())).etag;
+    expect((await market.read(provider.read())).etag).toBe(before);
 
-    provider.quotes = [quote('^GSPC', 5001)];
-    await market.refresh();
-    const after = await market.getIndices();
+    provider.value = JSON.stringify({ success: true, price: 5001 });
+    await market.refresh(provider.read());
+    const after = await market.read(provider.read());
 
     expect(after.cacheStatus).toBe('HIT');
     expect(after.etag).not.toBe(before);
-    expect(JSON.parse(after.body.toString('utf8')).data[0].price).toBe(5001);
+    expect(JSON.parse(after.body.toString('utf8')).price).toBe(5001);
   });
 
   it('after a restart (a new service and cache over the same Redis), the first read is a HIT with no upstream call', async () => {
-    const first = await service(cache, provider).getIndices();
+    const first = await engine(cache).read(provider.read());
 
-    const restartedProvider = new ControlledProvider();
+    const restartedProvider = new ControlledLoader();
     const restarted = service(await newCache(), restartedProvider);
-    const read = await restarted.getIndices();
+    const read = await restarted.read(restartedProvider.read());
 
     expect(read.cacheStatus).toBe('HIT');
     expect(read.body.equals(first.body)).toBe(true);
@@ -191,13 +174,13 @@ describe('MarketDataService.getIndices', () => {
     const other = await newCache();
     const token = await other.acquireLock(LOCK_KEY, 10_000);
     expect(token).toBeDefined();
-    const market = service(cache, provider);
-    const missesBefore = cache.status().misses;
+    const market = engine(cache);
+    const readsBefore = cache.status().hits + cache.status().misses;
 
-    const pending = market.getIndices();
+    const pending = market.read(provider.read());
     // The first miss, then at least one miss while polling: the service is waiting on the lock holder.
-    await waitFor(() => cache.status().misses >= missesBefore + 2, { message: 'the service to poll the cache' });
-    const body = JSON.stringify({ success: true, data: [quote('^DJI', 40000)], source: 'simulated', updated_at: '2026-01-01T00:00:00.000Z' });
+    await waitFor(() => cache.status().hits + cache.status().misses >= readsBefore + 2, { message: 'the engine to poll the cache' });
+    const body = JSON.stringify({ success: true, price: 40000 });
     await other.set(KEY, body, 60_000);
     await other.releaseLock(LOCK_KEY, token!);
     const result = await pending;
@@ -210,9 +193,9 @@ describe('MarketDataService.getIndices', () => {
   it('when the lock holder never fills the cache, a miss fetches by itself after the wait instead of failing', async () => {
     const other = await newCache();
     await other.acquireLock(LOCK_KEY, 10_000);
-    const market = service(cache, provider, { lockWaitMs: 100 });
+    const market = engine(cache, { lockWaitMs: 100 });
 
-    const result = await market.getIndices();
+    const result = await market.read(provider.read());
 
     expect(result.cacheStatus).toBe('MISS');
     expect(provider.calls).toBe(1);
@@ -220,20 +203,20 @@ describe('MarketDataService.getIndices', () => {
 
   it('when the upstream fails and nothing is cached, rejects with DataSourceError', async () => {
     provider.failure = new DataSourceError('upstream down');
-    const market = service(cache, provider);
+    const market = engine(cache);
 
-    await expect(market.getIndices()).rejects.toBeInstanceOf(DataSourceError);
+    await expect(market.read(provider.read())).rejects.toBeInstanceOf(DataSourceError);
   });
 
   it('with stale-if-error, when the entry has expired and the upstream fails, serves the last body as STALE', async () => {
     // The key is deleted behind the service's back: no in-process copy may answer instead.
-    const market = service(cache, provider, { staleIfErrorMs: 600_000, localMaxAgeMs: 0 });
-    const fresh = await market.getIndices();
-    expect((await cache.get('mds:v1:stale:indices:simulated'))?.ttlMs).toBeGreaterThan(60_000);
+    const market = engine(cache, { staleIfErrorMs: 600_000, localMaxAgeMs: 0 });
+    const fresh = await market.read(provider.read());
+    expect((await cache.get('mds:v1:stale:quote:simulated:AAPL'))?.ttlMs).toBeGreaterThan(60_000);
     await cache.delete(KEY);
     provider.failure = new DataSourceError('upstream down');
 
-    const stale = await market.getIndices();
+    const stale = await market.read(provider.read());
 
     expect(stale.cacheStatus).toBe('STALE');
     expect(stale.maxAgeSeconds).toBe(0);
@@ -241,38 +224,38 @@ describe('MarketDataService.getIndices', () => {
   });
 });
 
-describe('MarketDataService in-process copy', () => {
+describe('RepresentationCache in-process copy', () => {
   it('answers hits from the process for up to localMaxAgeMs, then asks the store again', async () => {
     let now = 1_000_000;
-    const market = service(cache, provider, { localMaxAgeMs: 1000, now: () => now });
-    const miss = await market.getIndices();
+    const market = engine(cache, { localMaxAgeMs: 1000, now: () => now });
+    const miss = await market.read(provider.read());
     expect(miss.cacheStatus).toBe('MISS');
     await cache.delete(KEY);
 
     now += 999;
-    const local = await market.getIndices();
+    const local = await market.read(provider.read());
     expect(local.cacheStatus).toBe('HIT');
     expect(local.body.equals(miss.body)).toBe(true);
     expect(provider.calls).toBe(1);
 
     now += 2;
-    const after = await market.getIndices();
+    const after = await market.read(provider.read());
     expect(after.cacheStatus).toBe('MISS');
     expect(provider.calls).toBe(2);
   });
 
   it('when another instance flushes, this instance drops its copy at once (broadcast through Redis)', async () => {
     const other = await newCache();
-    const here = service(cache, provider, { localMaxAgeMs: 60_000, broadcast: cache });
-    const there = service(other, provider, { localMaxAgeMs: 60_000, broadcast: other });
-    expect((await here.getIndices()).cacheStatus).toBe('MISS');
-    expect((await here.getIndices()).cacheStatus).toBe('HIT');
+    const here = engine(cache, { localMaxAgeMs: 60_000, broadcast: cache });
+    const there = engine(other, { localMaxAgeMs: 60_000, broadcast: other });
+    expect((await here.read(provider.read())).cacheStatus).toBe('MISS');
+    expect((await here.read(provider.read())).cacheStatus).toBe('HIT');
 
     // The subscription connects in the background; flushing until it is seen avoids racing it.
     await waitFor(
       async () => {
         await there.flush();
-        return (await here.getIndices()).cacheStatus === 'MISS';
+        return (await here.read(provider.read())).cacheStatus === 'MISS';
       },
       { timeoutMs: 3000, intervalMs: 50, message: 'the flush reaches the other instance' },
     );
@@ -280,25 +263,26 @@ describe('MarketDataService in-process copy', () => {
   });
 });
 
-describe('MarketDataService.refresh', () => {
+describe('RepresentationCache.refresh', () => {
   it('when another instance holds the lock, answers skipped without calling upstream', async () => {
     const other = await newCache();
     const token = await other.acquireLock(LOCK_KEY, 10_000);
-    const market = service(cache, provider);
+    const market = engine(cache);
 
-    await expect(market.refresh()).resolves.toBe('skipped');
+    await expect(market.refresh(provider.read())).resolves.toBe('skipped');
     expect(provider.calls).toBe(0);
 
     await other.releaseLock(LOCK_KEY, token!);
-    await expect(market.refresh()).resolves.toBe('ok');
+    await expect(market.refresh(provider.read())).resolves.toBe('ok');
     expect(provider.calls).toBe(1);
   });
 
   it('overwrites the cached entry with fresh data and a full TTL', async () => {
-    const market = service(cache, provider, { ttlMs: 30_000 });
+    const market = engine(cache);
+    provider.ttlMs = 30_000;
     await cache.set(KEY, 'old', 1_000);
 
-    await expect(market.refresh()).resolves.toBe('ok');
+    await expect(market.refresh(provider.read())).resolves.toBe('ok');
 
     const entry = await cache.get(KEY);
     expect(entry?.value).toContain('"success":true');
@@ -306,26 +290,73 @@ describe('MarketDataService.refresh', () => {
   });
 });
 
-describe('MarketDataService.flush', () => {
+describe('RepresentationCache.flush', () => {
   it('removes only keys under mds:v1: and the next read is a MISS', async () => {
-    const market = service(cache, provider);
-    await market.getIndices();
+    const market = engine(cache);
+    await market.read(provider.read());
     await cache.set('other-app:key', 'theirs', 60_000);
 
     await expect(market.flush()).resolves.toBe(1);
 
     expect((await cache.get('other-app:key'))?.value).toBe('theirs');
-    expect((await market.getIndices()).cacheStatus).toBe('MISS');
+    expect((await market.read(provider.read())).cacheStatus).toBe('MISS');
     expect(provider.calls).toBe(2);
     await cache.delete('other-app:key');
   });
 });
 
-describe('MarketDataService.stats', () => {
+describe('RepresentationCache across instances', () => {
+  it('when two instances sharing one Redis miss the same cold key at once, the loader runs once between them', async () => {
+    const a = engine(cache);
+    const b = engine(await newCache());
+    provider.hold();
+
+    const pending = [...Array.from({ length: 20 }, () => a.read(provider.read())), ...Array.from({ length: 20 }, () => b.read(provider.read()))];
+    await waitFor(() => provider.calls > 0, { message: 'the upstream call' });
+    provider.release();
+    const results = await Promise.all(pending);
+
+    expect(provider.calls).toBe(1);
+    expect(new Set(results.map((r) => r.etag)).size).toBe(1);
+  });
+});
+
+describe('RepresentationCache.flush of every kind', () => {
+  it('removes fresh and stale entries of every kind, and leaves locks, counters and other apps alone', async () => {
+    const market = engine(cache, { staleIfErrorMs: 60_000 });
+    const kinds = ['indices', 'quote', 'quotes', 'history', 'search'] as const;
+    for (const kind of kinds) await market.read({ kind, params: 'X', load: async () => ({ value: `{"${kind}":1}`, ttlMs: 60_000 }) });
+    await cache.set('mds:v1:throttle:login:bob', '3', 60_000);
+    const lock = await cache.acquireLock('mds:v1:lock:job:refresh', 60_000);
+
+    await expect(market.flush()).resolves.toBe(kinds.length * 2);
+
+    for (const kind of kinds) expect(await cache.get(`mds:v1:${kind}:simulated:X`)).toBeUndefined();
+    expect((await cache.get('mds:v1:throttle:login:bob'))?.value).toBe('3');
+    await expect(cache.acquireLock('mds:v1:lock:job:refresh', 1000)).resolves.toBeUndefined();
+    await cache.releaseLock('mds:v1:lock:job:refresh', lock!);
+  });
+});
+
+describe('RepresentationCache.stats', () => {
+  it('counts hits, misses and stale answers per kind, and the fast path copies as hits', async () => {
+    const market = engine(cache);
+    await market.read(provider.read());
+    await market.read(provider.read());
+    await market.read({ kind: 'search', params: 'apple', load: async () => ({ value: '[]', ttlMs: 60_000 }) });
+    expect(market.serveFresh(KEY)?.cacheStatus).toBe('HIT');
+
+    const stats = market.stats();
+    expect(stats.kinds.quote).toEqual({ hits: 2, misses: 1, stale: 0 });
+    expect(stats.kinds.search).toEqual({ hits: 0, misses: 1, stale: 0 });
+    expect(stats.hits).toBe(2);
+    expect(stats.misses).toBe(2);
+  });
+
   it('reports the cache mode and counters', async () => {
-    const market = service(cache, provider);
-    await market.getIndices();
-    await market.getIndices();
+    const market = engine(cache);
+    await market.read(provider.read());
+    await market.read(provider.read());
 
     expect(market.stats()).toMatchObject({ mode: 'redis', connected: true, hits: expect.any(Number), misses: expect.any(Number) });
     expect(market.stats().hits).toBeGreaterThan(0);
