@@ -161,7 +161,7 @@ describe('RepresentationCache.read', () => {
     const first = await engine(cache).read(provider.read());
 
     const restartedProvider = new ControlledLoader();
-    const restarted = service(await newCache(), restartedProvider);
+    const restarted = engine(await newCache());
     const read = await restarted.read(restartedProvider.read());
 
     expect(read.cacheStatus).toBe('HIT');
