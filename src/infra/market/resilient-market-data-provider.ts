@@ -7,7 +7,7 @@ import CircuitBreaker from 'opossum';
 import type { components } from '../../generated/api.js';
 import { DataSourceError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { MarketDataProvider, Quote } from '../../ports.js';
+import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../ports.js';
 
 /** The provider's health as the admin status reports it. */
 export type DatasourceHealth = components['schemas']['DatasourceStatus'];
@@ -68,7 +68,7 @@ export class CircuitOpenError extends DataSourceError {
 export class ResilientMarketDataProvider implements MarketDataProvider {
   readonly name: string;
 
-  private readonly breaker: CircuitBreaker<[], Quote[]>;
+  private readonly breaker: CircuitBreaker<[() => Promise<unknown>], unknown>;
   private readonly resetTimeoutMs: number;
   private readonly breakerTimeoutMs: number;
   private readonly logger: Logger | undefined;
@@ -89,7 +89,7 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
     this.healthy = inner.local === true;
     this.breakerTimeoutMs = options.timeoutMs + (options.timeoutMarginMs ?? 1000);
 
-    this.breaker = new CircuitBreaker(() => this.callInner(), {
+    this.breaker = new CircuitBreaker((call: () => Promise<unknown>) => this.callInner(call), {
       name: `market-data-${inner.name}`,
       timeout: this.breakerTimeoutMs,
       errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
@@ -123,15 +123,27 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
    * Quotes from the inner provider. Rejects only with `DataSourceError`: the provider's own, one for a
    * call the breaker abandoned after its timeout, or `CircuitOpenError` while the breaker is open.
    */
-  async getIndices(): Promise<Quote[]> {
-    let quotes: Quote[];
+  getQuote(symbol: string): Promise<Quote | undefined> {
+    return this.fire(() => this.inner.getQuote(symbol));
+  }
+
+  getHistory(query: HistoryQuery): Promise<History | undefined> {
+    return this.fire(() => this.inner.getHistory(query));
+  }
+
+  search(query: string, limit: number): Promise<SearchResult[]> {
+    return this.fire(() => this.inner.search(query, limit));
+  }
+
+  private async fire<T>(call: () => Promise<T>): Promise<T> {
+    let result: T;
     try {
-      quotes = await this.breaker.fire();
+      result = (await this.breaker.fire(call)) as T;
     } catch (err) {
       throw this.onFailure(err);
     }
     this.onSuccess();
-    return quotes;
+    return result;
   }
 
   /** The source's health for the admin status and the health endpoint. */
@@ -151,9 +163,9 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
     this.breaker.shutdown();
   }
 
-  private async callInner(): Promise<Quote[]> {
+  private async callInner(call: () => Promise<unknown>): Promise<unknown> {
     try {
-      return await this.inner.getIndices();
+      return await call();
     } catch (err) {
       if (err instanceof DataSourceError) throw err;
       // The port promises DataSourceError; anything else is a provider bug, but still an outage.

@@ -2,7 +2,7 @@
  * The embedded demo provider: deterministic, realistic-looking quotes of well-known indices, with no
  * network. Its data is labelled `simulated` and must never be mistaken for market data.
  */
-import type { MarketDataProvider, Quote } from '../../ports.js';
+import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../ports.js';
 
 /** A simulated index: its identity and the level and behaviour its random walk stays around. */
 export interface SimulatedIndex {
@@ -74,10 +74,17 @@ export class SimulatedMarketDataProvider implements MarketDataProvider {
     this.now = options.now ?? Date.now;
   }
 
-  /** Quotes of the configured symbols at the current minute. Never throws. */
-  async getIndices(): Promise<Quote[]> {
-    const minute = Math.floor(this.now() / MINUTE_MS);
-    return this.indices.map((index) => quoteAt(index, minute));
+  async getQuote(symbol: string): Promise<Quote | undefined> {
+    const index = this.indices.find((i) => i.symbol === symbol);
+    return index === undefined ? undefined : quoteAt(index, Math.floor(this.now() / MINUTE_MS));
+  }
+
+  async getHistory(_query: HistoryQuery): Promise<History | undefined> {
+    return undefined;
+  }
+
+  async search(_query: string, _limit: number): Promise<SearchResult[]> {
+    return [];
   }
 }
 
@@ -125,6 +132,10 @@ function quoteAt(index: SimulatedIndex, minuteOfEpoch: number): Quote {
     volume: Math.max(1, Math.round(volume)),
     currency: index.currency,
     timestamp: new Date(minuteOfEpoch * MINUTE_MS).toISOString(),
+    exchange: 'SIM',
+    instrument_type: 'index',
+    timezone: 'UTC',
+    market_state: 'open',
   };
 }
 

@@ -3,7 +3,7 @@
  * symbol. Everything that can go wrong upstream becomes a `DataSourceError` at this boundary.
  */
 import { DataSourceError } from '../../errors.js';
-import type { MarketDataProvider, Quote } from '../../ports.js';
+import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../ports.js';
 
 /** Options of `YahooMarketDataProvider`. */
 export interface YahooMarketDataProviderOptions {
@@ -73,16 +73,22 @@ export class YahooMarketDataProvider implements MarketDataProvider {
    * Quotes of the configured symbols that Yahoo could deliver, in configuration order.
    * Throws `DataSourceError` only when every symbol failed; resolves to `[]` when no symbol is configured.
    */
-  async getIndices(): Promise<Quote[]> {
-    const settled = await Promise.allSettled(this.symbols.map((symbol) => this.fetchQuote(symbol)));
-    const quotes: Quote[] = [];
-    const failures: SymbolFailure[] = [];
-    settled.forEach((outcome, i) => {
-      if (outcome.status === 'fulfilled') quotes.push(outcome.value);
-      else failures.push(asSymbolFailure(this.symbols[i] ?? '?', outcome.reason));
-    });
-    if (quotes.length === 0 && failures.length > 0) throw allFailed(failures);
-    return quotes;
+  async getQuote(symbol: string): Promise<Quote | undefined> {
+    try {
+      return await this.fetchQuote(symbol);
+    } catch (err) {
+      const failure = asSymbolFailure(symbol, err);
+      if (failure.reason.startsWith('HTTP 404')) return undefined;
+      throw allFailed([failure]);
+    }
+  }
+
+  async getHistory(_query: HistoryQuery): Promise<History | undefined> {
+    throw new DataSourceError('history is not available from this provider yet');
+  }
+
+  async search(_query: string, _limit: number): Promise<SearchResult[]> {
+    return [];
   }
 
   private async fetchQuote(symbol: string): Promise<Quote> {
@@ -165,6 +171,10 @@ function parseChart(symbol: string, body: unknown): Quote {
     volume,
     currency,
     timestamp: new Date(marketTime * 1000).toISOString(),
+    exchange: nonEmptyString(meta.fullExchangeName) ?? nonEmptyString(meta.exchangeName) ?? 'unknown',
+    instrument_type: 'equity',
+    timezone: nonEmptyString(meta.exchangeTimezoneName) ?? 'UTC',
+    market_state: 'open',
   };
 }
 
