@@ -35,6 +35,12 @@ export interface ClientSummary {
     quotes: Array<Pick<Quote, 'symbol' | 'price' | 'change_percent'>>;
   };
   revalidated: { status: number; xCache: string | null };
+  quotes: { status: number; symbols: string[]; missing: string[] };
+  quote: { status: number; symbol: string; marketState: Quote['market_state']; instrumentType: Quote['instrument_type'] };
+  history: { status: number; interval: components['schemas']['HistoryInterval']; candles: number; timezone: string };
+  search: { status: number; symbols: string[] };
+  markets: { status: number; markets: Array<Pick<components['schemas']['Market'], 'market' | 'state'>> };
+  unknownSymbol: { status: number; error: string };
   failedLogin: { status: number; code: number; error: string };
 }
 
@@ -62,7 +68,8 @@ function percent(value: number): string {
 
 /**
  * Walks through the API: log in, call an admin endpoint with the token and another with the API
- * key, read the quotes, revalidate them with their ETag, and show a failure's envelope.
+ * key, read the indices, revalidate them with their ETag, read quotes of any symbol, history,
+ * search and the trading calendar, and show a failure's envelope.
  */
 export async function main(baseUrl: string, credentials: Credentials, log: (line: string) => void = console.log): Promise<ClientSummary> {
   const client = createClient<paths>({ baseUrl });
@@ -99,7 +106,38 @@ export async function main(baseUrl: string, credentials: Credentials, log: (line
   const again = await client.GET('/api/indices', { params: { header: { 'If-None-Match': etag } } });
   log(`revalidated with If-None-Match: HTTP ${again.response.status}`);
 
-  // 6. A failure: every error has the same envelope, typed from the contract.
+  // 6. Quotes of any symbols, in one batch: answered in request order, unknown symbols under `missing`.
+  const quotesResult = await client.GET('/api/quotes', { params: { query: { symbols: '^GSPC,AAPL,NOSUCH' } } });
+  const quotes = unwrap('quotes', quotesResult);
+  log(`batch: ${quotes.data.map((q) => `${q.symbol} ${q.price}`).join(', ')}; missing: ${quotes.missing.join(', ') || 'none'}`);
+
+  // 7. One quote, with its market's state.
+  const quoteResult = await client.GET('/api/quotes/{symbol}', { params: { path: { symbol: 'aapl' } } });
+  const quote = unwrap('quote', quoteResult).data;
+  log(`${quote.symbol} (${quote.instrument_type} on ${quote.exchange}, market ${quote.market_state}): ${quote.price} ${quote.currency}`);
+
+  // 8. Daily candles of the last month.
+  const historyResult = await client.GET('/api/history/{symbol}', { params: { path: { symbol: 'AAPL' }, query: { interval: '1d', range: '1mo' } } });
+  const history = unwrap('history', historyResult).data;
+  const last = history.candles.at(-1);
+  log(`${history.candles.length} daily candles of ${history.symbol} (${history.timezone}); last close ${last?.close ?? 'n/a'}`);
+
+  // 9. Find an instrument by name.
+  const searchResult = await client.GET('/api/search', { params: { query: { q: 'apple', limit: 5 } } });
+  const found = unwrap('search', searchResult).data;
+  log(`search 'apple': ${found.map((r) => `${r.symbol} (${r.name})`).join(', ') || 'nothing'}`);
+
+  // 10. The trading calendar.
+  const marketsResult = await client.GET('/api/markets');
+  const markets = unwrap('markets', marketsResult).data;
+  log(`markets: ${markets.map((m) => `${m.market} ${m.state}`).join(', ')}`);
+
+  // 11. An unknown symbol is a 404 envelope.
+  const unknown = await client.GET('/api/quotes/{symbol}', { params: { path: { symbol: 'NOSUCH' } } });
+  if (unknown.error === undefined) throw new Error('an unknown symbol was quoted');
+  log(`an unknown symbol: HTTP ${unknown.response.status}: ${unknown.error.error}`);
+
+  // 12. A failure: every error has the same envelope, typed from the contract.
   const failed = await client.POST('/api/auth/login', {
     body: { username: credentials.username, password: `${credentials.password}-wrong` },
   });
@@ -124,6 +162,12 @@ export async function main(baseUrl: string, credentials: Credentials, log: (line
       quotes: indices.data.map((q) => ({ symbol: q.symbol, price: q.price, change_percent: q.change_percent })),
     },
     revalidated: { status: again.response.status, xCache: again.response.headers.get('X-Cache') },
+    quotes: { status: quotesResult.response.status, symbols: quotes.data.map((q) => q.symbol), missing: quotes.missing },
+    quote: { status: quoteResult.response.status, symbol: quote.symbol, marketState: quote.market_state, instrumentType: quote.instrument_type },
+    history: { status: historyResult.response.status, interval: history.interval, candles: history.candles.length, timezone: history.timezone },
+    search: { status: searchResult.response.status, symbols: found.map((r) => r.symbol) },
+    markets: { status: marketsResult.response.status, markets: markets.map((m) => ({ market: m.market, state: m.state })) },
+    unknownSymbol: { status: unknown.response.status, error: unknown.error.error },
     failedLogin: { status: failed.response.status, code: failed.error.code, error: failed.error.error },
   };
 }

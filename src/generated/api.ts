@@ -520,12 +520,12 @@ export interface components {
              */
             connected: boolean;
             /**
-             * @description Cache hits since the process started.
+             * @description Cache hits since the process started, of every kind (an indices or batch fill reads each component quote too).
              * @example 120
              */
             hits: number;
             /**
-             * @description Cache misses since the process started.
+             * @description Cache misses since the process started, of every kind.
              * @example 3
              */
             misses: number;

@@ -55,6 +55,15 @@ describe('examples/client.ts', () => {
     expect(summary.indices.quotes.length).toBeGreaterThan(0);
     for (const q of summary.indices.quotes) expect(Number.isFinite(q.change_percent)).toBe(true);
     expect(summary.revalidated).toEqual({ status: 304, xCache: 'HIT' });
+    expect(summary.quotes).toEqual({ status: 200, symbols: ['^GSPC', 'AAPL'], missing: ['NOSUCH'] });
+    expect(summary.quote).toEqual({ status: 200, symbol: 'AAPL', marketState: expect.stringMatching(/^(open|closed|pre|post)$/), instrumentType: 'equity' });
+    expect(summary.history).toMatchObject({ status: 200, interval: '1d', timezone: 'America/New_York' });
+    expect(summary.history.candles).toBeGreaterThan(15);
+    expect(summary.search.status).toBe(200);
+    expect(summary.search.symbols[0]).toBe('AAPL');
+    expect(summary.markets.status).toBe(200);
+    expect(summary.markets.markets.map((m) => m.market)).toEqual(expect.arrayContaining(['US', 'UK', 'DE', 'EU', 'JP', 'HK', 'CN', 'CRYPTO', 'FX']));
+    expect(summary.unknownSymbol).toEqual({ status: 404, error: "Unknown symbol 'NOSUCH'" });
     expect(summary.failedLogin).toEqual({ status: 401, code: 401, error: expect.stringMatching(/\S/) });
     expect(lines.some((l) => l.includes('HTTP 304'))).toBe(true);
   });

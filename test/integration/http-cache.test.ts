@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait-for.js';
 
 const API_KEY = 'http-cache-test-api-key-0123456789';
 const TTL_SECONDS = 60;
-const KEY = 'mds:v1:indices:simulated';
+const KEY = 'mds:v1:indices:simulated:configured';
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/yahoo');
 const SYMBOLS = ['^IXIC', '^SOX', 'KOSPI-25.KS'];
 
@@ -27,7 +27,7 @@ interface Health {
 }
 
 interface AdminStatus {
-  cache: { mode: 'redis' | 'memory'; connected: boolean; hits: number; misses: number };
+  cache: { mode: 'redis' | 'memory'; connected: boolean; hits: number; misses: number; kinds: Record<string, { hits: number; misses: number; stale: number }> };
 }
 
 interface Read {
@@ -185,10 +185,11 @@ describe('GET /api/indices caching, over a real socket', () => {
     expect(other.res.headers.get('etag')).toBe(etag);
   });
 
-  it('when admin status is read, then cache.hits and cache.misses count the HIT and MISS reads', async () => {
+  it('when admin status is read, then cache.kinds.indices counts the HIT and MISS reads, and the totals include the component quotes', async () => {
     const svc = await boot();
     const before = (await adminStatus(svc)).cache;
     expect(before).toMatchObject({ mode: 'redis', connected: true, hits: 0, misses: 0 });
+    expect(before.kinds.indices).toEqual({ hits: 0, misses: 0, stale: 0 });
 
     const seen = { HIT: 0, MISS: 0 };
     const first = await read(svc);
@@ -198,8 +199,11 @@ describe('GET /api/indices caching, over a real socket', () => {
     expect(seen).toEqual({ MISS: 1, HIT: 3 });
 
     const after = (await adminStatus(svc)).cache;
+    expect(after.kinds.indices).toEqual({ hits: seen.HIT, misses: seen.MISS, stale: 0 });
+    // The miss assembled the indices from one cold quote per configured index.
+    expect(after.kinds.quote).toEqual({ hits: 0, misses: svc.config.market.symbols.length, stale: 0 });
     expect(after.hits).toBe(seen.HIT);
-    expect(after.misses).toBe(seen.MISS);
+    expect(after.misses).toBe(seen.MISS + svc.config.market.symbols.length);
   });
 
   it('when DELETE /api/admin/cache is called with an API key, then only market data keys go and the next read is a MISS', async () => {

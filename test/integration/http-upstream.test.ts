@@ -23,7 +23,7 @@ const API_KEY = 'http-upstream-test-api-key-0123456789';
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/yahoo');
 const SYMBOLS = ['^IXIC', '^SOX', 'KOSPI-25.KS'];
 const TIMEOUT_MS = 500;
-const KEY = 'mds:v1:indices:yahoo';
+const KEY = 'mds:v1:indices:yahoo:configured';
 const UNAVAILABLE = 'Data source is temporarily unavailable, please retry later';
 
 let redis: RedisProcess;
