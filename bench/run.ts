@@ -117,22 +117,51 @@ async function startServer(env: NodeJS.ProcessEnv, extraArgs: string[] = [], pre
   return spawnServe(['--port', String(await freePort()), ...extraArgs], { env, stdout: 'ignore', prefix });
 }
 
-/** The bare node:http baseline: the same bytes and headers as a cached /api/indices, nothing else. */
-async function startBaseline(body: Buffer, headers: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+/** What the baseline answers on one path: the exact bytes and headers of a cached answer of the service. */
+interface BaselineRoute {
+  body: Buffer;
+  headers: Record<string, string>;
+}
+
+/**
+ * The bare node:http baseline: on each path, the same bytes and headers as the service's cached
+ * answer of that path, nothing else; unknown paths get the first route's answer.
+ */
+async function startBaseline(routes: Record<string, BaselineRoute>): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const script = `
     const http = require('node:http');
-    const body = Buffer.from(process.env.BODY_B64, 'base64');
-    const headers = JSON.parse(process.env.HEADERS);
-    http.createServer((req, res) => { res.writeHead(200, headers); res.end(body); })
+    const routes = JSON.parse(process.env.ROUTES);
+    const table = new Map(Object.entries(routes).map(([p, r]) => [p, { body: Buffer.from(r.body, 'base64'), headers: r.headers }]));
+    const first = table.values().next().value;
+    http.createServer((req, res) => { const r = table.get(req.url) || first; res.writeHead(200, r.headers); res.end(r.body); })
       .listen(${port}, '127.0.0.1', () => process.stdout.write('ready\\n'));`;
   const [command, ...rest] = [...SERVER_CPU, process.execPath, '-e', script];
+  const encoded = Object.fromEntries(Object.entries(routes).map(([p, r]) => [p, { body: r.body.toString('base64'), headers: r.headers }]));
   const child = spawn(command!, rest, {
-    env: { ...process.env, BODY_B64: body.toString('base64'), HEADERS: JSON.stringify(headers) },
+    env: { ...process.env, ROUTES: JSON.stringify(encoded) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((done) => child.stdout!.once('data', () => done()));
-  return { url: `http://127.0.0.1:${port}/api/indices`, child };
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+/** The service's cached answer of `path` (read twice, so the second is a hit), as a baseline route. */
+async function cachedAnswer(url: string, path: string): Promise<BaselineRoute> {
+  await fetch(`${url}${path}`).then((r) => r.arrayBuffer());
+  const res = await fetch(`${url}${path}`);
+  const body = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status} ${body.toString('utf8').slice(0, 200)}`);
+  return {
+    body,
+    headers: {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': String(body.length),
+      'X-Cache': 'HIT',
+      ETag: res.headers.get('etag') ?? '',
+      'Cache-Control': res.headers.get('cache-control') ?? 'public, max-age=60',
+    },
+  };
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -173,16 +202,19 @@ async function main(): Promise<void> {
     const memoryMode = await startServer({ ...env, CACHE_URL: `redis://127.0.0.1:${await freePort()}/0` });
     children.push(memoryMode.child);
 
-    const first = await fetch(`${redisMode.url}/api/indices`);
-    const body = Buffer.from(await first.arrayBuffer());
-    const etag = first.headers.get('etag') ?? '';
-    const baseline = await startBaseline(body, {
-      'Content-Type': 'application/json; charset=utf-8',
-      'Content-Length': String(body.length),
-      'X-Cache': 'HIT',
-      ETag: etag,
-      'Cache-Control': 'public, max-age=60',
-    });
+    /** The cached reads measured against a baseline that serves the same bytes on the same path. */
+    const CACHED_PATHS = {
+      indices: '/api/indices',
+      quotes: '/api/quotes?symbols=AAPL,MSFT',
+      quote: '/api/quotes/AAPL',
+      history: '/api/history/AAPL?interval=1d&range=1y',
+      search: '/api/search?q=apple',
+    } as const;
+    const routes: Record<string, BaselineRoute> = {};
+    for (const path of Object.values(CACHED_PATHS)) routes[path] = await cachedAnswer(redisMode.url, path);
+    const etag = routes[CACHED_PATHS.indices]!.headers.ETag ?? '';
+    const body = routes[CACHED_PATHS.indices]!.body;
+    const baseline = await startBaseline(routes);
     children.push(baseline.child);
     await fetch(`${memoryMode.url}/api/indices`);
 
@@ -194,16 +226,16 @@ async function main(): Promise<void> {
     const token = ((await login.json()) as { access_token: string }).access_token;
 
     const rows: Row[] = [];
-    const baselineLoad: Load = { url: baseline.url };
+    const baselineLoad: Load = { url: `${baseline.url}${CACHED_PATHS.indices}` };
     await measure({ ...baselineLoad, durationS: 1 }, dir); // warm-up
     /**
      * The machine's speed drifts (shared cores), so each round measures the baseline right before
      * the scenario and the ratio is taken per round; the row reports medians over the rounds.
      */
-    const paired = async (name: string, run: () => Promise<Measured>, note?: string): Promise<Row> => {
+    const paired = async (name: string, run: () => Promise<Measured>, note?: string, base0: Load = baselineLoad): Promise<Row> => {
       const rounds: Array<Measured & { baselineRps: number }> = [];
       for (let r = 0; r < ROUNDS; r += 1) {
-        const base = await measure(baselineLoad, dir);
+        const base = await measure(base0, dir);
         const m = await run();
         rounds.push({ ...m, baselineRps: base.rps });
       }
@@ -223,9 +255,9 @@ async function main(): Promise<void> {
       process.stderr.write(`  ${name}: ${fmt(row.rps)} req/s (${fmt(row.ratio ?? Number.NaN, 2)} x baseline), p99 ${fmt(row.p99Ms, 2)} ms, non-2xx ${row.non2xx}\n`);
       return row;
     };
-    const scenario = async (name: string, load: Load, note?: string) => {
+    const scenario = async (name: string, load: Load, note?: string, baselinePath: string = CACHED_PATHS.indices) => {
       await measure({ ...load, durationS: 1 }, dir); // warm-up
-      return paired(name, () => measure(load, dir), note);
+      return paired(name, () => measure(load, dir), note, { url: `${baseline.url}${baselinePath}` });
     };
 
     process.stderr.write(
@@ -233,6 +265,10 @@ async function main(): Promise<void> {
     );
     await scenario('indices cached (redis)', { url: `${redisMode.url}/api/indices` });
     await scenario('indices cached (memory)', { url: `${memoryMode.url}/api/indices` });
+    await scenario('quotes batch cached (AAPL,MSFT)', { url: `${redisMode.url}${CACHED_PATHS.quotes}` }, undefined, CACHED_PATHS.quotes);
+    await scenario('quote cached (AAPL)', { url: `${redisMode.url}${CACHED_PATHS.quote}` }, undefined, CACHED_PATHS.quote);
+    await scenario('history cached (AAPL 1d, 1y)', { url: `${redisMode.url}${CACHED_PATHS.history}` }, `baseline serves the same ${routes[CACHED_PATHS.history]!.body.length}-byte body`, CACHED_PATHS.history);
+    await scenario('search cached (apple)', { url: `${redisMode.url}${CACHED_PATHS.search}` }, undefined, CACHED_PATHS.search);
     await scenario('indices If-None-Match (304)', { url: `${redisMode.url}/api/indices`, headers: { 'If-None-Match': etag } }, 'wrk counts 304 as a success');
     await scenario('health', { url: `${redisMode.url}/api/health` });
     await scenario('admin status (bearer)', { url: `${redisMode.url}/api/admin/status`, headers: { Authorization: `Bearer ${token}` } });
