@@ -5,7 +5,7 @@
  * scope, so on a holiday a market shows as open when it is not. All wall-time arithmetic in the
  * exchanges' zones goes through luxon, which follows the IANA rules (daylight saving included).
  */
-import { DateTime } from 'luxon';
+import { DateTime, IANAZone } from 'luxon';
 import type { InstrumentType, MarketState } from '../ports.js';
 
 /** The markets the calendar knows. */
@@ -94,6 +94,14 @@ const HOURS: Record<MarketCode, MarketHours> = {
 };
 
 const INFO = new Map(MARKETS.map((market) => [market.code, market]));
+/** Zone objects made once: handing luxon a zone name makes it validate the name on every call. */
+const ZONES = new Map(MARKETS.map((market) => [market.code, IANAZone.create(market.timezone)]));
+
+function zoneOf(code: MarketCode): IANAZone {
+  const zone = ZONES.get(code);
+  if (!zone) throw new Error(`Unknown market ${code}`);
+  return zone;
+}
 const DAY_MS = 86_400_000;
 
 function infoOf(code: MarketCode): MarketInfo {
@@ -103,7 +111,7 @@ function infoOf(code: MarketCode): MarketInfo {
 }
 
 /** Epoch ms of the wall time `minutes` after midnight of the civil date `dayNumber` in `zone` (DST-aware, via luxon). */
-function wallTime(zone: string, dayNumber: number, minutes: WallMinutes): number {
+function wallTime(zone: IANAZone, dayNumber: number, minutes: WallMinutes): number {
   const civil = new Date(dayNumber * DAY_MS);
   return DateTime.fromObject(
     { year: civil.getUTCFullYear(), month: civil.getUTCMonth() + 1, day: civil.getUTCDate(), hour: Math.floor(minutes / 60), minute: minutes % 60 },
@@ -130,15 +138,15 @@ function sessionOn(code: MarketCode, dayNumber: number): TradingSession | undefi
   const known = memo.get(dayNumber);
   if (known !== undefined) return known ?? undefined;
   const hours = HOURS[code];
-  const { timezone } = infoOf(code);
+  const zone = zoneOf(code);
   let session: TradingSession | null = null;
   if (hours.weekdays.includes(weekdayOf(dayNumber))) {
     session = {
       date: new Date(dayNumber * DAY_MS).toISOString().slice(0, 10),
       dayNumber,
       segments: hours.segments.map((s) => ({
-        startMs: wallTime(timezone, dayNumber + s.fromDay, s.from),
-        endMs: wallTime(timezone, dayNumber + s.toDay, s.to),
+        startMs: wallTime(zone, dayNumber + s.fromDay, s.from),
+        endMs: wallTime(zone, dayNumber + s.toDay, s.to),
       })),
     };
   }
@@ -197,7 +205,7 @@ export function marketStatus(code: MarketCode, atMs: number): MarketStatus {
 function extendedState(code: MarketCode, atMs: number): MarketState {
   const hours = HOURS[code];
   if (!hours.extended) return 'closed';
-  const local = DateTime.fromMillis(atMs, { zone: infoOf(code).timezone });
+  const local = DateTime.fromMillis(atMs, { zone: zoneOf(code) });
   if (!hours.weekdays.includes(local.weekday)) return 'closed';
   const minutes = local.hour * 60 + local.minute;
   const [regular] = hours.segments;
