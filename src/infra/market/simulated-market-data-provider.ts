@@ -103,20 +103,12 @@ export class SimulatedMarketDataProvider implements MarketDataProvider {
     const { current, previous } = latestSessions(instrument, now);
     const bar = dayBar(instrument, current.dayNumber, previous.dayNumber);
     const prevClose = bar.prevClose;
-    let price: number;
-    let high: number;
-    let low: number;
-    let volume: number;
-    let timestampMs: number;
-    if (now >= sessionEnd(current)) {
-      ({ close: price, high, low, volume } = bar);
-      timestampMs = sessionEnd(current);
-    } else {
-      const path = dayPath(instrument, current, bar);
-      const k = elapsedMinutes(current, now);
-      ({ close: price, high, low, volume } = aggregate(path, 0, k, k));
-      timestampMs = timeAfterMinutes(current, k);
-    }
+    // While the session runs, the quote is the day so far: the minutes completed, the price at the
+    // end of the last one. Once it has ended, the whole day, stamped at the close.
+    const minutes = now >= sessionEnd(current) ? undefined : elapsedMinutes(current, now);
+    const day = minutes === undefined ? bar : aggregate(dayPath(instrument, current, bar), 0, minutes, minutes);
+    const timestampMs = minutes === undefined ? sessionEnd(current) : timeAfterMinutes(current, minutes);
+    const price = day.close;
     const change = price - prevClose;
     return {
       symbol: instrument.symbol,
@@ -124,11 +116,11 @@ export class SimulatedMarketDataProvider implements MarketDataProvider {
       price,
       change: round(change, instrument.decimals),
       change_percent: round((change / prevClose) * 100, 2),
-      open: bar.open,
-      high,
-      low,
+      open: day.open,
+      high: day.high,
+      low: day.low,
       prev_close: prevClose,
-      volume,
+      volume: day.volume,
       currency: instrument.currency,
       timestamp: new Date(timestampMs).toISOString(),
       exchange: instrument.exchange,
