@@ -93,6 +93,7 @@ const HOURS: Record<MarketCode, MarketHours> = {
   FX: { segments: [{ fromDay: -1, from: hm(17), toDay: 0, to: hm(17) }], weekdays: WEEKDAYS },
 };
 
+const DAY_MS = 86_400_000;
 const INFO = new Map(MARKETS.map((market) => [market.code, market]));
 /** Zone objects made once: handing luxon a zone name makes it validate the name on every call. */
 const ZONES = new Map(MARKETS.map((market) => [market.code, IANAZone.create(market.timezone)]));
@@ -102,7 +103,6 @@ function zoneOf(code: MarketCode): IANAZone {
   if (!zone) throw new Error(`Unknown market ${code}`);
   return zone;
 }
-const DAY_MS = 86_400_000;
 
 function infoOf(code: MarketCode): MarketInfo {
   const info = INFO.get(code);
@@ -122,7 +122,7 @@ function wallTime(zone: IANAZone, dayNumber: number, minutes: WallMinutes): numb
 /**
  * Sessions are a pure function of (market, date), history asks for thousands of them at a time, and
  * each costs a few zone look-ups: a memo per market keeps repeated reads cheap. It is bounded by
- * clearing, which at 40,000 trading days (a century) per market never happens in practice.
+ * clearing, which at 40,000 trading days (over a century) per market does not happen in practice.
  */
 const sessionMemo = new Map<MarketCode, Map<number, TradingSession | null>>(MARKETS.map((market) => [market.code, new Map()]));
 const SESSION_MEMO_MAX = 40_000;
