@@ -1,28 +1,244 @@
-/** Interim stand-in for the trading calendar (replaced by the real calendar in the next commit). */
+/**
+ * The trading calendar: which markets are open at an instant, and when each one next opens and closes.
+ *
+ * Pure and local (no I/O): regular hours and weekends only. Exchange holidays and half days are out of
+ * scope, so on a holiday a market shows as open when it is not. All wall-time arithmetic in the
+ * exchanges' zones goes through luxon, which follows the IANA rules (daylight saving included).
+ */
+import { DateTime, IANAZone } from 'luxon';
 import type { InstrumentType, MarketState } from '../ports.js';
 
+/** The markets the calendar knows. */
 export type MarketCode = 'US' | 'UK' | 'DE' | 'EU' | 'JP' | 'HK' | 'CN' | 'CRYPTO' | 'FX';
+
+/** A market's identity. */
 export interface MarketInfo {
   code: MarketCode;
   name: string;
+  /** IANA time zone the market's hours are written in. */
   timezone: string;
 }
-export const MARKETS: readonly MarketInfo[] = [{ code: 'CRYPTO', name: 'Cryptocurrencies', timezone: 'UTC' }];
+
+/** A market's state at an instant. */
 export interface MarketStatus {
   market: MarketCode;
   name: string;
+  /** IANA time zone. */
   timezone: string;
   state: MarketState;
+  /** The next regular open strictly after the instant; null for a market that never closes. */
   nextOpen: Date | null;
+  /** The end of the current regular session when open, else the close of the next one; null for a market that never closes. */
   nextClose: Date | null;
 }
-export function marketStatus(code: MarketCode, _atMs: number): MarketStatus {
-  const info = MARKETS.find((m) => m.code === code) ?? { code, name: code, timezone: 'UTC' };
-  return { market: info.code, name: info.name, timezone: info.timezone, state: 'open', nextOpen: null, nextClose: null };
+
+/** Part of a trading day during which the market trades continuously: `[startMs, endMs)`. */
+export interface TradingSegment {
+  startMs: number;
+  endMs: number;
 }
+
+/** One trading day's regular session: one segment, or two around a lunch break. */
+export interface TradingSession {
+  /** The trading date in the market's zone, `YYYY-MM-DD` (for FX, the New York date the session ends on). */
+  date: string;
+  /** Whole days from 1970-01-01 to `date`: a stable number for the trading day. */
+  dayNumber: number;
+  /** Ascending, non-overlapping. */
+  segments: readonly TradingSegment[];
+}
+
+/** Every market, in the order `allMarketStatuses` reports them. */
+export const MARKETS: readonly MarketInfo[] = [
+  { code: 'US', name: 'New York Stock Exchange and Nasdaq', timezone: 'America/New_York' },
+  { code: 'UK', name: 'London Stock Exchange', timezone: 'Europe/London' },
+  { code: 'DE', name: 'Deutsche Börse Xetra', timezone: 'Europe/Berlin' },
+  { code: 'EU', name: 'Euronext', timezone: 'Europe/Paris' },
+  { code: 'JP', name: 'Tokyo Stock Exchange', timezone: 'Asia/Tokyo' },
+  { code: 'HK', name: 'Hong Kong Stock Exchange', timezone: 'Asia/Hong_Kong' },
+  { code: 'CN', name: 'Shanghai and Shenzhen Stock Exchanges', timezone: 'Asia/Shanghai' },
+  { code: 'CRYPTO', name: 'Cryptocurrencies', timezone: 'UTC' },
+  { code: 'FX', name: 'Foreign exchange', timezone: 'America/New_York' },
+];
+
+/** Wall-clock time of day in minutes after midnight. */
+type WallMinutes = number;
+
+/** How a market's trading days look, in its own zone. */
+interface MarketHours {
+  /** Trading segments of one trading date as [start, end) wall times; days offsets let a segment start the day before. */
+  segments: ReadonlyArray<{ fromDay: number; from: WallMinutes; toDay: number; to: WallMinutes }>;
+  /** ISO weekdays (1 = Monday) that are trading dates. */
+  weekdays: readonly number[];
+  /** Extended sessions around the regular one, as wall times of the same date. */
+  extended?: { preFrom: WallMinutes; postTo: WallMinutes };
+}
+
+const hm = (hours: number, minutes = 0): WallMinutes => hours * 60 + minutes;
+const WEEKDAYS = [1, 2, 3, 4, 5];
+const day = (from: WallMinutes, to: WallMinutes) => ({ fromDay: 0, from, toDay: 0, to });
+
+const HOURS: Record<MarketCode, MarketHours> = {
+  US: { segments: [day(hm(9, 30), hm(16))], weekdays: WEEKDAYS, extended: { preFrom: hm(4), postTo: hm(20) } },
+  UK: { segments: [day(hm(8), hm(16, 30))], weekdays: WEEKDAYS },
+  DE: { segments: [day(hm(9), hm(17, 30))], weekdays: WEEKDAYS },
+  EU: { segments: [day(hm(9), hm(17, 30))], weekdays: WEEKDAYS },
+  JP: { segments: [day(hm(9), hm(11, 30)), day(hm(12, 30), hm(15, 30))], weekdays: WEEKDAYS },
+  HK: { segments: [day(hm(9, 30), hm(12)), day(hm(13), hm(16))], weekdays: WEEKDAYS },
+  CN: { segments: [day(hm(9, 30), hm(11, 30)), day(hm(13), hm(15))], weekdays: WEEKDAYS },
+  // Crypto trades around the clock; its trading days are UTC days, the way daily candles are cut.
+  CRYPTO: { segments: [{ fromDay: 0, from: 0, toDay: 1, to: 0 }], weekdays: [1, 2, 3, 4, 5, 6, 7] },
+  // FX trades from Sunday 17:00 to Friday 17:00 New York time; each trading date runs from 17:00 the
+  // evening before (the conventional New York roll), so Monday's session starts on Sunday evening.
+  FX: { segments: [{ fromDay: -1, from: hm(17), toDay: 0, to: hm(17) }], weekdays: WEEKDAYS },
+};
+
+const DAY_MS = 86_400_000;
+const INFO = new Map(MARKETS.map((market) => [market.code, market]));
+/** Zone objects made once: handing luxon a zone name makes it validate the name on every call. */
+const ZONES = new Map(MARKETS.map((market) => [market.code, IANAZone.create(market.timezone)]));
+
+function zoneOf(code: MarketCode): IANAZone {
+  const zone = ZONES.get(code);
+  if (!zone) throw new Error(`Unknown market ${code}`);
+  return zone;
+}
+
+function infoOf(code: MarketCode): MarketInfo {
+  const info = INFO.get(code);
+  if (!info) throw new Error(`Unknown market ${code}`);
+  return info;
+}
+
+/** Epoch ms of the wall time `minutes` after midnight of the civil date `dayNumber` in `zone` (DST-aware, via luxon). */
+function wallTime(zone: IANAZone, dayNumber: number, minutes: WallMinutes): number {
+  const civil = new Date(dayNumber * DAY_MS);
+  return DateTime.fromObject(
+    { year: civil.getUTCFullYear(), month: civil.getUTCMonth() + 1, day: civil.getUTCDate(), hour: Math.floor(minutes / 60), minute: minutes % 60 },
+    { zone },
+  ).toMillis();
+}
+
+/**
+ * Sessions are a pure function of (market, date), history asks for thousands of them at a time, and
+ * each costs a few zone look-ups: a memo per market keeps repeated reads cheap. It is bounded by
+ * clearing, which at 40,000 trading days (over a century) per market does not happen in practice.
+ */
+const sessionMemo = new Map<MarketCode, Map<number, TradingSession | null>>(MARKETS.map((market) => [market.code, new Map()]));
+const SESSION_MEMO_MAX = 40_000;
+
+/** ISO weekday (1 = Monday) of a day number; 1970-01-01 was a Thursday. */
+function weekdayOf(dayNumber: number): number {
+  return ((((dayNumber + 3) % 7) + 7) % 7) + 1;
+}
+
+/** The session of the trading date `dayNumber`, or undefined when that date does not trade. */
+function sessionOn(code: MarketCode, dayNumber: number): TradingSession | undefined {
+  const memo = sessionMemo.get(code) ?? new Map<number, TradingSession | null>();
+  const known = memo.get(dayNumber);
+  if (known !== undefined) return known ?? undefined;
+  const hours = HOURS[code];
+  const zone = zoneOf(code);
+  let session: TradingSession | null = null;
+  if (hours.weekdays.includes(weekdayOf(dayNumber))) {
+    session = {
+      date: new Date(dayNumber * DAY_MS).toISOString().slice(0, 10),
+      dayNumber,
+      segments: hours.segments.map((s) => ({
+        startMs: wallTime(zone, dayNumber + s.fromDay, s.from),
+        endMs: wallTime(zone, dayNumber + s.toDay, s.to),
+      })),
+    };
+  }
+  if (memo.size >= SESSION_MEMO_MAX) memo.clear();
+  memo.set(dayNumber, session);
+  return session ?? undefined;
+}
+
+/**
+ * The regular sessions of `code` that overlap `[fromMs, toMs)`, ascending. For CRYPTO, every UTC day.
+ * Holidays are not known, so every weekday trades.
+ */
+export function tradingSessions(code: MarketCode, fromMs: number, toMs: number): TradingSession[] {
+  const sessions: TradingSession[] = [];
+  // A trading date is at most a day away from the UTC date of an instant in it (FX sessions start the
+  // evening before), so two dates of margin either side find every overlapping session.
+  const lastDay = Math.floor(toMs / DAY_MS) + 2;
+  for (let dayNumber = Math.floor(fromMs / DAY_MS) - 2; dayNumber <= lastDay; dayNumber++) {
+    const session = sessionOn(code, dayNumber);
+    const first = session?.segments[0];
+    const last = session?.segments[session.segments.length - 1];
+    if (session && first && last && first.startMs < toMs && last.endMs > fromMs) sessions.push(session);
+  }
+  return sessions;
+}
+
+/** Segments of the dates around `atMs`, with back-to-back segments joined (FX trades Sunday to Friday without a break). */
+function openSpans(code: MarketCode, atMs: number): TradingSegment[] {
+  // A weekend is at most three dates long; a week either side covers every gap the calendar has.
+  const spans: TradingSegment[] = [];
+  for (const session of tradingSessions(code, atMs - DAY_MS, atMs + 8 * DAY_MS)) {
+    for (const segment of session.segments) {
+      const previous = spans[spans.length - 1];
+      if (previous && previous.endMs === segment.startMs) previous.endMs = segment.endMs;
+      else spans.push({ ...segment });
+    }
+  }
+  return spans;
+}
+
+/** The state of `code` at `atMs`, with its next open and close. */
+export function marketStatus(code: MarketCode, atMs: number): MarketStatus {
+  const info = infoOf(code);
+  const base = { market: info.code, name: info.name, timezone: info.timezone };
+  if (code === 'CRYPTO') return { ...base, state: 'open', nextOpen: null, nextClose: null };
+
+  const spans = openSpans(code, atMs);
+  const current = spans.find((span) => span.startMs <= atMs && atMs < span.endMs);
+  const next = spans.find((span) => span.startMs > atMs);
+  const nextOpen = next ? new Date(next.startMs) : null;
+  if (current) return { ...base, state: 'open', nextOpen, nextClose: new Date(current.endMs) };
+  return { ...base, state: extendedState(code, atMs), nextOpen, nextClose: next ? new Date(next.endMs) : null };
+}
+
+/** `pre` or `post` when `atMs` falls in the market's extended hours of a trading date, else `closed`. */
+function extendedState(code: MarketCode, atMs: number): MarketState {
+  const hours = HOURS[code];
+  if (!hours.extended) return 'closed';
+  const local = DateTime.fromMillis(atMs, { zone: zoneOf(code) });
+  if (!hours.weekdays.includes(local.weekday)) return 'closed';
+  const minutes = local.hour * 60 + local.minute;
+  const [regular] = hours.segments;
+  if (!regular) return 'closed';
+  if (minutes >= hours.extended.preFrom && minutes < regular.from) return 'pre';
+  if (minutes >= regular.to && minutes < hours.extended.postTo) return 'post';
+  return 'closed';
+}
+
+/** The status of every market of `MARKETS`, in that order. */
 export function allMarketStatuses(atMs: number): MarketStatus[] {
-  return MARKETS.map((m) => marketStatus(m.code, atMs));
+  return MARKETS.map((market) => marketStatus(market.code, atMs));
 }
-export function marketOf(_instrument: { instrument_type: InstrumentType; timezone: string }): MarketCode | undefined {
-  return undefined;
+
+const MARKET_OF_ZONE: Readonly<Record<string, MarketCode>> = {
+  'America/New_York': 'US',
+  'America/Chicago': 'US',
+  'Europe/London': 'UK',
+  'Europe/Berlin': 'DE',
+  'Europe/Paris': 'EU',
+  'Europe/Amsterdam': 'EU',
+  'Europe/Brussels': 'EU',
+  'Europe/Madrid': 'EU',
+  // Milan (Borsa Italiana, part of Euronext) has no zone of its own in IANA: it is Europe/Rome.
+  'Europe/Rome': 'EU',
+  'Asia/Tokyo': 'JP',
+  'Asia/Hong_Kong': 'HK',
+  'Asia/Shanghai': 'CN',
+};
+
+/** The market an instrument trades on, from its type and exchange time zone; undefined when none fits. */
+export function marketOf(instrument: { instrument_type: InstrumentType; timezone: string }): MarketCode | undefined {
+  if (instrument.instrument_type === 'crypto') return 'CRYPTO';
+  if (instrument.instrument_type === 'currency') return 'FX';
+  return MARKET_OF_ZONE[instrument.timezone];
 }

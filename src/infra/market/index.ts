@@ -9,8 +9,8 @@ import { YahooMarketDataProvider } from './yahoo-market-data-provider.js';
 
 export { CircuitOpenError, ResilientMarketDataProvider } from './resilient-market-data-provider.js';
 export type { BreakerState, DatasourceHealth, ResilientMarketDataProviderOptions } from './resilient-market-data-provider.js';
-export { SIMULATED_INDICES, SimulatedMarketDataProvider } from './simulated-market-data-provider.js';
-export type { SimulatedIndex, SimulatedMarketDataProviderOptions } from './simulated-market-data-provider.js';
+export { SIMULATED_DIRECTORY, SimulatedMarketDataProvider } from './simulated-market-data-provider.js';
+export type { SimulatedInstrument, SimulatedMarketDataProviderOptions } from './simulated-market-data-provider.js';
 export { DEFAULT_USER_AGENT, YahooMarketDataProvider } from './yahoo-market-data-provider.js';
 export type { YahooMarketDataProviderOptions } from './yahoo-market-data-provider.js';
 
@@ -52,6 +52,6 @@ export function createMarketDataProvider(
     { provider: 'simulated', symbols: market.symbols },
     'Market data: SIMULATED demo data (a deterministic random walk, not real quotes); set MARKET_DATA_PROVIDER=yahoo for live quotes from Yahoo Finance',
   );
-  const simulated = new SimulatedMarketDataProvider({ symbols: market.symbols });
+  const simulated = new SimulatedMarketDataProvider({});
   return new ResilientMarketDataProvider(simulated, { ...breaker, timeoutMs: market.timeoutMs, logger });
 }
