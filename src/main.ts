@@ -79,9 +79,10 @@ function signingSecret(config: Config, logger: Logger): string {
 export async function openAccounts(
   config: Config,
   logger: Logger,
+  options: { /** Where audit lines go; default `logger`. */ auditLogger?: Logger } = {},
 ): Promise<{ accounts: AccountService; keys: ApiKeyService; description: string; close(): Promise<void> }> {
   const db = await openUserStore(config.database.url, { runMigrations: true });
-  const audit = new PinoAuditLog(logger);
+  const audit = new PinoAuditLog(options.auditLogger ?? logger);
   const accounts = new AccountService({
     userStore: db.store,
     tokens: new TokenService({ secret: randomBytes(48).toString('base64url'), ttlMs: config.auth.tokenTtlMs }),
