@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { logFile, noteSecrets } from '../helpers/log-files.js';
 import { MDS_BIN, spawnServe, type ServeProcess } from '../helpers/serve-process.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -15,8 +16,13 @@ let dir: string;
 let env: NodeJS.ProcessEnv;
 let serve: ServeProcess;
 
+const cliStderr = logFile('cli-stderr');
+
+/** Runs `mds ...args`; stderr (the CLI's log and audit lines) joins the run's logs, and any key it prints is noted. */
 function mds(args: string[]) {
   const r = spawnSync(process.execPath, [MDS_BIN, ...args], { cwd: dir, env, encoding: 'utf8', timeout: 60_000 });
+  cliStderr(r.stderr);
+  noteSecrets(...(r.stdout.match(/mds_[A-Za-z0-9_-]{43}/g) ?? []));
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

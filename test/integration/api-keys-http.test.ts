@@ -8,6 +8,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { noteSecrets } from '../helpers/log-files.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -34,12 +35,15 @@ let adminToken: string;
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
+/** POSTs a new key; the key in a 201 is noted for the run's log scan. */
 async function createKey(svc: TestService, headers: Record<string, string>, body: Record<string, unknown>, requestId?: string): Promise<Response> {
-  return svc.fetch('/api/admin/api-keys', {
+  const res = await svc.fetch('/api/admin/api-keys', {
     method: 'POST',
     headers: { ...json, ...headers, ...(requestId ? { 'x-request-id': requestId } : {}) },
     body: JSON.stringify(body),
   });
+  if (res.status === 201) noteSecrets(((await res.clone().json()) as { key: string }).key);
+  return res;
 }
 
 async function newKey(body: Record<string, unknown>): Promise<CreatedApiKey> {
