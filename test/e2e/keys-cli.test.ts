@@ -35,6 +35,9 @@ function auditLines(stderr: string): Array<Record<string, unknown>> {
     .filter((l) => l.audit === true);
 }
 
+/** Each `mds` process takes seconds on a loaded machine; a test here runs up to seven of them. */
+const CLI_TEST_TIMEOUT_MS = 120_000;
+
 const adminStatus = (key: string) => fetch(`${serve.url}/api/admin/status`, { headers: { 'x-api-key': key } });
 
 beforeAll(async () => {
@@ -101,7 +104,7 @@ describe('mds keys', () => {
     expect(auditLines(created.stderr)).toEqual([expect.objectContaining({ actor: 'cli', action: 'api_key.created', target: `key:${id}`, role: 'admin' })]);
     expect(auditLines(revoked.stderr)).toEqual([expect.objectContaining({ actor: 'cli', action: 'api_key.revoked', target: `key:${id}` })]);
     expect(created.stderr).not.toContain(secret);
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 
   it('a read key made at the command line gets 403 on admin endpoints; --json shows the key once', async () => {
     const created = mds(['keys', 'create', 'viewer', '--json']);
@@ -113,7 +116,7 @@ describe('mds keys', () => {
 
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: string }).error).toBe('Administrator rights required');
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 
   it('refuses bad input with one line and a non-zero exit: an expiry in the past, an unknown role, a bad name', () => {
     const past = mds(['keys', 'create', 'late', '--expires-at', '2001-01-01T00:00:00Z']);
@@ -128,7 +131,7 @@ describe('mds keys', () => {
     expect(name.code).not.toBe(0);
     expect(name.stderr).toContain('body.name');
     for (const r of [past, role, name]) expect(r.stderr).not.toMatch(/\n\s+at /);
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 
   it.each([['create'], ['list'], ['revoke']])('keys %s --help shows a description and examples', (cmd) => {
     const r = mds(['keys', cmd, '--help']);
