@@ -273,6 +273,13 @@ async function main(): Promise<void> {
     await scenario('health', { url: `${redisMode.url}/api/health` });
     await scenario('admin status (bearer)', { url: `${redisMode.url}/api/admin/status`, headers: { Authorization: `Bearer ${token}` } });
     await scenario('admin status (API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': API_KEY } });
+    const managed = await fetch(`${redisMode.url}/api/admin/api-keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', Authorization: `Bearer ${token}` },
+      body: JSON.stringify({ name: 'bench', role: 'admin' }),
+    });
+    const managedKey = ((await managed.json()) as { key: string }).key;
+    await scenario('admin status (managed API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': managedKey } }, 'database lookup at most every 500 ms per key');
 
     // Logins (bcrypt-bound) and cached reads at once: the reads must not starve.
     let logins: Measured[] = [];

@@ -82,6 +82,13 @@ export class UnknownSymbolError extends AppError {
   }
 }
 
+/** No managed API key has this id (never existed, or already revoked). */
+export class ApiKeyNotFoundError extends AppError {
+  constructor(id: string) {
+    super('API_KEY_NOT_FOUND', `API key '${id}' not found`);
+  }
+}
+
 /** Too many attempts; retry after `retryAfterSeconds`. */
 export class TooManyRequestsError extends AppError {
   readonly retryAfterSeconds: number;
@@ -159,6 +166,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   UNKNOWN_SYMBOL: 404,
   DOCS_NOT_BUILT: 404,
   USERNAME_TAKEN: 409,
+  API_KEY_NOT_FOUND: 404,
   TOO_MANY_REQUESTS: 429,
   DATA_SOURCE_UNAVAILABLE: 503,
 };

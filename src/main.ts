@@ -14,8 +14,10 @@ import { FastPath } from './fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { loadContract, type Contract } from './contract.js';
 import { createHandlers } from './handlers/index.js';
+import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
+import { PasswordHasher } from './infra/auth/passwords.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
@@ -23,6 +25,7 @@ import { createMarketDataProvider } from './infra/market/index.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './logger.js';
 import { AccountService } from './services/accounts.js';
+import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
 import { RepresentationCache } from './services/representation-cache.js';
@@ -70,20 +73,36 @@ function signingSecret(config: Config, logger: Logger): string {
 }
 
 /**
- * The accounts service over the configured database, for the CLI: migrations run first, tokens are
- * never issued (a random secret), throttling stays in memory.
+ * The accounts and API-key services over the configured database, for the CLI: migrations run first,
+ * tokens are never issued (a random secret), throttling stays in memory. A key revoked here reaches
+ * running instances through their lookup cache's lifetime (under a second), not a broadcast.
  */
-export async function openAccounts(config: Config, logger: Logger): Promise<{ accounts: AccountService; description: string; close(): Promise<void> }> {
+export async function openAccounts(
+  config: Config,
+  logger: Logger,
+  options: { /** Where audit lines go; default `logger`. */ auditLogger?: Logger } = {},
+): Promise<{ accounts: AccountService; keys: ApiKeyService; description: string; close(): Promise<void> }> {
   const db = await openUserStore(config.database.url, { runMigrations: true });
+  const audit = new PinoAuditLog(options.auditLogger ?? logger);
   const accounts = new AccountService({
     userStore: db.store,
     tokens: new TokenService({ secret: randomBytes(48).toString('base64url'), ttlMs: config.auth.tokenTtlMs }),
     throttle: new LoginThrottle({ redis: undefined, maxFailures: config.auth.loginMaxFailures, blockMs: config.auth.loginBlockMs }),
-    bcryptRounds: config.auth.bcryptRounds,
+    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds }),
+    audit,
     defaultAdmin: config.auth.defaultAdmin,
     logger,
   });
-  return { accounts, description: db.description, close: () => db.close() };
+  const keys = new ApiKeyService({ store: db.apiKeys, audit, logger });
+  return {
+    accounts,
+    keys,
+    description: db.description,
+    close: async () => {
+      keys.close();
+      await db.close();
+    },
+  };
 }
 
 /** Builds every part, logs the startup sequence of SPEC.md, and listens on config.server. */
@@ -107,11 +126,13 @@ export async function startService(config: Config, logger: Logger, options: Star
     maxFailures: config.auth.loginMaxFailures,
     blockMs: config.auth.loginBlockMs,
   });
+  const audit = new PinoAuditLog(logger);
   const accounts = new AccountService({
     userStore: db.store,
     tokens,
     throttle,
-    bcryptRounds: config.auth.bcryptRounds,
+    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds }),
+    audit,
     defaultAdmin: config.auth.defaultAdmin,
     tokenTtlMs: config.auth.tokenTtlMs,
     logger,
@@ -147,7 +168,8 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
   }
 
-  const auth = createPassportAuth({ userStore: db.store, tokens, apiKeys: config.auth.apiKeys });
+  const keys = new ApiKeyService({ store: db.apiKeys, audit, broadcast: cache, logger });
+  const auth = createPassportAuth({ userStore: db.store, tokens, apiKeys: config.auth.apiKeys, managedKeys: keys });
   logger.info({ algorithm: 'HS256', apiKeys: config.auth.apiKeys.length }, 'authentication ready');
 
   const health = new HealthService({
@@ -166,7 +188,7 @@ export async function startService(config: Config, logger: Logger, options: Star
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, market, status, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, status, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
@@ -188,6 +210,7 @@ export async function startService(config: Config, logger: Logger, options: Star
   }).catch(async (err: unknown) => {
     // Nothing listens: release what startup opened, so the caller's process can end.
     scheduler.stop();
+    keys.close();
     provider.close();
     await cache.close();
     await db.close();
@@ -215,6 +238,7 @@ export async function startService(config: Config, logger: Logger, options: Star
         server.closeIdleConnections();
       });
       scheduler.stop();
+      keys.close();
       provider.close();
       await cache.close();
       await db.close();

@@ -128,4 +128,119 @@ export interface Principal {
   username: string;
   isAdmin: boolean;
   kind: 'user' | 'api-key';
+  /**
+   * Stable quota and audit identity: `user:<username>`, `key:<keyId>` for a managed key,
+   * `key:static:<first 8 hex of sha256(key)>` for a key from API_KEYS.
+   */
+  id?: string;
+  /** A managed key's own requests-per-minute limit; absent means the default for its kind. */
+  rateLimitPerMinute?: number;
+}
+
+/** What a managed API key may do: `read` calls the data endpoints, `admin` is an administrator. */
+export type ApiKeyRole = 'read' | 'admin';
+
+/** A stored managed API key. Only the SHA-256 digest of the secret is kept; the secret itself never is. */
+export interface ApiKeyRecord {
+  /** UUID; appears in principals (`key:<id>`), lists and the revoke path. */
+  id: string;
+  name: string;
+  role: ApiKeyRole;
+  /** Lowercase hex SHA-256 of the whole key (`mds_...`). Never leaves the services layer. */
+  digest: string;
+  rateLimitPerMinute: number | null;
+  expiresAt: Date | null;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  /** Actor id of the creator (`user:admin`, `cli`, ...). */
+  createdBy: string;
+}
+
+/** Where managed API keys live. */
+export interface ApiKeyStore {
+  /** Stores a new key. The id and digest are unique (random UUID, digest of 256 random bits). */
+  create(record: ApiKeyRecord): Promise<ApiKeyRecord>;
+  /** The key whose digest is `digest`, or `undefined` (revoked keys are gone). */
+  findByDigest(digest: string): Promise<ApiKeyRecord | undefined>;
+  /** Every key, newest first. */
+  list(): Promise<ApiKeyRecord[]>;
+  /** Removes the key; resolves to false when there was none with that id. */
+  delete(id: string): Promise<boolean>;
+  /**
+   * Sets `lastUsedAt` to `at` unless it is already later than `at - minIntervalMs`, so instances
+   * sharing the database write it at most once per interval. Resolves to true when it wrote.
+   */
+  touchLastUsed(id: string, at: Date, minIntervalMs: number): Promise<boolean>;
+}
+
+/** Turns a presented managed key into the caller it stands for. */
+export interface ApiKeyVerifier {
+  /**
+   * The principal of `key` when it is a managed key that exists and has not expired, else `undefined`.
+   * Throws only when the store cannot answer.
+   */
+  verify(key: string): Promise<Principal | undefined>;
+}
+
+/** Password hashing and the password rules, as the accounts service needs them. */
+export interface Passwords {
+  /** A one-way hash of `password`; does not check the rules. */
+  hash(password: string): Promise<string>;
+  /** True when `password` matches `hash`. */
+  verify(password: string, hash: string): Promise<boolean>;
+  /** Costs what `verify` costs and resolves to false: the path for an unknown user. */
+  verifyUnknownUser(password: string): Promise<false>;
+  /** Warms up whatever `verifyUnknownUser` needs, so the first call does not pay for it. */
+  dummyHash(): Promise<string>;
+  /** Throws `InvalidRequestError` (one violation at `path`) unless `password` follows the rules. */
+  assertAcceptable(password: string, path: string): void;
+}
+
+/** An access token just issued. */
+export interface IssuedAccessToken {
+  token: string;
+  /** Seconds from issue to expiry. */
+  expiresInSeconds: number;
+}
+
+/** Issues access tokens for users. */
+export interface TokenIssuer {
+  /** A token for `user`, valid for `options.ttlMs` (default: the issuer's own lifetime) and tied to its password hash. */
+  sign(user: Pick<User, 'username' | 'isAdmin' | 'passwordHash'>, options?: { ttlMs?: number }): IssuedAccessToken;
+}
+
+/** Counts failed logins and refuses attempts while a username or address is blocked. */
+export interface LoginAttempts {
+  /** Throws `TooManyRequestsError` (with `retryAfterSeconds`) while `username` or `ip` is blocked. */
+  check(username: string, ip: string): Promise<void>;
+  /** Counts one failure against the username and the address. */
+  recordFailure(username: string, ip: string): Promise<void>;
+  /** Clears the username's failures after a correct login. */
+  recordSuccess(username: string, ip: string): Promise<void>;
+}
+
+/** Where a security-relevant action came from, for the audit log. */
+export interface ActionContext {
+  /** Actor id: a principal's `id` (`user:admin`, `key:<id>`), `cli`, or `anonymous`. */
+  actor: string;
+  /** Client address, when the action came over HTTP. */
+  ip?: string | undefined;
+  /** The request id (`X-Request-Id`), when the action came over HTTP. */
+  requestId?: string | undefined;
+}
+
+/** One security event. Never carries a password, hash, token or key. */
+export interface AuditEvent {
+  /** What happened, dotted: `login.succeeded`, `api_key.revoked`, `cache.flushed`, ... */
+  action: string;
+  /** What it happened to (`user:bob`, `key:<id>`, `cache`). */
+  target: string;
+  /** Extra non-secret facts (`reason`, `role`, `removed`). */
+  details?: Record<string, string | number | boolean | null>;
+}
+
+/** The audit trail of security events. */
+export interface AuditLog {
+  /** Records `event` done by `context.actor`; never throws. */
+  record(event: AuditEvent, context: ActionContext): void;
 }

@@ -29,6 +29,14 @@ export function cliLogger(config: Config): Logger {
 }
 
 /**
+ * Audit lines of operator actions (actor `cli`) go to stderr as JSON, at info whatever the CLI's own
+ * log level, so a CLI change leaves the same trail as one made through the API. LOG_LEVEL=silent mutes them.
+ */
+export function cliAuditLogger(config: Config): Logger {
+  return createLogger({ level: config.log.level === 'silent' ? 'silent' : 'info' }, pino.destination(2));
+}
+
+/**
  * Runs `work` with the accounts service over the configured database, then closes it. Any failure
  * becomes one line on stderr and a non-zero exit.
  */
@@ -36,11 +44,23 @@ export async function withAccounts<T>(
   command: Command,
   work: (accounts: Awaited<ReturnType<typeof openAccounts>>['accounts'], config: Config) => Promise<T>,
 ): Promise<T> {
+  return withServices(command, (opened, config) => work(opened.accounts, config));
+}
+
+/** Runs `work` with the managed API keys service over the configured database, as `withAccounts`. */
+export async function withKeys<T>(
+  command: Command,
+  work: (keys: Awaited<ReturnType<typeof openAccounts>>['keys'], config: Config) => Promise<T>,
+): Promise<T> {
+  return withServices(command, (opened, config) => work(opened.keys, config));
+}
+
+async function withServices<T>(command: Command, work: (opened: Awaited<ReturnType<typeof openAccounts>>, config: Config) => Promise<T>): Promise<T> {
   const config = loadCliConfig(command);
   let opened: Awaited<ReturnType<typeof openAccounts>> | undefined;
   try {
-    opened = await openAccounts(config, cliLogger(config));
-    return await work(opened.accounts, config);
+    opened = await openAccounts(config, cliLogger(config), { auditLogger: cliAuditLogger(config) });
+    return await work(opened, config);
   } catch (err) {
     return command.error(failure(err), { exit: 1 });
   } finally {

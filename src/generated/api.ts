@@ -148,6 +148,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List managed API keys
+         * @description Lists every managed API key, newest first, without its secret or digest.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create a managed API key
+         * @description Issues a new API key; the answer is the only place the key itself is ever shown.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a managed API key
+         * @description Revokes a managed API key; every instance refuses it within a second.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/indices": {
         parameters: {
             query?: never;
@@ -491,6 +535,82 @@ export interface components {
              * @example false
              */
             is_admin: boolean;
+        };
+        /**
+         * Format: uuid
+         * @description The id of a managed API key (a UUID); not a secret.
+         * @example 3f0c8a52-9b1e-4c47-8d2a-1f6e0b7c9a01
+         */
+        ApiKeyId: string;
+        /**
+         * @description A label for the key's holder, 1 to 64 letters, digits, dots, dashes or underscores.
+         * @example dashboard
+         */
+        ApiKeyName: string;
+        /**
+         * @description `read` identifies a caller of the data endpoints (403 on admin endpoints); `admin` is an administrator.
+         * @example read
+         * @enum {string}
+         */
+        ApiKeyRole: "read" | "admin";
+        /**
+         * @description This key's own requests per minute, instead of RATE_LIMIT_AUTHENTICATED_PER_MINUTE.
+         * @example 600
+         */
+        ApiKeyRateLimit: number;
+        /** @description A new managed API key. */
+        CreateApiKeyRequest: {
+            name: components["schemas"]["ApiKeyName"];
+            role: components["schemas"]["ApiKeyRole"];
+            rate_limit_per_minute?: components["schemas"]["ApiKeyRateLimit"];
+            /**
+             * Format: date-time
+             * @description When the key stops working; must lie in the future. Absent means never.
+             * @example 2027-01-01T00:00:00Z
+             */
+            expires_at?: string;
+        };
+        /** @description A managed API key as listed. Neither the key nor its digest is ever returned here. */
+        ApiKey: {
+            id: components["schemas"]["ApiKeyId"];
+            name: components["schemas"]["ApiKeyName"];
+            role: components["schemas"]["ApiKeyRole"];
+            /**
+             * @description This key's own requests per minute; null means the default for authenticated callers.
+             * @example 600
+             */
+            rate_limit_per_minute: components["schemas"]["ApiKeyRateLimit"] | null;
+            /**
+             * Format: date-time
+             * @description When the key stops working; null means never.
+             * @example 2027-01-01T00:00:00.000Z
+             */
+            expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was created.
+             * @example 2026-11-23T10:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the key last authenticated a request, to the minute (written at most once a minute); null if never.
+             * @example 2026-11-23T11:42:00.000Z
+             */
+            last_used_at: string | null;
+            /**
+             * @description Who created it: `user:<username>`, `key:<id>`, `key:static:<digest prefix>` or `cli`.
+             * @example user:admin
+             */
+            created_by: string;
+        };
+        /** @description A managed API key just created, with its secret. Store the key now; it cannot be shown again. */
+        CreatedApiKey: components["schemas"]["ApiKey"] & {
+            /**
+             * @description The API key: `mds_` and 43 base64url characters (256 random bits). Send it as `X-API-Key`.
+             * @example mds_q3Zb8c1Xv0nT5pKf2sH7uLw9yRe4aGd6jMiBoNxCtVz
+             */
+            key: string;
         };
         /** @description The result of a cache flush. */
         CacheFlushResult: {
@@ -1478,6 +1598,85 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every managed API key, revoked ones excluded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The created key, with its secret (shown once). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of the key, as listed. */
+                id: components["schemas"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -1,16 +1,22 @@
+import type { AuditLog } from '../ports.js';
 import type { AccountService } from '../services/accounts.js';
+import type { ApiKeyService } from '../services/api-keys.js';
 import type { MarketDataService } from '../services/market-data.js';
 import type { StatusService } from '../services/status.js';
+import { actionContext } from './context.js';
 import type { Handler, JsonResponse } from './types.js';
 
-export function adminHandlers(deps: { accounts: AccountService; market: MarketDataService; status: StatusService }): {
+export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyService; market: MarketDataService; status: StatusService; audit: AuditLog }): {
   getAdminStatus: Handler<'getAdminStatus'>;
   listUsers: Handler<'listUsers'>;
   createUser: Handler<'createUser'>;
   deleteUser: Handler<'deleteUser'>;
   flushCache: Handler<'flushCache'>;
+  listApiKeys: Handler<'listApiKeys'>;
+  createApiKey: Handler<'createApiKey'>;
+  revokeApiKey: Handler<'revokeApiKey'>;
 } {
-  const { accounts, market, status } = deps;
+  const { accounts, keys, market, status, audit } = deps;
   return {
     async getAdminStatus(_req, res) {
       const body: JsonResponse<'getAdminStatus', 200> = await status.report();
@@ -22,16 +28,32 @@ export function adminHandlers(deps: { accounts: AccountService; market: MarketDa
     },
     async createUser(req, res) {
       const { username, password, is_admin } = req.body;
-      const body: JsonResponse<'createUser', 201> = await accounts.createUser({ username, password, is_admin: is_admin ?? false });
+      const body: JsonResponse<'createUser', 201> = await accounts.createUser({ username, password, is_admin: is_admin ?? false }, actionContext(req));
       res.status(201).json(body);
     },
     async deleteUser(req, res) {
-      await accounts.deleteUser(req.params.username);
+      await accounts.deleteUser(req.params.username, actionContext(req));
       res.status(204).end();
     },
-    async flushCache(_req, res) {
-      const body: JsonResponse<'flushCache', 200> = { ok: true, removed: await market.flush() };
+    async flushCache(req, res) {
+      const removed = await market.flush();
+      // The market-data service knows nothing of callers; the audit line is written where the caller is known.
+      audit.record({ action: 'cache.flushed', target: 'cache', details: { removed } }, actionContext(req));
+      const body: JsonResponse<'flushCache', 200> = { ok: true, removed };
       res.status(200).json(body);
+    },
+    async listApiKeys(_req, res) {
+      const body: JsonResponse<'listApiKeys', 200> = await keys.list();
+      res.status(200).json(body);
+    },
+    async createApiKey(req, res) {
+      const body: JsonResponse<'createApiKey', 201> = await keys.create(req.body, actionContext(req));
+      // The one response that carries a secret: no cache may keep it.
+      res.status(201).set('Cache-Control', 'no-store').json(body);
+    },
+    async revokeApiKey(req, res) {
+      await keys.revoke(req.params.id, actionContext(req));
+      res.status(204).end();
     },
   };
 }

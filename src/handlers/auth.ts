@@ -1,16 +1,17 @@
 import { NotAuthenticatedError } from '../errors.js';
 import type { AccountService } from '../services/accounts.js';
+import { actionContext } from './context.js';
 import type { Handler, JsonResponse } from './types.js';
 
 export function authHandlers(accounts: AccountService): { login: Handler<'login'>; changePassword: Handler<'changePassword'> } {
   return {
     async login(req, res) {
-      const body: JsonResponse<'login', 200> = await accounts.login(req.body.username, req.body.password, req.ip ?? 'unknown');
+      const body: JsonResponse<'login', 200> = await accounts.login(req.body.username, req.body.password, req.ip ?? 'unknown', actionContext(req).requestId);
       res.status(200).json(body);
     },
     async changePassword(req, res) {
       if (!req.principal) throw new NotAuthenticatedError();
-      const body: JsonResponse<'changePassword', 200> = await accounts.changePassword(req.principal, req.body.old_password, req.body.new_password);
+      const body: JsonResponse<'changePassword', 200> = await accounts.changePassword(req.principal, req.body.old_password, req.body.new_password, actionContext(req));
       res.status(200).json(body);
     },
   };

@@ -1,6 +1,8 @@
 /** All handlers, keyed by operationId; `createApp` refuses to start when one is missing. */
 import type { Contract } from '../contract.js';
+import type { AuditLog } from '../ports.js';
 import type { AccountService } from '../services/accounts.js';
+import type { ApiKeyService } from '../services/api-keys.js';
 import type { HealthService } from '../services/health.js';
 import type { MarketDataService } from '../services/market-data.js';
 import type { StatusService } from '../services/status.js';
@@ -16,6 +18,8 @@ export interface HandlerDeps {
   docs: () => Promise<string | undefined>;
   health: HealthService;
   accounts: AccountService;
+  keys: ApiKeyService;
+  audit: AuditLog;
   market: MarketDataService;
   status: StatusService;
   /** Lets the fast path answer this request target for the next second (omit to keep every request in Express). */

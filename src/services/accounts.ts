@@ -2,14 +2,12 @@
  * Account use cases: login (throttled, same answer for unknown user and wrong password), password
  * change (revokes older tokens), the default administrator, and user administration for the API and
  * the CLI. Results are shaped as the API spells them; password hashes never leave this service.
+ * Every security event (logins, password changes, user changes) goes to the audit log.
  */
-import { BusinessRuleError, ConfigError, InvalidCredentialsError, InvalidRequestError, UsernameTakenError } from '../errors.js';
+import { BusinessRuleError, ConfigError, InvalidCredentialsError, InvalidRequestError, TooManyRequestsError, UsernameTakenError } from '../errors.js';
 import type { components } from '../generated/api.js';
-import type { LoginThrottle } from '../infra/auth/login-throttle.js';
-import { assertAcceptablePassword, PasswordHasher } from '../infra/auth/passwords.js';
-import type { TokenService } from '../infra/auth/tokens.js';
 import type { Logger } from '../logger.js';
-import type { Principal, User, UserStore } from '../ports.js';
+import type { ActionContext, AuditLog, LoginAttempts, Passwords, Principal, TokenIssuer, User, UserStore } from '../ports.js';
 
 export type LoginResult = components['schemas']['LoginResult'];
 export type ApiUser = components['schemas']['User'];
@@ -19,32 +17,35 @@ export const LOGIN_FAILED_MESSAGE = 'Invalid username or password';
 
 const USERNAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
-export type AccountServiceOptions = {
+/** The actor of an action with no principal behind it (an operator at the `mds` command line). */
+export const CLI_CONTEXT: Readonly<ActionContext> = Object.freeze({ actor: 'cli' });
+
+/** The audit actor a principal stands for: its stable id, or its name for callers built without one. */
+export function actorOf(principal: Principal): string {
+  return principal.id ?? `${principal.kind === 'user' ? 'user' : 'key'}:${principal.username}`;
+}
+
+export interface AccountServiceOptions {
   userStore: UserStore;
-  tokens: TokenService;
-  throttle: LoginThrottle;
+  tokens: TokenIssuer;
+  throttle: LoginAttempts;
+  /** Hashing and the password rules (shares its dummy hash with other users of it). */
+  passwords: Passwords;
+  audit: AuditLog;
   /** DEFAULT_ADMIN_USERNAME / DEFAULT_ADMIN_PASSWORD. */
   defaultAdmin: { username: string; password: string };
-  /** Lifetime of issued tokens in ms; default: the TokenService's own. */
+  /** Lifetime of issued tokens in ms; default: the issuer's own. */
   tokenTtlMs?: number;
   logger: Logger;
-} & (
-  | {
-      /** A ready hasher (shares its dummy hash with other users of it). */
-      passwords: PasswordHasher;
-    }
-  | {
-      /** BCRYPT_ROUNDS: the service builds its own hasher at this cost. */
-      bcryptRounds: number;
-    }
-);
+}
 
 /** Who may log in, with what, and who administers whom. */
 export class AccountService {
   readonly #store: UserStore;
-  readonly #tokens: TokenService;
-  readonly #throttle: LoginThrottle;
-  readonly #passwords: PasswordHasher;
+  readonly #tokens: TokenIssuer;
+  readonly #throttle: LoginAttempts;
+  readonly #passwords: Passwords;
+  readonly #audit: AuditLog;
   readonly #defaultAdmin: { username: string; password: string };
   readonly #tokenTtlMs: number | undefined;
   readonly #logger: Logger;
@@ -53,7 +54,8 @@ export class AccountService {
     this.#store = options.userStore;
     this.#tokens = options.tokens;
     this.#throttle = options.throttle;
-    this.#passwords = 'passwords' in options ? options.passwords : new PasswordHasher({ rounds: options.bcryptRounds });
+    this.#passwords = options.passwords;
+    this.#audit = options.audit;
     this.#defaultAdmin = { ...options.defaultAdmin };
     this.#tokenTtlMs = options.tokenTtlMs;
     this.#logger = options.logger;
@@ -65,18 +67,28 @@ export class AccountService {
    * Exchanges credentials for a token. Throws `TooManyRequestsError` while the username or `ip` is
    * blocked, and `InvalidCredentialsError('Invalid username or password')` for an unknown user or a
    * wrong password alike (both cost one bcrypt comparison and count as a failure).
+   * `requestId` ties the audit line to the request's log lines.
    */
-  async login(username: string, password: string, ip: string): Promise<LoginResult> {
-    await this.#throttle.check(username, ip);
+  async login(username: string, password: string, ip: string, requestId?: string): Promise<LoginResult> {
+    const target = `user:${username}`;
+    try {
+      await this.#throttle.check(username, ip);
+    } catch (err) {
+      if (err instanceof TooManyRequestsError) {
+        this.#audit.record({ action: 'login.failed', target, details: { reason: 'throttled' } }, { actor: 'anonymous', ip, requestId });
+      }
+      throw err;
+    }
     const user = await this.#store.findByUsername(username);
     const valid = user ? await this.#passwords.verify(password, user.passwordHash) : await this.#passwords.verifyUnknownUser(password);
     if (!user || !valid) {
       await this.#throttle.recordFailure(username, ip);
-      this.#logger.info({ username, ip, reason: user ? 'wrong password' : 'unknown user' }, 'login failed');
+      const reason = user ? 'wrong password' : 'unknown user';
+      this.#audit.record({ action: 'login.failed', target, details: { reason } }, { actor: 'anonymous', ip, requestId });
       throw new InvalidCredentialsError(LOGIN_FAILED_MESSAGE);
     }
     await this.#throttle.recordSuccess(username, ip);
-    this.#logger.info({ username, ip }, 'login succeeded');
+    this.#audit.record({ action: 'login.succeeded', target }, { actor: target, ip, requestId });
     return this.#loginResult(user, this.#isDefaultAdminPassword(user.username, password));
   }
 
@@ -85,11 +97,16 @@ export class AccountService {
    * working. Throws `BusinessRuleError` for an API key (it has no password), a wrong old password, or
    * a new password equal to the old one, and `InvalidRequestError` when the new one is not 8..72 bytes.
    */
-  async changePassword(principal: Principal, oldPassword: string, newPassword: string): Promise<LoginResult> {
+  async changePassword(
+    principal: Principal,
+    oldPassword: string,
+    newPassword: string,
+    request: Omit<ActionContext, 'actor'> = {},
+  ): Promise<LoginResult> {
     if (principal.kind === 'api-key') {
       throw new BusinessRuleError('API_KEY_HAS_NO_PASSWORD', 'An API key has no password to change: log in as a user first');
     }
-    assertAcceptablePassword(newPassword, 'body.new_password');
+    this.#passwords.assertAcceptable(newPassword, 'body.new_password');
     const user = await this.#requireUser(principal.username);
     if (!(await this.#passwords.verify(oldPassword, user.passwordHash))) {
       throw new BusinessRuleError('OLD_PASSWORD_INCORRECT', 'Old password is incorrect');
@@ -98,7 +115,7 @@ export class AccountService {
       throw new BusinessRuleError('PASSWORD_UNCHANGED', 'New password must differ from the old one');
     }
     const updated = await this.#store.updatePasswordHash(user.username, await this.#passwords.hash(newPassword));
-    this.#logger.info({ username: user.username }, 'password changed; older tokens revoked');
+    this.#audit.record({ action: 'password.changed', target: `user:${user.username}` }, { ...request, actor: actorOf(principal) });
     return this.#loginResult(updated, this.#isDefaultAdminPassword(updated.username, newPassword));
   }
 
@@ -110,7 +127,7 @@ export class AccountService {
     const { username, password } = this.#defaultAdmin;
     if (await this.#store.findByUsername(username)) return 'exists';
     try {
-      assertAcceptablePassword(password, 'DEFAULT_ADMIN_PASSWORD');
+      this.#passwords.assertAcceptable(password, 'DEFAULT_ADMIN_PASSWORD');
     } catch (err) {
       if (err instanceof InvalidRequestError) throw new ConfigError(`Invalid configuration: ${err.violations.map((v) => `${v.path} ${v.message}`).join('; ')}`);
       throw err;
@@ -123,6 +140,7 @@ export class AccountService {
       throw err;
     }
     this.#logger.info({ username }, 'default administrator created');
+    this.#audit.record({ action: 'user.created', target: `user:${username}`, details: { is_admin: true, default_admin: true } }, { actor: 'system' });
     return 'created';
   }
 
@@ -140,34 +158,34 @@ export class AccountService {
    * Creates a user. Throws `InvalidRequestError` for a bad username or a password outside 8..72 bytes,
    * and `UsernameTakenError` when the name exists.
    */
-  async createUser(input: { username: string; password: string; is_admin: boolean }): Promise<ApiUser> {
+  async createUser(input: { username: string; password: string; is_admin: boolean }, context: ActionContext = CLI_CONTEXT): Promise<ApiUser> {
     if (!USERNAME_PATTERN.test(input.username)) {
       throw new InvalidRequestError([{ path: 'body.username', message: 'must be 1 to 64 letters, digits, dots, dashes or underscores' }]);
     }
-    assertAcceptablePassword(input.password, 'body.password');
+    this.#passwords.assertAcceptable(input.password, 'body.password');
     const user = await this.#store.create({
       username: input.username,
       passwordHash: await this.#passwords.hash(input.password),
       isAdmin: input.is_admin,
     });
-    this.#logger.info({ username: user.username, is_admin: user.isAdmin }, 'user created');
+    this.#audit.record({ action: 'user.created', target: `user:${user.username}`, details: { is_admin: user.isAdmin } }, context);
     return toApiUser(user);
   }
 
   /** Deletes a user. Throws `UserNotFoundError`, or `LastAdminError` for the last administrator. */
-  async deleteUser(username: string): Promise<void> {
+  async deleteUser(username: string, context: ActionContext = CLI_CONTEXT): Promise<void> {
     await this.#store.delete(username);
-    this.#logger.info({ username }, 'user deleted');
+    this.#audit.record({ action: 'user.deleted', target: `user:${username}` }, context);
   }
 
   /**
    * Sets a user's password without the old one (operators, through the CLI); revokes the user's tokens.
    * Throws `InvalidRequestError` outside 8..72 bytes and `UserNotFoundError` for an unknown user.
    */
-  async setPassword(username: string, password: string): Promise<ApiUser> {
-    assertAcceptablePassword(password, 'password');
+  async setPassword(username: string, password: string, context: ActionContext = CLI_CONTEXT): Promise<ApiUser> {
+    this.#passwords.assertAcceptable(password, 'password');
     const user = await this.#store.updatePasswordHash(username, await this.#passwords.hash(password));
-    this.#logger.info({ username }, 'password set by an operator; older tokens revoked');
+    this.#audit.record({ action: 'user.password_set', target: `user:${username}` }, context);
     return toApiUser(user);
   }
 

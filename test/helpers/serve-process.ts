@@ -1,6 +1,7 @@
 /** `mds serve` as a real process: started, awaited until it prints where it listens, and stopped by a signal. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
+import { logFile, noteSecrets } from './log-files.js';
 
 export const MDS_BIN = resolve(import.meta.dirname, '../../bin/run.js');
 
@@ -28,8 +29,16 @@ export function spawnServe(
     env: options.env,
     stdio: ['ignore', options.stdout ?? 'pipe', 'pipe'],
   });
+  // The leak scan reads what the process logged: both streams, and the secrets it was configured with.
+  noteSecrets(options.env.SECRET_KEY, options.env.DEFAULT_ADMIN_PASSWORD, options.env.CACHE_PASSWORD, ...(options.env.API_KEYS ?? '').split(','));
+  const stdoutFile = logFile('serve-stdout');
+  const stderrFile = logFile('serve-stderr');
   let out = '';
-  child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  child.stdout?.on('data', (c: Buffer) => {
+    out += c.toString();
+    stdoutFile(c.toString());
+  });
+  child.stderr?.on('data', (c: Buffer) => stderrFile(c.toString()));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return new Promise<ServeProcess>((done, fail) => {
     let err = '';

@@ -1,7 +1,8 @@
 /**
  * Starts the real service (startService) on a free loopback port with a fresh SQLite file, the shared
  * test redis-server, and response validation on: every response the suite receives is checked
- * against openapi.yaml, and `close()` fails the test file when one broke the contract.
+ * against openapi.yaml, and `close()` fails the test file when one broke the contract. Every log line
+ * also goes to this run's log files, with the secrets the service was given noted for the leak scan.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { openAccounts, startService, type RunningService, type StartOptions } from '../../src/main.js';
+import { logFile, noteSecrets } from './log-files.js';
 
 export interface TestService extends RunningService {
   config: Config;
@@ -29,9 +31,12 @@ export const ADMIN = { username: 'admin', password: 'admin-password-1' } as cons
 
 export function captureLogger(level: 'info' | 'debug' = 'info'): { logger: Logger; logs: Array<Record<string, unknown>> } {
   const logs: Array<Record<string, unknown>> = [];
+  const toFile = logFile('service');
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+      const text = chunk.toString('utf8');
+      toFile(text);
+      for (const line of text.split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });
@@ -68,6 +73,7 @@ export interface TestServiceOptions extends StartOptions {
 export async function startTestService(env: Record<string, string> = {}, options: TestServiceOptions = {}): Promise<TestService> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'mds-test-'));
   const config = loadConfig(testEnv(dir, env), { readFile: false });
+  noteSecrets(config.auth.secretKey, config.auth.defaultAdmin.password, ...config.auth.apiKeys);
   const { logger, logs } = captureLogger();
   const violations: string[] = [];
   if (options.init) {
@@ -98,6 +104,7 @@ export async function startTestService(env: Record<string, string> = {}, options
         body: JSON.stringify({ username, password }),
       });
       const body = (await res.json()) as { access_token?: string };
+      noteSecrets(password, body.access_token);
       if (res.status !== 200 || !body.access_token) throw new Error(`login ${username} failed: ${res.status} ${JSON.stringify(body)}`);
       return body.access_token;
     },

@@ -1,6 +1,6 @@
 /**
  * AccountService over a real SQLite file, real bcrypt (cost 4), real tokens checked by the real
- * passport strategies over HTTP, and the login throttle (memory counters).
+ * passport strategies over HTTP, the login throttle (memory counters) and the audit log (a real pino logger).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import {
   UserNotFoundError,
   UsernameTakenError,
 } from '../../src/errors.js';
+import { PinoAuditLog } from '../../src/infra/audit/pino-audit-log.js';
 import { LoginThrottle } from '../../src/infra/auth/login-throttle.js';
 import { AUTH_MESSAGES, createPassportAuth } from '../../src/infra/auth/passport-auth.js';
 import { PasswordHasher } from '../../src/infra/auth/passwords.js';
@@ -25,6 +26,7 @@ import { createLogger } from '../../src/logger.js';
 import type { Principal } from '../../src/ports.js';
 import { AccountService, LOGIN_FAILED_MESSAGE } from '../../src/services/accounts.js';
 import { startAuthProbe, type AuthProbe } from '../helpers/auth-probe.js';
+import { captureLogs, type LogLine } from '../helpers/log-capture.js';
 
 const BCRYPT_ROUNDS = 4;
 const MAX_FAILURES = 3;
@@ -47,19 +49,25 @@ describe('AccountService', () => {
   let tokens: TokenService;
   let accounts: AccountService;
   let probe: AuthProbe;
+  let auditLines: LogLine[];
+  let audit: PinoAuditLog;
 
   const bearer = (token: string) => probe.bearer({ Authorization: `Bearer ${token}` });
-  const userPrincipal = (username: string, isAdmin = false): Principal => ({ username, isAdmin, kind: 'user' });
+  const userPrincipal = (username: string, isAdmin = false): Principal => ({ username, isAdmin, kind: 'user', id: `user:${username}` });
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mds-accounts-'));
     db = await openUserStore(`sqlite:${join(dir, 'mds.sqlite')}`, { runMigrations: true });
     tokens = new TokenService({ secret: 'accounts-test-secret-0123456789', ttlMs: TOKEN_TTL_MS });
+    const captured = captureLogs('info');
+    auditLines = captured.lines;
+    audit = new PinoAuditLog(captured.logger);
     accounts = new AccountService({
       userStore: db.store,
       tokens,
       throttle: new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS }),
       passwords: new PasswordHasher({ rounds: BCRYPT_ROUNDS }),
+      audit,
       defaultAdmin: DEFAULT_ADMIN,
       logger: createLogger({ level: 'silent' }),
     });
@@ -106,7 +114,8 @@ describe('AccountService', () => {
         userStore: db.store,
         tokens,
         throttle: new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS }),
-        bcryptRounds: BCRYPT_ROUNDS,
+        passwords: new PasswordHasher({ rounds: BCRYPT_ROUNDS }),
+        audit,
         defaultAdmin: DEFAULT_ADMIN,
         tokenTtlMs: 120_000,
         logger: createLogger({ level: 'silent' }),
@@ -257,7 +266,8 @@ describe('AccountService', () => {
         userStore: db.store,
         tokens,
         throttle: new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS }),
-        bcryptRounds: BCRYPT_ROUNDS,
+        passwords: new PasswordHasher({ rounds: BCRYPT_ROUNDS }),
+        audit,
         defaultAdmin: { username: 'admin', password: 'short' },
         logger: createLogger({ level: 'silent' }),
       });
@@ -307,6 +317,47 @@ describe('AccountService', () => {
       expect((await accounts.login('alice', 'operator-chosen-pw', '10.0.0.1')).ok).toBe(true);
       await expect(accounts.setPassword('ghost', 'operator-chosen-pw')).rejects.toBeInstanceOf(UserNotFoundError);
       await expect(accounts.setPassword('alice', 'short')).rejects.toBeInstanceOf(InvalidRequestError);
+    });
+  });
+
+  describe('audit log', () => {
+    const audited = () => auditLines.filter((l) => l.audit === true).map(({ actor, action, target, ip, reqId }) => ({ actor, action, target, ip, reqId }));
+
+    it('when logins fail and succeed, a password changes and users are created, deleted and reset, then each is one audit line without a secret', async () => {
+      auditLines.length = 0;
+
+      await accounts.login('alice', 'not-her-password', '10.0.0.5', 'req-1').catch(() => undefined);
+      await accounts.login('mallory', 'alice-password', '10.0.0.6', 'req-2').catch(() => undefined);
+      const session = await accounts.login('alice', 'alice-password', '10.0.0.5', 'req-3');
+      await accounts.changePassword(userPrincipal('alice'), 'alice-password', 'alice-second-pw', { ip: '10.0.0.5', requestId: 'req-4' });
+      await accounts.createUser({ username: 'carol', password: 'carol-password', is_admin: false }, { actor: 'user:bob', ip: '10.0.0.7', requestId: 'req-5' });
+      await accounts.setPassword('carol', 'carol-second-pw');
+      await accounts.deleteUser('carol', { actor: 'key:static:0123abcd', ip: '10.0.0.8', requestId: 'req-6' });
+
+      expect(audited()).toEqual([
+        { actor: 'anonymous', action: 'login.failed', target: 'user:alice', ip: '10.0.0.5', reqId: 'req-1' },
+        { actor: 'anonymous', action: 'login.failed', target: 'user:mallory', ip: '10.0.0.6', reqId: 'req-2' },
+        { actor: 'user:alice', action: 'login.succeeded', target: 'user:alice', ip: '10.0.0.5', reqId: 'req-3' },
+        { actor: 'user:alice', action: 'password.changed', target: 'user:alice', ip: '10.0.0.5', reqId: 'req-4' },
+        { actor: 'user:bob', action: 'user.created', target: 'user:carol', ip: '10.0.0.7', reqId: 'req-5' },
+        { actor: 'cli', action: 'user.password_set', target: 'user:carol', ip: null, reqId: null },
+        { actor: 'key:static:0123abcd', action: 'user.deleted', target: 'user:carol', ip: '10.0.0.8', reqId: 'req-6' },
+      ]);
+      expect(auditLines.filter((l) => l.action === 'login.failed').map((l) => l.reason)).toEqual(['wrong password', 'unknown user']);
+      const text = JSON.stringify(auditLines);
+      for (const secret of ['not-her-password', 'alice-password', 'alice-second-pw', 'carol-password', 'carol-second-pw', session.access_token]) {
+        expect(text).not.toContain(secret);
+      }
+      expect(text).not.toMatch(/\$2[aby]\$/);
+    });
+
+    it('when a login is throttled, then the refusal is audited as a failed login', async () => {
+      for (let i = 0; i < MAX_FAILURES; i++) await accounts.login('alice', `guess-${i}`, '10.0.9.1').catch(() => undefined);
+      auditLines.length = 0;
+
+      await expect(accounts.login('alice', 'alice-password', '10.0.9.1')).rejects.toBeInstanceOf(TooManyRequestsError);
+
+      expect(auditLines).toEqual([expect.objectContaining({ audit: true, actor: 'anonymous', action: 'login.failed', target: 'user:alice', reason: 'throttled' })]);
     });
   });
 });

@@ -6,6 +6,7 @@
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TooManyRequestsError } from '../../errors.js';
+import type { LoginAttempts } from '../../ports.js';
 
 /** Every throttle key starts with this (`mds:v1:throttle:user:<name>`, `mds:v1:throttle:ip:<address>`). */
 export const THROTTLE_KEY_PREFIX = 'mds:v1:throttle:';
@@ -86,7 +87,7 @@ class FailureCounter {
 }
 
 /** Counts failed logins and refuses attempts from blocked usernames or addresses. */
-export class LoginThrottle {
+export class LoginThrottle implements LoginAttempts {
   readonly #users: FailureCounter;
   readonly #ips: FailureCounter;
 

@@ -10,7 +10,7 @@ import passport from 'passport';
 import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
 import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'passport-jwt';
 import { InvalidCredentialsError, NotAuthenticatedError } from '../../errors.js';
-import type { Principal, UserStore } from '../../ports.js';
+import type { ApiKeyVerifier, Principal, UserStore } from '../../ports.js';
 import { claimsOf, TOKEN_MESSAGES, type TokenService } from './tokens.js';
 
 /** The header carrying API keys. */
@@ -34,6 +34,8 @@ export interface PassportAuthOptions {
   tokens: TokenService;
   /** API_KEYS; blank entries are ignored, none means every key is refused. */
   apiKeys: readonly string[];
+  /** Managed keys (`mds_...`), asked when a key is not one of API_KEYS. */
+  managedKeys?: ApiKeyVerifier | undefined;
 }
 
 /** Authenticates one request per call; the caller puts the principal on the request. */
@@ -55,15 +57,18 @@ function sha256(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
 }
 
-/** A matcher over the configured keys' digests: equal-length inputs for timingSafeEqual, whatever the key lengths. */
-function apiKeyMatcher(apiKeys: readonly string[]): (candidate: string) => boolean {
+/**
+ * A matcher over the configured keys' digests: equal-length inputs for timingSafeEqual, whatever the key
+ * lengths. Resolves a match to the key's principal id, `key:static:<first 8 hex of its SHA-256>`.
+ */
+function apiKeyMatcher(apiKeys: readonly string[]): (candidate: string) => string | undefined {
   const digests = apiKeys.map((k) => k.trim()).filter((k) => k.length > 0).map(sha256);
   return (candidate) => {
     const given = sha256(candidate);
-    let matched = false;
+    let matched: Buffer | undefined;
     // No early exit: every configured key is compared, so timing says nothing about which one matched.
-    for (const digest of digests) matched = timingSafeEqual(given, digest) || matched;
-    return matched;
+    for (const digest of digests) if (timingSafeEqual(given, digest)) matched ??= digest;
+    return matched && `key:static:${matched.toString('hex').slice(0, 8)}`;
   };
 }
 
@@ -103,7 +108,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
               return;
             }
             // Rights come from the database, not the token: a demoted administrator loses them at once.
-            const principal: Principal = { username: user.username, isAdmin: user.isAdmin, kind: 'user' };
+            const principal: Principal = { username: user.username, isAdmin: user.isAdmin, kind: 'user', id: `user:${user.username}` };
             done(null, principal);
           },
           (err: unknown) => done(err, false),
@@ -116,8 +121,10 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
   authenticator.use(
     API_KEY_STRATEGY,
     new HeaderAPIKeyStrategy({ header: API_KEY_HEADER, prefix: '' }, false, (apiKey, done) => {
-      if (matches(apiKey)) done(null, { ...API_KEY_PRINCIPAL });
-      else done(null, undefined);
+      const staticId = matches(apiKey);
+      if (staticId) done(null, { ...API_KEY_PRINCIPAL, id: staticId });
+      else if (!options.managedKeys) done(null, undefined);
+      else options.managedKeys.verify(apiKey).then((principal) => done(null, principal), (err: unknown) => done(err as Error));
     }),
   );
 

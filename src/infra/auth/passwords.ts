@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { InvalidRequestError } from '../../errors.js';
+import type { Passwords } from '../../ports.js';
 import { sharedBcryptPool, type BcryptPool } from './bcrypt-pool.js';
 
 /** bcrypt reads at most 72 bytes; a longer password would be silently truncated, so it is refused. */
@@ -25,7 +26,7 @@ export function assertAcceptablePassword(password: string, path = 'body.password
 }
 
 /** Hashes and verifies passwords at one bcrypt cost, on worker threads (never on the event loop). */
-export class PasswordHasher {
+export class PasswordHasher implements Passwords {
   /** bcrypt cost factor (log2 of the rounds), 4..31. */
   readonly rounds: number;
   readonly #bcrypt: BcryptPool;
@@ -37,6 +38,11 @@ export class PasswordHasher {
       throw new RangeError(`bcrypt rounds must be a whole number from 4 to 31 (got ${options.rounds})`);
     }
     this.rounds = options.rounds;
+  }
+
+  /** Throws `InvalidRequestError` at `path` unless `password` is 8 to 72 bytes in UTF-8. */
+  assertAcceptable(password: string, path: string): void {
+    assertAcceptablePassword(password, path);
   }
 
   /** A bcrypt hash of `password` (60 characters) at this hasher's cost. Does not check the rules. */

@@ -6,6 +6,7 @@
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { InvalidCredentialsError } from '../../errors.js';
+import type { TokenIssuer } from '../../ports.js';
 
 /** The only signing algorithm issued or accepted. */
 export const TOKEN_ALGORITHM = 'HS256';
@@ -69,7 +70,7 @@ export function claimsOf(payload: unknown): TokenClaims | undefined {
 }
 
 /** Signs and verifies access tokens. */
-export class TokenService {
+export class TokenService implements TokenIssuer {
   readonly #secret: string;
   /**
    * The secret as a KeyObject, made once. Given a string, jsonwebtoken first tries to parse it as a

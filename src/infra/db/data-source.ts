@@ -4,7 +4,9 @@
  */
 import { DataSource } from 'typeorm';
 import { AppError } from '../../errors.js';
+import { apiKeyEntity } from './api-key-entity.js';
 import { CreateUsers1763726400000 } from './migrations/1763726400000-create-users.js';
+import { CreateApiKeys1763900000000 } from './migrations/1763900000000-create-api-keys.js';
 import { userEntity, type DatabaseKind } from './user-entity.js';
 
 /** Options beyond the URL, for callers that must isolate themselves (tests, shared databases). */
@@ -56,8 +58,8 @@ export function redactDatabaseUrl(databaseUrl: string): string {
 export function createDataSource(databaseUrl: string, options: DataSourceOptions = {}): DataSource {
   const target = parseDatabaseUrl(databaseUrl);
   const common = {
-    entities: [userEntity(target.kind)],
-    migrations: [CreateUsers1763726400000],
+    entities: [userEntity(target.kind), apiKeyEntity(target.kind)],
+    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000],
     synchronize: false,
     migrationsRun: false,
     logging: false,

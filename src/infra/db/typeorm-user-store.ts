@@ -2,43 +2,14 @@
  * `UserStore` over TypeORM, on SQLite (better-sqlite3) or PostgreSQL. TypeORM rows and errors stop
  * here: callers get `User` values and the errors of `src/errors.ts`.
  */
-import { QueryFailedError, type DataSource, type Repository } from 'typeorm';
+import type { DataSource, Repository } from 'typeorm';
+import { isMissingTable, isUniqueViolation, reasonOf } from './db-errors.js';
 import { AppError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../errors.js';
 import type { User, UserStore } from '../../ports.js';
+import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
 import { createDataSource, databaseKindOf, parseDatabaseUrl, redactDatabaseUrl, type DataSourceOptions } from './data-source.js';
+import { serialQueueFor, type SerialQueue } from './serial-queue.js';
 import { USER_ENTITY, type DatabaseKind, type UserRow } from './user-entity.js';
-
-const PG_UNIQUE_VIOLATION = '23505';
-const PG_UNDEFINED_TABLE = '42P01';
-
-function driverCode(err: QueryFailedError): string | undefined {
-  const code = (err.driverError as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  if (!(err instanceof QueryFailedError)) return false;
-  const code = driverCode(err);
-  return code === PG_UNIQUE_VIOLATION || code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
-
-function isMissingTable(err: unknown): boolean {
-  if (!(err instanceof QueryFailedError)) return false;
-  return driverCode(err) === PG_UNDEFINED_TABLE || /no such table/i.test(err.message);
-}
-
-/** The first useful line of a failure; pg reports some connection failures as an AggregateError without a message. */
-function reasonOf(err: unknown): string {
-  if (err instanceof AggregateError && !err.message) return reasonOf(err.errors[0]);
-  if (err instanceof Error) {
-    const line = err.message.split('\n')[0]?.trim();
-    if (line) return line;
-    const code = (err as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    return err.name;
-  }
-  return String(err);
-}
 
 /** Turns anything a query threw into one of ours, so no TypeORM error leaves this folder. */
 function translate(err: unknown): AppError {
@@ -59,21 +30,6 @@ function toUser(row: UserRow): User {
   };
 }
 
-/**
- * Runs async jobs one at a time. better-sqlite3 gives TypeORM a single connection shared by every
- * caller, so two overlapping transactions would nest into each other (and a rollback would undo the
- * other caller's write); queuing them keeps each operation whole.
- */
-class SerialQueue {
-  #tail: Promise<unknown> = Promise.resolve();
-
-  run<T>(job: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(job, job);
-    this.#tail = result.catch(() => undefined);
-    return result;
-  }
-}
-
 /** Users in a TypeORM DataSource that `runMigrations()` has brought up to date. */
 export class TypeormUserStore implements UserStore {
   readonly #dataSource: DataSource;
@@ -84,7 +40,7 @@ export class TypeormUserStore implements UserStore {
   constructor(dataSource: DataSource) {
     this.#dataSource = dataSource;
     this.#kind = databaseKindOf(dataSource);
-    this.#queue = this.#kind === 'sqlite' ? new SerialQueue() : undefined;
+    this.#queue = serialQueueFor(dataSource);
   }
 
   #repo(): Repository<UserRow> {
@@ -190,6 +146,8 @@ export class TypeormUserStore implements UserStore {
 /** An open user database: the store, its DataSource (for tests and migrations) and how to close it. */
 export interface OpenedUserStore {
   store: TypeormUserStore;
+  /** The managed API keys, in the same database. */
+  apiKeys: TypeormApiKeyStore;
   dataSource: DataSource;
   /** Where the users live, fit for logs: the URL with its password replaced by `***`. */
   description: string;
@@ -230,6 +188,7 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
   }
   return {
     store: new TypeormUserStore(dataSource),
+    apiKeys: new TypeormApiKeyStore(dataSource),
     dataSource,
     description,
     hasPendingMigrations: () => dataSource.showMigrations(),

@@ -1,0 +1,206 @@
+/**
+ * Managed API keys: issue (the secret is shown once, only its SHA-256 digest is stored), list, revoke,
+ * and verify a presented key. Verification keeps a short-lived lookup cache; a revocation empties it
+ * here at once and, through the Broadcast port, on every other instance; entries also die on their own
+ * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { ApiKeyNotFoundError, InvalidRequestError } from '../errors.js';
+import type { components } from '../generated/api.js';
+import type { Logger } from '../logger.js';
+import type { ActionContext, ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier, AuditLog, Broadcast, Principal } from '../ports.js';
+
+export type ApiKey = components['schemas']['ApiKey'];
+export type CreatedApiKey = components['schemas']['CreatedApiKey'];
+export type CreateApiKeyInput = components['schemas']['CreateApiKeyRequest'];
+
+/** Every managed key starts with this, so scanners (and people) can recognise a leaked one. */
+export const API_KEY_PREFIX = 'mds_';
+/** 32 random bytes: 256 bits, 43 characters of base64url. */
+const SECRET_BYTES = 32;
+const KEY_PATTERN = /^mds_[A-Za-z0-9_-]{43}$/;
+const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+export const RATE_LIMIT_MAX_PER_MINUTE = 1_000_000;
+
+/** Channel on which revoked key ids travel to every instance. */
+export const API_KEY_REVOKED_CHANNEL = 'mds:v1:api-keys:revoked';
+
+/** Upper bound of the lookup cache's lifetime: "revoked means refused everywhere within a second". */
+const MAX_CACHE_TTL_MS = 1000;
+const CACHE_MAX_ENTRIES = 10_000;
+
+export interface ApiKeyServiceOptions {
+  store: ApiKeyStore;
+  audit: AuditLog;
+  logger: Logger;
+  /** Carries revocations to the other instances; absent in the CLI, which relies on the cache lifetime. */
+  broadcast?: Broadcast | undefined;
+  /** How long a verified key is trusted without asking the store, in ms (at most 1000). Default 500. */
+  cacheTtlMs?: number;
+  /** `last_used_at` is written at most once per this many ms per key. Default 60000. */
+  lastUsedIntervalMs?: number;
+  /** Clock in ms since the epoch; tests move it. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** SHA-256 of the whole key, lowercase hex: what the store keeps instead of the key. */
+export function apiKeyDigest(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+function toApiKey(record: ApiKeyRecord): ApiKey {
+  return {
+    id: record.id,
+    name: record.name,
+    role: record.role,
+    rate_limit_per_minute: record.rateLimitPerMinute,
+    expires_at: record.expiresAt?.toISOString() ?? null,
+    created_at: record.createdAt.toISOString(),
+    last_used_at: record.lastUsedAt?.toISOString() ?? null,
+    created_by: record.createdBy,
+  };
+}
+
+function principalOf(record: ApiKeyRecord): Principal {
+  const principal: Principal = { username: `api-key:${record.name}`, isAdmin: record.role === 'admin', kind: 'api-key', id: `key:${record.id}` };
+  if (record.rateLimitPerMinute !== null) principal.rateLimitPerMinute = record.rateLimitPerMinute;
+  return principal;
+}
+
+/** Issues, lists, revokes and verifies managed API keys. */
+export class ApiKeyService implements ApiKeyVerifier {
+  readonly #store: ApiKeyStore;
+  readonly #audit: AuditLog;
+  readonly #logger: Logger;
+  readonly #broadcast: Broadcast | undefined;
+  readonly #cacheTtlMs: number;
+  readonly #lastUsedIntervalMs: number;
+  readonly #now: () => number;
+  /** digest -> the record and until when it may be trusted. */
+  readonly #cache = new Map<string, { record: ApiKeyRecord; untilMs: number }>();
+  /** id -> when this instance last wrote (or tried to write) `last_used_at`. */
+  readonly #lastTouchedMs = new Map<string, number>();
+  /** Bumped by every revocation, so a lookup that raced one does not cache what it read. */
+  #generation = 0;
+  readonly #unsubscribe: (() => void) | undefined;
+
+  constructor(options: ApiKeyServiceOptions) {
+    this.#store = options.store;
+    this.#audit = options.audit;
+    this.#logger = options.logger;
+    this.#broadcast = options.broadcast;
+    this.#cacheTtlMs = Math.min(Math.max(0, options.cacheTtlMs ?? 500), MAX_CACHE_TTL_MS);
+    this.#lastUsedIntervalMs = options.lastUsedIntervalMs ?? 60_000;
+    this.#now = options.now ?? Date.now;
+    this.#unsubscribe = this.#broadcast?.subscribe(API_KEY_REVOKED_CHANNEL, (id) => this.#forget(id));
+  }
+
+  /**
+   * Issues a key and returns it with its secret, the only time the secret is ever available. Throws
+   * `InvalidRequestError` for a bad name, a rate limit outside 1..1000000, or an expiry not in the future.
+   */
+  async create(input: CreateApiKeyInput, context: ActionContext): Promise<CreatedApiKey> {
+    const violations: Array<{ path: string; message: string }> = [];
+    if (!NAME_PATTERN.test(input.name)) violations.push({ path: 'body.name', message: 'must be 1 to 64 letters, digits, dots, dashes or underscores' });
+    if (input.role !== 'read' && input.role !== 'admin') violations.push({ path: 'body.role', message: 'must be read or admin' });
+    const limit = input.rate_limit_per_minute;
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > RATE_LIMIT_MAX_PER_MINUTE)) {
+      violations.push({ path: 'body.rate_limit_per_minute', message: `must be a whole number from 1 to ${RATE_LIMIT_MAX_PER_MINUTE}` });
+    }
+    let expiresAt: Date | null = null;
+    if (input.expires_at !== undefined) {
+      expiresAt = new Date(input.expires_at);
+      if (Number.isNaN(expiresAt.getTime())) violations.push({ path: 'body.expires_at', message: 'must be an ISO 8601 date-time' });
+      else if (expiresAt.getTime() <= this.#now()) violations.push({ path: 'body.expires_at', message: 'must lie in the future' });
+    }
+    if (violations.length > 0) throw new InvalidRequestError(violations);
+
+    const key = `${API_KEY_PREFIX}${randomBytes(SECRET_BYTES).toString('base64url')}`;
+    const record = await this.#store.create({
+      id: randomUUID(),
+      name: input.name,
+      role: input.role as ApiKeyRole,
+      digest: apiKeyDigest(key),
+      rateLimitPerMinute: limit ?? null,
+      expiresAt,
+      createdAt: new Date(this.#now()),
+      lastUsedAt: null,
+      createdBy: context.actor,
+    });
+    this.#audit.record(
+      { action: 'api_key.created', target: `key:${record.id}`, details: { name: record.name, role: record.role, expires_at: record.expiresAt?.toISOString() ?? null } },
+      context,
+    );
+    return { ...toApiKey(record), key };
+  }
+
+  /** Every managed key, newest first, without secrets or digests. */
+  async list(): Promise<ApiKey[]> {
+    return (await this.#store.list()).map(toApiKey);
+  }
+
+  /** Revokes the key everywhere (this instance at once, others through the broadcast). Throws `ApiKeyNotFoundError`. */
+  async revoke(id: string, context: ActionContext): Promise<void> {
+    if (!(await this.#store.delete(id))) throw new ApiKeyNotFoundError(id);
+    this.#forget(id);
+    await this.#broadcast?.publish(API_KEY_REVOKED_CHANNEL, id);
+    this.#audit.record({ action: 'api_key.revoked', target: `key:${id}` }, context);
+  }
+
+  /**
+   * The principal of a live managed key, else `undefined` (malformed, unknown, revoked or expired).
+   * Records the use in `last_used_at`, at most once per interval per key and without waiting for it.
+   */
+  async verify(key: string): Promise<Principal | undefined> {
+    // Not shaped like ours: no database round trip for a key that cannot exist.
+    if (!KEY_PATTERN.test(key)) return undefined;
+    const digest = apiKeyDigest(key);
+    const nowMs = this.#now();
+    let record = this.#cached(digest, nowMs);
+    if (!record) {
+      const generation = this.#generation;
+      record = await this.#store.findByDigest(digest);
+      if (!record) return undefined;
+      if (generation === this.#generation && this.#cacheTtlMs > 0) this.#remember(digest, record, nowMs);
+    }
+    if (record.expiresAt && record.expiresAt.getTime() <= this.#now()) return undefined;
+    this.#touch(record.id);
+    return principalOf(record);
+  }
+
+  /** Stops listening for revocations. */
+  close(): void {
+    this.#unsubscribe?.();
+    this.#cache.clear();
+  }
+
+  #cached(digest: string, nowMs: number): ApiKeyRecord | undefined {
+    const entry = this.#cache.get(digest);
+    if (!entry) return undefined;
+    if (entry.untilMs > nowMs) return entry.record;
+    this.#cache.delete(digest);
+    return undefined;
+  }
+
+  #remember(digest: string, record: ApiKeyRecord, nowMs: number): void {
+    // A Map iterates in insertion order: dropping the first entry drops the oldest.
+    if (this.#cache.size >= CACHE_MAX_ENTRIES) this.#cache.delete(this.#cache.keys().next().value as string);
+    this.#cache.set(digest, { record, untilMs: nowMs + this.#cacheTtlMs });
+  }
+
+  #forget(id: string): void {
+    this.#generation++;
+    this.#lastTouchedMs.delete(id);
+    for (const [digest, entry] of this.#cache) if (entry.record.id === id) this.#cache.delete(digest);
+  }
+
+  #touch(id: string): void {
+    const nowMs = this.#now();
+    const last = this.#lastTouchedMs.get(id);
+    if (last !== undefined && nowMs - last < this.#lastUsedIntervalMs) return;
+    this.#lastTouchedMs.set(id, nowMs);
+    this.#store.touchLastUsed(id, new Date(nowMs), this.#lastUsedIntervalMs).catch((err: unknown) => {
+      this.#logger.warn({ keyId: id, reason: err instanceof Error ? err.message : String(err) }, 'could not record when an API key was last used');
+    });
+  }
+}
