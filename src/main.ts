@@ -155,7 +155,10 @@ export async function startService(config: Config, logger: Logger, options: Star
   const status = new StatusService({
     version: contract.version,
     startedAtMs,
-    cache: () => market.stats(),
+    cache: () => {
+      const { topology, node } = cache.status();
+      return { ...market.stats(), topology, node };
+    },
     datasource: () => provider.health(),
     userCount: () => db.store.count(),
     schedulerJobs: () => scheduler.status(),

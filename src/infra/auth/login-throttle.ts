@@ -3,7 +3,7 @@
  * address; past the limit the username (or address) is blocked for a while. Counters live in Redis so
  * every instance sees them, with process memory as insurance when Redis fails or is absent.
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TooManyRequestsError } from '../../errors.js';
 
@@ -23,8 +23,8 @@ export interface LoginThrottleOptions {
    * each other out.
    */
   maxFailuresPerIp?: number;
-  /** A connected (or connecting) ioredis client to share counters through; absent = memory only. */
-  redis?: Redis | undefined;
+  /** A connected (or connecting) ioredis client or cluster to share counters through; absent = memory only. */
+  redis?: Redis | Cluster | undefined;
 }
 
 /** Whole seconds for rate-limiter-flexible, never zero (zero would mean "forever"). */
@@ -38,7 +38,7 @@ class FailureCounter {
   readonly #max: number;
   readonly #blockSeconds: number;
 
-  constructor(options: { kind: 'user' | 'ip'; max: number; windowMs: number; blockMs: number; redis: Redis | undefined }) {
+  constructor(options: { kind: 'user' | 'ip'; max: number; windowMs: number; blockMs: number; redis: Redis | Cluster | undefined }) {
     this.#max = options.max;
     this.#blockSeconds = seconds(options.blockMs);
     const limits = {
