@@ -103,6 +103,8 @@ export async function startService(config: Config, logger: Logger, options: Star
   const tokens = new TokenService({ secret, ttlMs: config.auth.tokenTtlMs });
   const throttle = new LoginThrottle({
     redis: cache.redisClient(),
+    redisAvailable: () => cache.status().mode === 'redis',
+    onRedisError: (cause) => cache.redisFailed(cause),
     maxFailures: config.auth.loginMaxFailures,
     blockMs: config.auth.loginBlockMs,
   });

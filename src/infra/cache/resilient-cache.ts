@@ -119,6 +119,15 @@ export class ResilientCache implements CacheStore, Broadcast {
     return this.#redis?.client;
   }
 
+  /**
+   * Infra only: an adapter that sends its own commands over `redisClient()` reports a failure here,
+   * so every caller falls back to memory at once instead of each finding out by a failed command.
+   * The cache returns to Redis as after any other failure (reconnect or probe).
+   */
+  redisFailed(cause: unknown): void {
+    this.#toMemory(cause);
+  }
+
   /** The entry under `key` with its remaining TTL in ms, or `undefined` on a miss. Counts a hit or a miss. */
   async get(key: string): Promise<CacheEntry | undefined> {
     const entry = await this.#onRedis(
