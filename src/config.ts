@@ -111,12 +111,17 @@ function redisFromParts(v: z.infer<typeof schema>) {
 
 /**
  * Which Redis topology the variables name. Only one may be chosen: a single server (CACHE_URL, or
- * CACHE_HOST/CACHE_PORT set explicitly), CACHE_SENTINELS or CACHE_CLUSTER_NODES. CACHE_PASSWORD and
+ * CACHE_HOST/CACHE_PORT other than their defaults), CACHE_SENTINELS or CACHE_CLUSTER_NODES. CACHE_PASSWORD and
  * CACHE_DB apply to the data nodes of whichever is chosen.
  */
 function cacheTopology(v: z.infer<typeof schema>, input: Env): 'single' | 'sentinel' | 'cluster' {
   const chosen: string[] = [];
-  const single = ['CACHE_URL', 'CACHE_HOST', 'CACHE_PORT'].filter((k) => input[k] !== undefined);
+  // CACHE_HOST/CACHE_PORT at their defaults (as .env.example writes them) choose nothing.
+  const single = [
+    input.CACHE_URL !== undefined ? 'CACHE_URL' : '',
+    v.CACHE_HOST !== '127.0.0.1' ? 'CACHE_HOST' : '',
+    v.CACHE_PORT !== 6379 ? 'CACHE_PORT' : '',
+  ].filter((k) => k.length > 0);
   if (single.length > 0) chosen.push(single.join('/'));
   if (v.CACHE_SENTINELS.length > 0) chosen.push('CACHE_SENTINELS');
   if (v.CACHE_CLUSTER_NODES.length > 0) chosen.push('CACHE_CLUSTER_NODES');

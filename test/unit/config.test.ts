@@ -95,8 +95,9 @@ describe('config', () => {
     expect(() => loadConfig(env, noFile)).toThrow(/only one Redis topology/);
   });
 
-  it('when CACHE_HOST is left at its default and CACHE_SENTINELS is set, then the default does not count as a second topology', () => {
+  it('when CACHE_HOST and CACHE_PORT hold their defaults (as .env.example writes them) beside CACHE_SENTINELS, then they do not count as a second topology', () => {
     expect(loadConfig({ CACHE_SENTINELS: 's:26379', CACHE_HOST: '' }, noFile).cache.topology).toBe('sentinel');
+    expect(loadConfig({ CACHE_CLUSTER_NODES: 'n:7000', CACHE_HOST: '127.0.0.1', CACHE_PORT: '6379' }, noFile).cache.topology).toBe('cluster');
   });
 
   it.each(['s', 's:', 's:0', 's:70000', 'http://s:26379', 's:26379:1'])('when CACHE_SENTINELS or CACHE_CLUSTER_NODES holds %o, then loading fails naming the variable', (bad) => {
