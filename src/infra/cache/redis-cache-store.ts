@@ -164,7 +164,7 @@ function createClient(options: RedisCacheStoreOptions): RedisClient {
   return new Redis(failFastRedisOptions(options));
 }
 
-/** Rejects with `CacheUnavailableError` when `promise` has not settled within `ms`. */
+/** `promise`, or a rejection naming `what` once `ms` have passed without it settling. */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
@@ -209,7 +209,7 @@ export class RedisCacheStore implements CacheStore {
       this.#client = client as ScriptedClient;
       this.#ownsClient = false;
       this.#topology = client.options.sentinels ? 'sentinel' : 'single';
-      this.#configuredNode = `${client.options.host ?? '127.0.0.1'}:${client.options.port ?? 6379}`;
+      this.#configuredNode = formatNode(client.options.host ?? '127.0.0.1', client.options.port ?? 6379);
       this.#connectTimeoutMs = client.options.connectTimeout ?? DEFAULTS.connectTimeoutMs;
       this.#commandTimeoutMs = client.options.commandTimeout ?? DEFAULTS.commandTimeoutMs;
     } else {
