@@ -20,6 +20,17 @@ const int = (min: number, max: number) => z.coerce.number({ error: 'must be a nu
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', '']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 const csv = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
 
+/** `host:port` (a bracketed IPv6 host allowed), port 1 to 65535. */
+function isHostPort(text: string): boolean {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]/]+):(\d{1,5})$/.exec(text);
+  return match !== null && Number(match[2]) >= 1 && Number(match[2]) <= 65535;
+}
+
+function toHostPort(text: string): { host: string; port: number } {
+  const at = text.lastIndexOf(':');
+  return { host: text.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(text.slice(at + 1)) };
+}
+
 /** Every variable, its default and its check. Empty strings count as unset. */
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -41,6 +52,10 @@ const schema = z.object({
     .string()
     .optional()
     .refine((v) => v === undefined || /^rediss?:\/\/.+/.test(v), 'must be redis://[:password@]host[:port][/db]'),
+  CACHE_SENTINELS: csv.default([]).refine((list) => list.every(isHostPort), 'must be host:port pairs, comma-separated'),
+  CACHE_SENTINEL_NAME: z.string().min(1).max(200).default('mymaster'),
+  CACHE_SENTINEL_PASSWORD: z.string().default(''),
+  CACHE_CLUSTER_NODES: csv.default([]).refine((list) => list.every(isHostPort), 'must be host:port pairs, comma-separated'),
   CACHE_TTL_SECONDS: int(1, 86_400).default(60),
   CACHE_MEMORY_MAX_ENTRIES: int(1, 1_000_000).default(1000),
   CACHE_STALE_IF_ERROR_SECONDS: int(0, 86_400).default(0),
@@ -95,6 +110,35 @@ function redisFromParts(v: z.infer<typeof schema>) {
 }
 
 /**
+ * Which Redis topology the variables name. Only one may be chosen: a single server (CACHE_URL, or
+ * CACHE_HOST/CACHE_PORT other than their defaults), CACHE_SENTINELS or CACHE_CLUSTER_NODES. CACHE_PASSWORD and
+ * CACHE_DB apply to the data nodes of whichever is chosen.
+ */
+function cacheTopology(v: z.infer<typeof schema>, input: Env): 'single' | 'sentinel' | 'cluster' {
+  const chosen: string[] = [];
+  // CACHE_HOST/CACHE_PORT at their defaults (as .env.example writes them) choose nothing.
+  const single = [
+    input.CACHE_URL !== undefined ? 'CACHE_URL' : '',
+    v.CACHE_HOST !== '127.0.0.1' ? 'CACHE_HOST' : '',
+    v.CACHE_PORT !== 6379 ? 'CACHE_PORT' : '',
+  ].filter((k) => k.length > 0);
+  if (single.length > 0) chosen.push(single.join('/'));
+  if (v.CACHE_SENTINELS.length > 0) chosen.push('CACHE_SENTINELS');
+  if (v.CACHE_CLUSTER_NODES.length > 0) chosen.push('CACHE_CLUSTER_NODES');
+  if (chosen.length > 1) {
+    throw new ConfigError(
+      `Invalid configuration: ${chosen.join(' and ')} are set, but only one Redis topology may be chosen ` +
+        '(a single server with CACHE_URL or CACHE_HOST/CACHE_PORT, Sentinel with CACHE_SENTINELS, or Cluster with CACHE_CLUSTER_NODES)',
+    );
+  }
+  if (v.CACHE_CLUSTER_NODES.length > 0) {
+    if (v.CACHE_DB !== 0) throw new ConfigError('Invalid configuration: CACHE_DB must be 0 with CACHE_CLUSTER_NODES (Redis Cluster has only database 0)');
+    return 'cluster';
+  }
+  return v.CACHE_SENTINELS.length > 0 ? 'sentinel' : 'single';
+}
+
+/**
  * Reads configuration from `env` (the process environment by default) over the env file
  * (ENV_FILE, default `.env` in `cwd`). Real environment variables win over the file, and `overrides`
  * (command-line flags) win over both.
@@ -122,13 +166,25 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
     throw new ConfigError('Invalid configuration: SECRET_KEY must be set when NODE_ENV=production (a long random string)');
   }
 
+  const topology = cacheTopology(v, input);
+
   const config = {
     env: v.NODE_ENV,
     server: { host: v.HOST, port: v.PORT, bodyLimitBytes: v.BODY_LIMIT_BYTES, trustProxy: v.TRUST_PROXY, corsOrigins: v.CORS_ORIGINS },
     log: { level: v.LOG_LEVEL },
     database: { url: v.DATABASE_URL },
     cache: {
+      /** `single`: `redis` is the server; `sentinel`: `sentinel` finds the master; `cluster`: `clusterNodes` are the seeds. */
+      topology,
+      /** The single server (topology `single`); its password and db also apply to Sentinel's master and Cluster's nodes. */
       redis: redisFromParts(v),
+      sentinel: {
+        sentinels: v.CACHE_SENTINELS.map(toHostPort),
+        name: v.CACHE_SENTINEL_NAME,
+        /** Empty: the sentinels need no AUTH. */
+        password: v.CACHE_SENTINEL_PASSWORD,
+      },
+      clusterNodes: v.CACHE_CLUSTER_NODES.map(toHostPort),
       ttlMs: v.CACHE_TTL_SECONDS * 1000,
       memoryMaxEntries: v.CACHE_MEMORY_MAX_ENTRIES,
       staleIfErrorMs: v.CACHE_STALE_IF_ERROR_SECONDS * 1000,

@@ -123,6 +123,8 @@ export async function startService(config: Config, logger: Logger, options: Star
   const tokens = new TokenService({ secret, ttlMs: config.auth.tokenTtlMs });
   const throttle = new LoginThrottle({
     redis: cache.redisClient(),
+    redisAvailable: () => cache.status().mode === 'redis',
+    onRedisError: (cause) => cache.redisFailed(cause),
     maxFailures: config.auth.loginMaxFailures,
     blockMs: config.auth.loginBlockMs,
   });
@@ -180,7 +182,10 @@ export async function startService(config: Config, logger: Logger, options: Star
   const status = new StatusService({
     version: contract.version,
     startedAtMs,
-    cache: () => market.stats(),
+    cache: () => {
+      const { topology, node } = cache.status();
+      return { ...market.stats(), topology, node };
+    },
     datasource: () => provider.health(),
     userCount: () => db.store.count(),
     schedulerJobs: () => scheduler.status(),

@@ -640,6 +640,17 @@ export interface components {
              */
             connected: boolean;
             /**
+             * @description The Redis deployment configured (a single server, a master found through Sentinel, or a Redis Cluster).
+             * @example sentinel
+             * @enum {string}
+             */
+            topology: "single" | "sentinel" | "cluster";
+            /**
+             * @description The Redis node in use as host:port (the current master under Sentinel, null while none is connected; the first seed node of a cluster).
+             * @example 10.0.0.12:6379
+             */
+            node: string | null;
+            /**
              * @description Cache hits since the process started, of every kind (an indices or batch fill reads each component quote too).
              * @example 120
              */

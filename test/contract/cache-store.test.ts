@@ -1,12 +1,14 @@
 /**
  * One contract for every CacheStore: the memory store and the Redis store (against the run's shared
- * redis-server) must behave the same. Each test works under its own random key prefix.
+ * redis-server, a master found through Sentinel, and a three-master Redis Cluster, both started here)
+ * must behave the same. Each test works under its own random key prefix.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { MemoryCacheStore } from '../../src/infra/cache/memory-cache-store.js';
 import { RedisCacheStore } from '../../src/infra/cache/redis-cache-store.js';
 import type { CacheStore } from '../../src/ports.js';
+import { startRedisCluster, startSentinelGroup } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 interface StoreUnderTest {
@@ -27,6 +29,38 @@ const drivers: Array<{ name: string; open: () => Promise<StoreUnderTest> }> = [
       return { store, close: () => store.close() };
     },
   },
+  {
+    name: 'RedisCacheStore over Sentinel',
+    open: async () => {
+      const group = await startSentinelGroup();
+      const sentinels = group.sentinels.map((s) => ({ host: '127.0.0.1', port: s.port }));
+      const store = new RedisCacheStore({ topology: 'sentinel', sentinels, sentinelName: group.name });
+      await store.connect();
+      return {
+        store,
+        close: async () => {
+          await store.close();
+          await group.stop();
+        },
+      };
+    },
+  },
+  {
+    name: 'RedisCacheStore over Cluster',
+    open: async () => {
+      const cluster = await startRedisCluster();
+      const clusterNodes = cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port }));
+      const store = new RedisCacheStore({ topology: 'cluster', clusterNodes });
+      await store.connect();
+      return {
+        store,
+        close: async () => {
+          await store.close();
+          await cluster.stop();
+        },
+      };
+    },
+  },
 ];
 
 describe.each(drivers)('CacheStore contract: $name', ({ open }) => {
@@ -37,7 +71,7 @@ describe.each(drivers)('CacheStore contract: $name', ({ open }) => {
   beforeAll(async () => {
     subject = await open();
     store = subject.store;
-  });
+  }, 60_000);
   afterAll(async () => {
     await subject.close();
   });

@@ -3,10 +3,14 @@
  * and stopped, killed, frozen or restarted on the same port by the tests that need Redis to misbehave.
  * Never uses the system Redis on 6379.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
-import { delimiter, join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { waitFor } from './wait-for.js';
 
 /** A running (or stopped) redis-server owned by a test. */
 export interface RedisProcess {
@@ -105,9 +109,20 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-async function spawnRedis(binary: string, port: number, password: string | undefined): Promise<ChildProcess> {
+interface SpawnOptions {
+  password?: string | undefined;
+  /** A config file given first (sentinels need one they may rewrite). */
+  configFile?: string | undefined;
+  /** Appended to the command line, e.g. `--replicaof`, `--sentinel`, `--cluster-enabled yes`. */
+  args?: readonly string[] | undefined;
+}
+
+async function spawnRedis(binary: string, port: number, options: SpawnOptions): Promise<ChildProcess> {
+  const password = options.password;
   const args = ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'warning'];
+  if (options.configFile) args.unshift(options.configFile);
   if (password !== undefined) args.push('--requirepass', password);
+  args.push(...(options.args ?? []));
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   let output = '';
@@ -150,18 +165,21 @@ async function spawnRedis(binary: string, port: number, password: string | undef
  * Starts a redis-server on a free loopback port (or `opts.port`) with `--save '' --appendonly no`,
  * and resolves once it answers PING. Rejects with a clear message when redis-server is missing.
  */
-export async function startRedis(opts: { password?: string; port?: number } = {}): Promise<RedisProcess> {
+export async function startRedis(
+  opts: { password?: string; port?: number; configFile?: (port: number) => string; args?: (port: number) => string[] } = {},
+): Promise<RedisProcess> {
   if (opts.port === SYSTEM_REDIS_PORT) throw new Error('tests never use port 6379 (the system Redis)');
   const binary = findRedisServer();
   const password = opts.password;
 
+  const spawnOptions = (p: number): SpawnOptions => ({ password, configFile: opts.configFile?.(p), args: opts.args?.(p) });
   let port = opts.port ?? 0;
   let child: ChildProcess | undefined;
   // Another process may grab a free port between our probe and redis-server's bind: try a few.
   for (let attempt = 0; child === undefined; attempt++) {
     const candidate = opts.port ?? (await freePort());
     try {
-      child = await spawnRedis(binary, candidate, password);
+      child = await spawnRedis(binary, candidate, spawnOptions(candidate));
       port = candidate;
     } catch (err) {
       if (opts.port !== undefined || attempt >= 4) throw err;
@@ -189,7 +207,7 @@ export async function startRedis(opts: { password?: string; port?: number } = {}
     kill: () => signalAndWait('SIGKILL'),
     async restart() {
       await signalAndWait('SIGTERM');
-      current = await spawnRedis(binary, port, password);
+      current = await spawnRedis(binary, port, spawnOptions(port));
     },
     pause() {
       current.kill('SIGSTOP');
@@ -200,4 +218,184 @@ export async function startRedis(opts: { password?: string; port?: number } = {}
       paused = false;
     },
   };
+}
+
+/** A master, one replica and three sentinels watching them, all on loopback ports of their own. */
+export interface SentinelGroup {
+  /** The master's name the sentinels know (`SENTINEL MONITOR <name>`). */
+  readonly name: string;
+  /** The two data servers; which one is master changes with each failover. */
+  readonly servers: readonly RedisProcess[];
+  readonly sentinels: readonly RedisProcess[];
+  /** `127.0.0.1:<port>,...` of the sentinels, as CACHE_SENTINELS takes them. */
+  readonly sentinelList: string;
+  /** The master's `host:port` as the first sentinel reports it now. */
+  master(): Promise<string>;
+  /** `SENTINEL FAILOVER <name>`; resolves to the new master's `host:port` as soon as the sentinel reports it. */
+  failover(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+async function sentinelCall(port: number, ...args: string[]): Promise<unknown> {
+  const client = new Redis({ host: HOST, port, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return await client.call('SENTINEL', ...args);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Starts a master, a replica of it and three sentinels (quorum 2, down-after 1 s) and resolves once
+ * every sentinel knows the replica and the other sentinels, so a failover can be forced at once.
+ */
+export async function startSentinelGroup(opts: { name?: string } = {}): Promise<SentinelGroup> {
+  const name = opts.name ?? 'mymaster';
+  const dir = mkdtempSync(join(tmpdir(), 'mds-sentinel-'));
+  const started: RedisProcess[] = [];
+  try {
+    // A replica writes the RDB it syncs from to disk: keep it in the temporary directory, not the cwd.
+    const master = await startRedis({ args: () => ['--dir', dir] });
+    started.push(master);
+    const replica = await startRedis({ args: () => ['--dir', dir, '--replicaof', HOST, String(master.port)] });
+    started.push(replica);
+    const sentinels: RedisProcess[] = [];
+    for (let i = 0; i < 3; i++) {
+      const sentinel = await startRedis({
+        configFile: (port) => {
+          const file = join(dir, `sentinel-${port}.conf`);
+          writeFileSync(
+            file,
+            [
+              `sentinel monitor ${name} ${HOST} ${master.port} 2`,
+              `sentinel down-after-milliseconds ${name} 1000`,
+              `sentinel failover-timeout ${name} 10000`,
+              `sentinel parallel-syncs ${name} 1`,
+              '',
+            ].join('\n'),
+          );
+          return file;
+        },
+        args: () => ['--sentinel', '--dir', dir],
+      });
+      sentinels.push(sentinel);
+      started.push(sentinel);
+    }
+    const master0 = async (port: number) => {
+      const [host, p] = (await sentinelCall(port, 'GET-MASTER-ADDR-BY-NAME', name)) as [string, string];
+      return `${host}:${p}`;
+    };
+    const settled = async (expectMaster: string) => {
+      for (const sentinel of sentinels) {
+        if ((await master0(sentinel.port)) !== expectMaster) return false;
+        const replicas = (await sentinelCall(sentinel.port, 'REPLICAS', name)) as string[][];
+        const inSync = replicas.some((fields) => {
+          const flags = fields[fields.indexOf('flags') + 1] ?? '';
+          const link = fields[fields.indexOf('master-link-status') + 1];
+          return !/down|disconnected/.test(flags) && link === 'ok';
+        });
+        if (!inSync) return false;
+        const others = (await sentinelCall(sentinel.port, 'SENTINELS', name)) as unknown[];
+        if (others.length < 2) return false;
+      }
+      return true;
+    };
+    await waitFor(() => settled(`${HOST}:${master.port}`).catch(() => false), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      message: 'sentinels to know the replica and each other',
+    });
+
+    return {
+      name,
+      servers: [master, replica],
+      sentinels,
+      sentinelList: sentinels.map((s) => `${HOST}:${s.port}`).join(','),
+      master: () => master0(sentinels[0]!.port),
+      async failover() {
+        const before = await master0(sentinels[0]!.port);
+        await sentinelCall(sentinels[0]!.port, 'FAILOVER', name);
+        let after = before;
+        await waitFor(
+          async () => {
+            after = await master0(sentinels[0]!.port).catch(() => before);
+            return after !== before;
+          },
+          { timeoutMs: 30_000, intervalMs: 100, message: 'the failover to finish' },
+        );
+        return after;
+      },
+      async stop() {
+        for (const p of started.reverse()) await p.kill();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    for (const p of started.reverse()) await p.kill();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** A Redis Cluster of masters without replicas, on loopback ports of its own. */
+export interface RedisClusterProcesses {
+  readonly nodes: readonly RedisProcess[];
+  /** `127.0.0.1:<port>,...` of every node, as CACHE_CLUSTER_NODES takes them. */
+  readonly nodeList: string;
+  stop(): Promise<void>;
+}
+
+/** True when `node` answers CLUSTER INFO with `cluster_state:ok`. */
+export async function clusterStateOk(port: number): Promise<boolean> {
+  const client = new Redis({ host: HOST, port, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return /^cluster_state:ok\b/m.test(String(await client.cluster('INFO')));
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Starts `masters` (default 3) cluster-enabled redis-servers, each with its own cluster config file in
+ * a temporary directory, joins them with `redis-cli --cluster create`, and resolves once every node
+ * reports `cluster_state:ok`.
+ */
+export async function startRedisCluster(opts: { masters?: number } = {}): Promise<RedisClusterProcesses> {
+  const count = opts.masters ?? 3;
+  const dir = mkdtempSync(join(tmpdir(), 'mds-cluster-'));
+  const nodes: RedisProcess[] = [];
+  const stopAll = async () => {
+    for (const node of nodes) await node.kill();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      nodes.push(
+        await startRedis({
+          args: (port) => {
+            const nodesFile = join(dir, `nodes-${port}.conf`);
+            return ['--dir', dir, '--cluster-enabled', 'yes', '--cluster-config-file', nodesFile, '--cluster-node-timeout', '1000'];
+          },
+        }),
+      );
+    }
+    const addresses = nodes.map((n) => `${HOST}:${n.port}`);
+    const cli = join(dirname(findRedisServer()), 'redis-cli');
+    await promisify(execFile)(cli, ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+    await waitFor(async () => (await Promise.all(nodes.map((n) => clusterStateOk(n.port)))).every(Boolean), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      message: 'the cluster to report cluster_state:ok on every node',
+    });
+    return { nodes, nodeList: addresses.join(','), stop: stopAll };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
 }

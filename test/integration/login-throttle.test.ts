@@ -142,6 +142,44 @@ describe('LoginThrottle when Redis fails', () => {
   });
 });
 
+describe('LoginThrottle told whether Redis is available', () => {
+  let client: Redis;
+  beforeAll(async () => {
+    client = await connectRedis(inject('redisPort'));
+  });
+  afterAll(async () => {
+    await client.quit();
+  });
+
+  it('when redisAvailable says no, then the counters stay in memory and nothing is written to Redis', async () => {
+    const user = unique('memory-only');
+    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client, redisAvailable: () => false });
+    await failTimes(throttle, user, '198.51.100.20', MAX_FAILURES);
+
+    await expect(throttle.check(user, '198.51.100.21')).rejects.toBeInstanceOf(TooManyRequestsError);
+    await expect(client.exists(`${THROTTLE_KEY_PREFIX}user:${user}`)).resolves.toBe(0);
+  });
+
+  it('when a Redis command fails, then onRedisError hears of it and the attempt is counted in memory', async () => {
+    const redis = await startRedis();
+    const own = await connectRedis(redis.port);
+    const errors: unknown[] = [];
+    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: own, onRedisError: (err) => errors.push(err) });
+    try {
+      redis.pause();
+      const user = unique('reported');
+      await failTimes(throttle, user, '198.51.100.22', MAX_FAILURES);
+      await expect(throttle.check(user, '198.51.100.23')).rejects.toBeInstanceOf(TooManyRequestsError);
+      expect(errors.length).toBeGreaterThanOrEqual(MAX_FAILURES);
+      expect(errors[0]).toBeInstanceOf(Error);
+    } finally {
+      redis.resume();
+      own.disconnect();
+      await redis.stop();
+    }
+  });
+});
+
 describe('LoginThrottle without Redis', () => {
   afterEach(() => {
     vi.useRealTimers();

@@ -166,6 +166,20 @@ describe('ResilientCache', () => {
     await waitFor(() => cache.status().mode === 'redis', { timeoutMs: 10_000, message: 'redis mode after SIGCONT' });
   });
 
+  it('when an adapter on the Redis client reports a failure, then the cache serves from memory at once and returns to Redis by itself', async () => {
+    const redis = await ownRedis();
+    const { cache, lines } = cacheFor(redis.port);
+    await cache.start();
+    expect(cache.status()).toMatchObject({ mode: 'redis', topology: 'single', node: `127.0.0.1:${redis.port}` });
+
+    cache.redisFailed(new Error('Command timed out'));
+
+    expect(cache.status().mode).toBe('memory');
+    expect(warnings(lines).at(-1)).toMatchObject({ reason: 'Command timed out' });
+    // Redis itself is fine: the probe finds it answering and switches back.
+    await waitFor(() => cache.status().mode === 'redis', { timeoutMs: 5_000, message: 'return to Redis' });
+  });
+
   it('when CACHE_PASSWORD is right, uses Redis', async () => {
     const redis = await ownRedis({ password: 's3cret pass' });
     const { cache, lines } = cacheFor(redis.port, { CACHE_PASSWORD: 's3cret pass' });

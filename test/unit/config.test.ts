@@ -49,6 +49,66 @@ describe('config', () => {
     expect(c.cache.redis).toMatchObject({ host: '10.0.0.5', port: 6380, db: 3, password: 's@cret' });
   });
 
+  it('when nothing names a Redis topology, then it is a single server', () => {
+    const c = loadConfig({}, noFile);
+    expect(c.cache.topology).toBe('single');
+    expect(c.cache.sentinel).toEqual({ sentinels: [], name: 'mymaster', password: '' });
+    expect(c.cache.clusterNodes).toEqual([]);
+  });
+
+  it('when CACHE_SENTINELS is set, then the topology is sentinel with its hosts, name and password', () => {
+    const c = loadConfig(
+      { CACHE_SENTINELS: '10.0.0.1:26379, sentinel-b:26380,[::1]:26381', CACHE_SENTINEL_NAME: 'quotes', CACHE_SENTINEL_PASSWORD: 's3', CACHE_PASSWORD: 'p', CACHE_DB: '2' },
+      noFile,
+    );
+    expect(c.cache.topology).toBe('sentinel');
+    expect(c.cache.sentinel).toEqual({
+      sentinels: [
+        { host: '10.0.0.1', port: 26379 },
+        { host: 'sentinel-b', port: 26380 },
+        { host: '::1', port: 26381 },
+      ],
+      name: 'quotes',
+      password: 's3',
+    });
+    // The master's own password and database come from the shared variables.
+    expect(c.cache.redis).toMatchObject({ password: 'p', db: 2 });
+  });
+
+  it('when CACHE_CLUSTER_NODES is set, then the topology is cluster with its seed nodes', () => {
+    const c = loadConfig({ CACHE_CLUSTER_NODES: 'node-a:7000,node-b:7001' }, noFile);
+    expect(c.cache.topology).toBe('cluster');
+    expect(c.cache.clusterNodes).toEqual([
+      { host: 'node-a', port: 7000 },
+      { host: 'node-b', port: 7001 },
+    ]);
+  });
+
+  it.each([
+    [{ CACHE_URL: 'redis://r:6379', CACHE_SENTINELS: 's:26379' }, /CACHE_URL and CACHE_SENTINELS/],
+    [{ CACHE_HOST: 'redis.internal', CACHE_CLUSTER_NODES: 'n:7000' }, /CACHE_HOST and CACHE_CLUSTER_NODES/],
+    [{ CACHE_PORT: '6380', CACHE_SENTINELS: 's:26379' }, /CACHE_PORT and CACHE_SENTINELS/],
+    [{ CACHE_SENTINELS: 's:26379', CACHE_CLUSTER_NODES: 'n:7000' }, /CACHE_SENTINELS and CACHE_CLUSTER_NODES/],
+  ])('when two Redis topologies are set (%o), then startup refuses naming both', (env, message) => {
+    expect(() => loadConfig(env, noFile)).toThrow(ConfigError);
+    expect(() => loadConfig(env, noFile)).toThrow(message);
+    expect(() => loadConfig(env, noFile)).toThrow(/only one Redis topology/);
+  });
+
+  it('when CACHE_HOST and CACHE_PORT hold their defaults (as .env.example writes them) beside CACHE_SENTINELS, then they do not count as a second topology', () => {
+    expect(loadConfig({ CACHE_SENTINELS: 's:26379', CACHE_HOST: '' }, noFile).cache.topology).toBe('sentinel');
+    expect(loadConfig({ CACHE_CLUSTER_NODES: 'n:7000', CACHE_HOST: '127.0.0.1', CACHE_PORT: '6379' }, noFile).cache.topology).toBe('cluster');
+  });
+
+  it.each(['s', 's:', 's:0', 's:70000', 'http://s:26379', 's:26379:1'])('when CACHE_SENTINELS or CACHE_CLUSTER_NODES holds %o, then loading fails naming the variable', (bad) => {
+    expect(() => loadConfig({ CACHE_SENTINELS: bad }, noFile)).toThrow(/CACHE_SENTINELS=.*host:port/);
+    expect(() => loadConfig({ CACHE_CLUSTER_NODES: bad }, noFile)).toThrow(/CACHE_CLUSTER_NODES=.*host:port/);
+  });
+
+  it('when CACHE_CLUSTER_NODES is set with a CACHE_DB other than 0, then loading refuses (a cluster has only database 0)', () => {
+    expect(() => loadConfig({ CACHE_CLUSTER_NODES: 'n:7000', CACHE_DB: '3' }, noFile)).toThrow(/CACHE_DB must be 0/);
+  });
+
   it('when NODE_ENV=production and SECRET_KEY is unset, then loading refuses', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' }, noFile)).toThrow(/SECRET_KEY/);
     expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(40) }, noFile).auth.secretKey).toHaveLength(40);

@@ -3,7 +3,7 @@
  * address; past the limit the username (or address) is blocked for a while. Counters live in Redis so
  * every instance sees them, with process memory as insurance when Redis fails or is absent.
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TooManyRequestsError } from '../../errors.js';
 import type { LoginAttempts } from '../../ports.js';
@@ -24,8 +24,16 @@ export interface LoginThrottleOptions {
    * each other out.
    */
   maxFailuresPerIp?: number;
-  /** A connected (or connecting) ioredis client to share counters through; absent = memory only. */
-  redis?: Redis | undefined;
+  /** A connected (or connecting) ioredis client or cluster to share counters through; absent = memory only. */
+  redis?: Redis | Cluster | undefined;
+  /**
+   * Whether the counters should go to Redis now (the cache's own verdict, e.g. "in Redis mode").
+   * While false they go straight to memory, so a Redis that half answers (a cluster with a dead
+   * master, a failing-over Sentinel master) costs a login no failed round trips. Default: always.
+   */
+  redisAvailable?: () => boolean;
+  /** Told of every Redis failure, so the cache can fall back to memory at once for everyone. */
+  onRedisError?: (cause: unknown) => void;
 }
 
 /** Whole seconds for rate-limiter-flexible, never zero (zero would mean "forever"). */
@@ -35,11 +43,22 @@ function seconds(ms: number): number {
 
 /** One counter family (usernames or addresses) with its limit. */
 class FailureCounter {
-  readonly #limiter: RateLimiterAbstract;
+  readonly #shared: RateLimiterAbstract | undefined;
+  readonly #memory: RateLimiterAbstract;
+  readonly #redisAvailable: () => boolean;
+  readonly #onRedisError: (cause: unknown) => void;
   readonly #max: number;
   readonly #blockSeconds: number;
 
-  constructor(options: { kind: 'user' | 'ip'; max: number; windowMs: number; blockMs: number; redis: Redis | undefined }) {
+  constructor(options: {
+    kind: 'user' | 'ip';
+    max: number;
+    windowMs: number;
+    blockMs: number;
+    redis: Redis | Cluster | undefined;
+    redisAvailable: () => boolean;
+    onRedisError: (cause: unknown) => void;
+  }) {
     this.#max = options.max;
     this.#blockSeconds = seconds(options.blockMs);
     const limits = {
@@ -49,20 +68,39 @@ class FailureCounter {
       blockDuration: this.#blockSeconds,
     };
     const memory = new RateLimiterMemory(limits);
-    this.#limiter = options.redis
+    this.#memory = memory;
+    this.#redisAvailable = options.redisAvailable;
+    this.#onRedisError = options.onRedisError;
+    this.#shared = options.redis
       ? new RateLimiterRedis({
           ...limits,
           storeClient: options.redis,
           // Straight to memory while Redis is down, instead of waiting for a command to fail.
           rejectIfRedisNotReady: true,
-          insuranceLimiter: memory,
         })
-      : memory;
+      : undefined;
+  }
+
+  /**
+   * Runs `op` on the Redis limiter while Redis is available, else (or when it fails) on the memory
+   * one. This replaces rate-limiter-flexible's insuranceLimiter, which would hide the failure from
+   * `onRedisError`. A `RateLimiterRes` rejection is an answer (over the limit), not a failure.
+   */
+  async #run<T>(op: (limiter: RateLimiterAbstract) => Promise<T>): Promise<T> {
+    if (this.#shared && this.#redisAvailable()) {
+      try {
+        return await op(this.#shared);
+      } catch (err) {
+        if (err instanceof RateLimiterRes) throw err;
+        this.#onRedisError(err);
+      }
+    }
+    return op(this.#memory);
   }
 
   /** Milliseconds the key stays blocked, or 0 when it may try. */
   async blockedForMs(key: string): Promise<number> {
-    const res = await this.#limiter.get(key);
+    const res = await this.#run((limiter) => limiter.get(key));
     if (!res || res.consumedPoints < this.#max) return 0;
     return res.msBeforeNext > 0 ? res.msBeforeNext : this.#blockSeconds * 1000;
   }
@@ -71,18 +109,18 @@ class FailureCounter {
   async fail(key: string): Promise<void> {
     let res: RateLimiterRes;
     try {
-      res = await this.#limiter.consume(key);
+      res = await this.#run((limiter) => limiter.consume(key));
     } catch (err) {
       // A RateLimiterRes rejection means the key is already over its limit (and blocked): nothing to add.
       if (err instanceof RateLimiterRes) return;
       throw err;
     }
-    if (res.consumedPoints === this.#max) await this.#limiter.block(key, this.#blockSeconds);
+    if (res.consumedPoints === this.#max) await this.#run((limiter) => limiter.block(key, this.#blockSeconds));
   }
 
   /** Forgets the key's failures. */
   async reset(key: string): Promise<void> {
-    await this.#limiter.delete(key);
+    await this.#run((limiter) => limiter.delete(key));
   }
 }
 
@@ -96,7 +134,13 @@ export class LoginThrottle implements LoginAttempts {
       throw new RangeError(`maxFailures must be a whole number of at least 1 (got ${options.maxFailures})`);
     }
     const windowMs = options.windowMs ?? options.blockMs;
-    const common = { windowMs, blockMs: options.blockMs, redis: options.redis };
+    const common = {
+      windowMs,
+      blockMs: options.blockMs,
+      redis: options.redis,
+      redisAvailable: options.redisAvailable ?? (() => true),
+      onRedisError: options.onRedisError ?? (() => undefined),
+    };
     this.#users = new FailureCounter({ kind: 'user', max: options.maxFailures, ...common });
     this.#ips = new FailureCounter({ kind: 'ip', max: options.maxFailuresPerIp ?? options.maxFailures * 4, ...common });
   }

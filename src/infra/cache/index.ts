@@ -1,5 +1,5 @@
 /**
- * Builds the service's cache from `config.cache`: Redis with a memory fallback. Call `start()` on
+ * Builds the service's cache from `config.cache`: Redis (single, Sentinel or Cluster) with a memory fallback. Call `start()` on
  * the result before serving and `close()` on shutdown.
  */
 import type { Config } from '../../config.js';
@@ -9,7 +9,16 @@ import { RedisCacheStore } from './redis-cache-store.js';
 import { ResilientCache } from './resilient-cache.js';
 
 export { MemoryCacheStore, type MemoryCacheStoreOptions } from './memory-cache-store.js';
-export { RedisCacheStore, failFastRedisOptions, type RedisCacheStoreOptions, type RedisCacheStoreSource } from './redis-cache-store.js';
+export {
+  RedisCacheStore,
+  failFastClusterOptions,
+  failFastRedisOptions,
+  type RedisCacheStoreOptions,
+  type RedisCacheStoreSource,
+  type RedisClient,
+  type RedisNodeAddress,
+  type RedisTopology,
+} from './redis-cache-store.js';
 export { ResilientCache, type CacheStatus, type ResilientCacheOptions } from './resilient-cache.js';
 
 /** Timings for tests and tuning; the defaults suit production. */
@@ -22,10 +31,15 @@ export interface CreateCacheOptions {
   startTimeoutMs?: number;
 }
 
-/** A not yet started `ResilientCache` over Redis (`cacheConfig.redis`) and memory (`cacheConfig.memoryMaxEntries`). */
+/** A not yet started `ResilientCache` over Redis (`cacheConfig.topology`) and memory (`cacheConfig.memoryMaxEntries`). */
 export function createCache(cacheConfig: Config['cache'], logger: Logger, options: CreateCacheOptions = {}): ResilientCache {
   const redis = new RedisCacheStore({
     ...cacheConfig.redis,
+    topology: cacheConfig.topology,
+    sentinels: cacheConfig.sentinel.sentinels,
+    sentinelName: cacheConfig.sentinel.name,
+    sentinelPassword: cacheConfig.sentinel.password,
+    clusterNodes: cacheConfig.clusterNodes,
     commandTimeoutMs: options.commandTimeoutMs,
     connectTimeoutMs: options.connectTimeoutMs,
   });

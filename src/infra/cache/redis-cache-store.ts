@@ -1,19 +1,44 @@
 /**
- * `CacheStore` over Redis (ioredis). Tuned to fail fast rather than wait: no offline queue, no retry
- * per command, a command timeout, and a capped reconnect backoff, so a dead or frozen Redis costs a
- * caller milliseconds and the client keeps reconnecting by itself. Every ioredis error leaves this
- * module as `CacheUnavailableError`.
+ * `CacheStore` over Redis (ioredis): a single server, a master found through Sentinel, or a Redis
+ * Cluster. Tuned to fail fast rather than wait: no offline queue, no retry per command, a command
+ * timeout, and a capped reconnect backoff, so a dead, frozen or failing-over Redis costs a caller
+ * milliseconds and the client keeps reconnecting by itself. Every ioredis error leaves this module as
+ * `CacheUnavailableError`.
+ *
+ * Cluster: every command here touches one key, so no operation needs keys in one slot. Whoever adds a
+ * multi-key command or script must give its keys one hash tag (`mds:v1:{<group>}:...`).
  */
 import { randomUUID } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { CacheUnavailableError } from '../../errors.js';
 import type { CacheEntry, CacheStore } from '../../ports.js';
 
-/** Where Redis is (the shape of `config.cache.redis`) plus the fail-fast timings. */
-export interface RedisCacheStoreOptions {
+/** A host and port of a sentinel or cluster node. */
+export interface RedisNodeAddress {
   host: string;
   port: number;
-  /** Logical database (CACHE_DB). */
+}
+
+/** Which kind of Redis deployment the store talks to. */
+export type RedisTopology = 'single' | 'sentinel' | 'cluster';
+
+/** Where Redis is (the shape of `config.cache.redis`) plus the fail-fast timings. */
+export interface RedisCacheStoreOptions {
+  /** Default `single`: `host`/`port`. `sentinel`: `sentinels` and `sentinelName`. `cluster`: `clusterNodes`. */
+  topology?: RedisTopology;
+  /** The server of topology `single`. Default 127.0.0.1. */
+  host?: string;
+  /** Default 6379. */
+  port?: number;
+  /** Sentinels that know the master (topology `sentinel`). */
+  sentinels?: readonly RedisNodeAddress[];
+  /** The master's name as the sentinels know it. Default `mymaster`. */
+  sentinelName?: string;
+  /** AUTH for the sentinels themselves; empty or undefined: none. */
+  sentinelPassword?: string;
+  /** Seed nodes of the cluster (topology `cluster`); the rest is discovered. */
+  clusterNodes?: readonly RedisNodeAddress[];
+  /** Logical database (CACHE_DB); always 0 for a cluster. */
   db?: number;
   /** Empty or undefined: no AUTH. */
   password?: string;
@@ -38,6 +63,9 @@ export interface RedisCacheStoreOptions {
 /** Build from options (the store owns and closes the client) or wrap an existing client (the caller owns it). */
 export type RedisCacheStoreSource = RedisCacheStoreOptions | { client: Redis };
 
+/** The ioredis client of any topology (a Cluster speaks the same commands). */
+export type RedisClient = Redis | Cluster;
+
 const DEFAULTS = { commandTimeoutMs: 500, connectTimeoutMs: 1000, maxReconnectDelayMs: 1000, maxRetriesPerRequest: 0 } as const;
 const SCAN_BATCH = 500;
 
@@ -51,18 +79,20 @@ return {v, redis.call('PTTL', KEYS[1])}`;
 const RELEASE_LOCK_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-interface ScriptedRedis extends Redis {
+interface Scripts {
   mdsGetWithTtl(key: string): Promise<[string, number] | null>;
   mdsReleaseLock(key: string, token: string): Promise<number>;
 }
+type ScriptedClient = RedisClient & Scripts;
 
-/** The ioredis options that make a cache client fail fast and reconnect by itself. */
+/** The ioredis options that make a cache client fail fast and reconnect by itself (single server or Sentinel). */
 export function failFastRedisOptions(options: RedisCacheStoreOptions): RedisOptions {
   const maxDelay = options.maxReconnectDelayMs ?? DEFAULTS.maxReconnectDelayMs;
   const password = options.password ? options.password : undefined;
-  return {
-    host: options.host,
-    port: options.port,
+  const commandTimeout = options.commandTimeoutMs ?? DEFAULTS.commandTimeoutMs;
+  // Never give up (null would stop reconnecting for good); back off to at most maxDelay.
+  const backoff = (attempt: number) => Math.min(attempt * 100, maxDelay);
+  const base: RedisOptions = {
     db: options.db ?? 0,
     password,
     username: password !== undefined ? options.username : undefined,
@@ -70,11 +100,81 @@ export function failFastRedisOptions(options: RedisCacheStoreOptions): RedisOpti
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: options.maxRetriesPerRequest ?? DEFAULTS.maxRetriesPerRequest,
-    commandTimeout: options.commandTimeoutMs ?? DEFAULTS.commandTimeoutMs,
+    commandTimeout,
     connectTimeout: options.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
-    // Never give up (null would stop reconnecting for good); back off to at most maxDelay.
-    retryStrategy: (attempt: number) => Math.min(attempt * 100, maxDelay),
+    retryStrategy: backoff,
   };
+  if (options.topology !== 'sentinel') return { ...base, host: options.host ?? '127.0.0.1', port: options.port ?? 6379 };
+  return {
+    ...base,
+    sentinels: (options.sentinels ?? []).map(({ host, port }) => ({ host, port })),
+    name: options.sentinelName ?? 'mymaster',
+    sentinelPassword: options.sentinelPassword ? options.sentinelPassword : undefined,
+    sentinelRetryStrategy: backoff,
+    sentinelCommandTimeout: commandTimeout,
+    // Reconnect as soon as a sentinel announces +switch-master, instead of when the old master drops us.
+    failoverDetector: true,
+    // A demoted master answers writes with READONLY until it closes our connection: reconnect at
+    // once (through the sentinels, to the new master) rather than fail every write until then.
+    reconnectOnError: (err: Error) => err.message.startsWith('READONLY'),
+  };
+}
+
+/**
+ * The ioredis Cluster options with the same fail-fast semantics: no offline queue, a command timeout
+ * per node, few and short redirection retries, and a capped backoff when no seed answers.
+ */
+export function failFastClusterOptions(options: RedisCacheStoreOptions): ClusterOptions {
+  const maxDelay = options.maxReconnectDelayMs ?? DEFAULTS.maxReconnectDelayMs;
+  const password = options.password ? options.password : undefined;
+  const connectTimeout = options.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs;
+  return {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    enableReadyCheck: true,
+    // Replicas may lag; a cache read from a stale replica would break "byte-identical hits".
+    scaleReads: 'master',
+    // Each retry of a redirected or CLUSTERDOWN command waits; keep the total well under a second.
+    maxRedirections: 3,
+    retryDelayOnFailover: 50,
+    retryDelayOnClusterDown: 50,
+    retryDelayOnTryAgain: 50,
+    slotsRefreshTimeout: connectTimeout,
+    clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, maxDelay),
+    redisOptions: {
+      password,
+      username: password !== undefined ? options.username : undefined,
+      tls: options.tls ? {} : undefined,
+      maxRetriesPerRequest: options.maxRetriesPerRequest ?? DEFAULTS.maxRetriesPerRequest,
+      commandTimeout: options.commandTimeoutMs ?? DEFAULTS.commandTimeoutMs,
+      connectTimeout,
+    },
+  };
+}
+
+function createClient(options: RedisCacheStoreOptions): RedisClient {
+  if (options.topology === 'cluster') {
+    const nodes = (options.clusterNodes ?? []).map(({ host, port }) => ({ host, port }));
+    if (nodes.length === 0) throw new RangeError('topology cluster needs at least one node in clusterNodes');
+    return new Cluster(nodes, failFastClusterOptions(options));
+  }
+  if (options.topology === 'sentinel' && (options.sentinels ?? []).length === 0) {
+    throw new RangeError('topology sentinel needs at least one sentinel');
+  }
+  return new Redis(failFastRedisOptions(options));
+}
+
+/** `promise`, or a rejection naming `what` once `ms` have passed without it settling. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
+
+function formatNode(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 function escapeGlob(text: string): string {
@@ -88,27 +188,45 @@ function positiveMs(ttlMs: number): number {
 
 /** A `CacheStore` in Redis, shared by every instance of the service. */
 export class RedisCacheStore implements CacheStore {
-  readonly #client: ScriptedRedis;
+  readonly #client: ScriptedClient;
   readonly #ownsClient: boolean;
+  readonly #topology: RedisTopology;
+  /** Seeds of a cluster, the server of a single Redis; unused for Sentinel (the master moves). */
+  readonly #configuredNode: string | null;
   readonly #connectTimeoutMs: number;
+  readonly #commandTimeoutMs: number;
   readonly #readyListeners = new Set<() => void>();
   readonly #downListeners = new Set<(cause: Error | undefined) => void>();
   readonly #channelListeners = new Map<string, Set<(message: string) => void>>();
-  #subscriber: Redis | undefined;
+  readonly #makeSubscriber: () => RedisClient;
+  #subscriber: RedisClient | undefined;
   #lastError: Error | undefined;
   #closed = false;
 
   constructor(source: RedisCacheStoreSource) {
     if ('client' in source) {
-      this.#client = source.client as ScriptedRedis;
+      const client = source.client;
+      this.#client = client as ScriptedClient;
       this.#ownsClient = false;
-      this.#connectTimeoutMs = source.client.options.connectTimeout ?? DEFAULTS.connectTimeoutMs;
+      this.#topology = client.options.sentinels ? 'sentinel' : 'single';
+      this.#configuredNode = formatNode(client.options.host ?? '127.0.0.1', client.options.port ?? 6379);
+      this.#connectTimeoutMs = client.options.connectTimeout ?? DEFAULTS.connectTimeoutMs;
+      this.#commandTimeoutMs = client.options.commandTimeout ?? DEFAULTS.commandTimeoutMs;
     } else {
-      this.#client = new Redis(failFastRedisOptions(source)) as ScriptedRedis;
+      this.#client = createClient(source) as ScriptedClient;
       this.#ownsClient = true;
+      this.#topology = source.topology ?? 'single';
+      const seed = this.#topology === 'cluster' ? source.clusterNodes?.[0] : source;
+      this.#configuredNode = seed ? formatNode(seed.host ?? '127.0.0.1', seed.port ?? 6379) : null;
       this.#connectTimeoutMs = source.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs;
+      this.#commandTimeoutMs = source.commandTimeoutMs ?? DEFAULTS.commandTimeoutMs;
     }
     const client = this.#client;
+    this.#makeSubscriber = () => {
+      // Subscribing is no request: queueing it until Redis answers costs nobody a wait.
+      if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false });
+      return client.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true });
+    };
     if (typeof client.mdsGetWithTtl !== 'function') client.defineCommand('mdsGetWithTtl', { numberOfKeys: 1, lua: GET_WITH_TTL_LUA });
     if (typeof client.mdsReleaseLock !== 'function') client.defineCommand('mdsReleaseLock', { numberOfKeys: 1, lua: RELEASE_LOCK_LUA });
 
@@ -126,11 +244,27 @@ export class RedisCacheStore implements CacheStore {
   }
 
   /**
-   * Infra only: the underlying ioredis client, for adapters that speak Redis themselves
-   * (e.g. rate-limiter-flexible). Services must use the `CacheStore` methods.
+   * Infra only: the underlying ioredis client (a `Cluster` for topology `cluster`), for adapters that
+   * speak Redis themselves (e.g. rate-limiter-flexible). Services must use the `CacheStore` methods.
    */
-  get client(): Redis {
+  get client(): RedisClient {
     return this.#client;
+  }
+
+  /** `single`, `sentinel` or `cluster`. */
+  get topology(): RedisTopology {
+    return this.#topology;
+  }
+
+  /**
+   * The Redis node in use as `host:port`: the server of a single Redis, the current master under
+   * Sentinel (null while not connected), the first seed node of a cluster.
+   */
+  node(): string | null {
+    if (this.#topology !== 'sentinel') return this.#configuredNode;
+    const client = this.#client as Redis;
+    const stream = client.status === 'ready' ? client.stream : undefined;
+    return stream?.remoteAddress && stream.remotePort ? formatNode(stream.remoteAddress, stream.remotePort) : null;
   }
 
   /** The last connection or command error ioredis reported, cleared when the connection is ready. */
@@ -193,12 +327,7 @@ export class RedisCacheStore implements CacheStore {
 
   /** The value under `key` and its remaining TTL in ms (one round trip), or `undefined` on a miss. Keys without a TTL report `Infinity`. */
   async get(key: string): Promise<CacheEntry | undefined> {
-    let reply: [string, number] | null;
-    try {
-      reply = await this.#client.mdsGetWithTtl(key);
-    } catch (err) {
-      throw this.#unavailable('GET', err);
-    }
+    const reply = await this.#run('GET', () => this.#client.mdsGetWithTtl(key));
     if (reply === null) return undefined;
     const [value, pttl] = reply;
     if (pttl === -1) return { value, ttlMs: Number.POSITIVE_INFINITY };
@@ -209,42 +338,53 @@ export class RedisCacheStore implements CacheStore {
   /** `SET key value PX ttlMs` (at least 1 ms). */
   async set(key: string, value: string, ttlMs: number): Promise<void> {
     const px = positiveMs(ttlMs);
-    try {
-      await this.#client.set(key, value, 'PX', px);
-    } catch (err) {
-      throw this.#unavailable('SET', err);
-    }
+    await this.#run('SET', () => this.#client.set(key, value, 'PX', px));
   }
 
   /** Removes `key`; true when it existed. */
   async delete(key: string): Promise<boolean> {
-    try {
-      return (await this.#client.unlink(key)) > 0;
-    } catch (err) {
-      throw this.#unavailable('UNLINK', err);
-    }
+    return (await this.#run('UNLINK', () => this.#client.unlink(key))) > 0;
   }
 
   /**
    * Removes every key of the selected database that starts with `prefix`, by SCAN MATCH and UNLINK
-   * in batches (never FLUSHDB, never KEYS). Resolves to how many keys were removed.
+   * in batches (never FLUSHDB, never KEYS); in a cluster, on every master. Resolves to how many keys
+   * were removed.
    */
   async deleteByPrefix(prefix: string): Promise<number> {
     if (prefix.length === 0) throw new RangeError('deleteByPrefix needs a non-empty prefix');
+    const client = this.#client;
+    if (!(client instanceof Cluster)) return this.#deleteByPrefixOn(client, prefix, (keys) => client.unlink(...keys));
+    if (client.status !== 'ready') throw this.#unavailable('SCAN/UNLINK', new Error(`cluster is ${client.status}`));
+    const counts = await Promise.all(
+      client.nodes('master').map((node) =>
+        // A node's keys may lie in many slots, and a multi-key UNLINK must stay within one: one
+        // UNLINK per key, pipelined to the node that owns them all.
+        this.#deleteByPrefixOn(node, prefix, async (keys) => {
+          const replies = (await node.pipeline(keys.map((key) => ['unlink', key])).exec()) ?? [];
+          let removed = 0;
+          for (const [err, count] of replies) {
+            if (err) throw err;
+            removed += Number(count);
+          }
+          return removed;
+        }),
+      ),
+    );
+    return counts.reduce((sum, n) => sum + n, 0);
+  }
+
+  async #deleteByPrefixOn(node: Redis, prefix: string, unlink: (keys: string[]) => Promise<number>): Promise<number> {
     const pattern = `${escapeGlob(prefix)}*`;
     let cursor = '0';
     let removed = 0;
-    try {
-      do {
-        const [next, keys] = await this.#client.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_BATCH);
-        cursor = next;
-        // MATCH is a glob; the startsWith check keeps the promise of "never anything else" literal.
-        const mine = keys.filter((k) => k.startsWith(prefix));
-        if (mine.length > 0) removed += await this.#client.unlink(...mine);
-      } while (cursor !== '0');
-    } catch (err) {
-      throw this.#unavailable('SCAN/UNLINK', err);
-    }
+    do {
+      const [next, keys] = await this.#run('SCAN', () => node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_BATCH));
+      cursor = next;
+      // MATCH is a glob; the startsWith check keeps the promise of "never anything else" literal.
+      const mine = keys.filter((k) => k.startsWith(prefix));
+      if (mine.length > 0) removed += await this.#run('UNLINK', () => unlink(mine));
+    } while (cursor !== '0');
     return removed;
   }
 
@@ -252,30 +392,18 @@ export class RedisCacheStore implements CacheStore {
   async acquireLock(key: string, ttlMs: number): Promise<string | undefined> {
     const token = randomUUID();
     const px = positiveMs(ttlMs);
-    try {
-      const reply = await this.#client.set(key, token, 'PX', px, 'NX');
-      return reply === 'OK' ? token : undefined;
-    } catch (err) {
-      throw this.#unavailable('SET NX', err);
-    }
+    const reply = await this.#run('SET NX', () => this.#client.set(key, token, 'PX', px, 'NX'));
+    return reply === 'OK' ? token : undefined;
   }
 
   /** Deletes the lock only if `token` still owns it (compare-and-delete in one script). */
   async releaseLock(key: string, token: string): Promise<void> {
-    try {
-      await this.#client.mdsReleaseLock(key, token);
-    } catch (err) {
-      throw this.#unavailable('release lock', err);
-    }
+    await this.#run('release lock', () => this.#client.mdsReleaseLock(key, token));
   }
 
   /** PUBLISHes `message` on `channel`. Throws `CacheUnavailableError` when Redis cannot take it. */
   async publish(channel: string, message: string): Promise<void> {
-    try {
-      await this.#client.publish(channel, message);
-    } catch (err) {
-      throw this.#unavailable('PUBLISH', err);
-    }
+    await this.#run('PUBLISH', () => this.#client.publish(channel, message));
   }
 
   /**
@@ -296,9 +424,9 @@ export class RedisCacheStore implements CacheStore {
     return () => listeners.delete(listener);
   }
 
-  #subscriberClient(): Redis {
+  #subscriberClient(): RedisClient {
     if (!this.#subscriber) {
-      const sub = this.#client.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true });
+      const sub = this.#makeSubscriber();
       sub.on('error', () => undefined);
       sub.on('message', (channel: string, message: string) => {
         for (const listener of this.#channelListeners.get(channel) ?? []) listener(message);
@@ -308,10 +436,20 @@ export class RedisCacheStore implements CacheStore {
     return this.#subscriber;
   }
 
-  /** True when Redis answers PING now. Never throws. */
+  /**
+   * True when Redis answers PING now; for a cluster, when the cluster state is ok and every master
+   * answers (one dead master fails the commands of its slots, whatever the others say). Never throws.
+   */
   async ping(): Promise<boolean> {
+    const client = this.#client;
     try {
-      return (await this.#client.ping()) === 'PONG';
+      if (!(client instanceof Cluster)) return (await this.#run('PING', () => client.ping())) === 'PONG';
+      const masters = client.nodes('master');
+      if (masters.length === 0) return false;
+      const info = await this.#run('CLUSTER INFO', () => masters[0]!.cluster('INFO'));
+      if (!/^cluster_state:ok\b/m.test(String(info))) return false;
+      const pongs = await Promise.all(masters.map((node) => this.#run('PING', () => node.ping())));
+      return pongs.every((pong) => pong === 'PONG');
     } catch {
       return false;
     }
@@ -339,6 +477,19 @@ export class RedisCacheStore implements CacheStore {
       }
     }
     client.disconnect(false);
+  }
+
+  /**
+   * Runs one Redis call, every failure as `CacheUnavailableError`. A cluster call may be redirected
+   * and retried across nodes, each attempt with its own command timeout, so it gets one overall
+   * deadline of a command timeout too.
+   */
+  async #run<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return this.#topology === 'cluster' ? await within(call(), this.#commandTimeoutMs, operation) : await call();
+    } catch (err) {
+      throw err instanceof CacheUnavailableError ? err : this.#unavailable(operation, err);
+    }
   }
 
   #unavailable(operation: string, cause: unknown): CacheUnavailableError {

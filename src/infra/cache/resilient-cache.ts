@@ -5,16 +5,19 @@
  * transition is logged once.
  */
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { Logger } from '../../logger.js';
 import type { Broadcast, CacheEntry, CacheStore } from '../../ports.js';
 import type { MemoryCacheStore } from './memory-cache-store.js';
-import type { RedisCacheStore } from './redis-cache-store.js';
+import type { RedisCacheStore, RedisClient, RedisTopology } from './redis-cache-store.js';
 
 /** Which store answers, whether Redis is connected, and hit/miss counts of `get` since start. */
 export interface CacheStatus {
   mode: 'redis' | 'memory';
   connected: boolean;
+  /** The Redis deployment configured (`single` when none is). */
+  topology: RedisTopology;
+  /** The Redis node in use, `host:port` (the current master under Sentinel, the first seed of a cluster), or null. */
+  node: string | null;
   hits: number;
   misses: number;
 }
@@ -100,6 +103,8 @@ export class ResilientCache implements CacheStore, Broadcast {
     return {
       mode: this.#useRedis ? 'redis' : 'memory',
       connected: this.#redis?.isReady() ?? false,
+      topology: this.#redis?.topology ?? 'single',
+      node: this.#redis?.node() ?? null,
       hits: this.#hits,
       misses: this.#misses,
     };
@@ -110,8 +115,17 @@ export class ResilientCache implements CacheStore, Broadcast {
    * themselves (the login throttle's rate-limiter-flexible). Services use the `CacheStore` methods.
    * The client may be down at any moment; its users must fail fast and fall back on their own.
    */
-  redisClient(): Redis | undefined {
+  redisClient(): RedisClient | undefined {
     return this.#redis?.client;
+  }
+
+  /**
+   * Infra only: an adapter that sends its own commands over `redisClient()` reports a failure here,
+   * so every caller falls back to memory at once instead of each finding out by a failed command.
+   * The cache returns to Redis as after any other failure (reconnect or probe).
+   */
+  redisFailed(cause: unknown): void {
+    this.#toMemory(cause);
   }
 
   /** The entry under `key` with its remaining TTL in ms, or `undefined` on a miss. Counts a hit or a miss. */
