@@ -457,7 +457,12 @@ describe('ResilientMarketDataProvider around the Yahoo provider', () => {
     await openBreaker(provider);
     const requestsWhenOpened = upstream.requests;
 
-    for (const call of [() => provider.getQuote('^IXIC'), () => provider.getHistory({ symbol: 'AAPL', interval: '1d', range: '1mo' }), () => provider.search('AAPL', 5)]) {
+    const calls: Array<() => Promise<unknown>> = [
+      () => provider.getQuote('^IXIC'),
+      () => provider.getHistory({ symbol: 'AAPL', interval: '1d', range: '1mo' }),
+      () => provider.search('AAPL', 5),
+    ];
+    for (const call of calls) {
       const { error, elapsedMs } = await timed(call());
       expect(error).toBeInstanceOf(CircuitOpenError);
       expect(error).toBeInstanceOf(DataSourceError);
