@@ -36,6 +36,13 @@ export interface UpstreamGuardOptions {
   now?: () => number;
 }
 
+/**
+ * How long before the end of each second no call is admitted: the time between admission and the
+ * request's arrival upstream (connection, event-loop lag on a busy host) must not carry a call
+ * counted in one second into the next.
+ */
+const SECOND_END_MARGIN_MS = 100;
+
 /** A call waiting for its turn. */
 interface Waiter {
   deadline: number;
@@ -53,7 +60,10 @@ return 0`;
  * on this instance, no pause in force, and room in the current second's budget.
  *
  * The budget counts calls per wall-clock second (one counter per epoch second, shared through
- * Redis), so at most `maxRps` calls start in any calendar second across the fleet. A call that finds
+ * Redis), so at most `maxRps` calls start in any calendar second across the fleet; none is admitted
+ * in the last 100 ms of a second, so a call also arrives upstream in the second it was counted in.
+ * Within a second the calls are spread evenly (the k-th at (k-1)/maxRps of the usable 900 ms), which
+ * keeps the upstream's view smooth: about `maxRps` in any sliding second, not twice that at a boundary. A call that finds
  * no room waits for the next second; a call that cannot be admitted within `maxWaitMs` (or that a
  * pause outlasts) fails with `UpstreamBusyError` at once, carrying when to retry.
  *
@@ -162,7 +172,7 @@ export class UpstreamGuard {
           continue;
         }
         if (this.#queue.length === 0) break;
-        await new Promise((resolve) => setTimeout(resolve, waitMs).unref());
+        await sleep(waitMs);
       }
     } catch (err) {
       this.#logger?.error({ err: err instanceof Error ? err.message : String(err) }, 'Upstream guard failed: refusing the waiting calls');
@@ -175,7 +185,7 @@ export class UpstreamGuard {
   /** 0 after taking a budget point for the next call; otherwise how long to wait before trying again (ms). */
   async #waitBeforeNextCall(): Promise<number> {
     const pausedUntil = Math.max(this.#pausedUntil, await this.#sharedPauseUntil());
-    let now = this.#now();
+    const now = this.#now();
     if (pausedUntil > now) {
       const remainingS = (pausedUntil - now) / 1000;
       // Waiters the pause outlasts are told at once, with the pause's end as their Retry-After.
@@ -190,14 +200,22 @@ export class UpstreamGuard {
     }
     if (!this.#limiter) return 0;
     const second = Math.floor(now / 1000);
+    const msLeftInSecond = (second + 1) * 1000 - now;
+    // A call admitted at the very end of a second reaches the upstream in the next one, which may be
+    // full already: the last moments of each second are left unused.
+    if (msLeftInSecond <= SECOND_END_MARGIN_MS) return msLeftInSecond + 1;
     try {
-      await this.#limiter.consume(String(second));
+      const taken = await this.#limiter.consume(String(second));
+      // The k-th call of a second starts (k-1)/maxRps of the usable second after its start, so the
+      // budget reaches the upstream as an even stream rather than a burst at the top of each second.
+      const slotAt = second * 1000 + ((taken.consumedPoints - 1) * (1000 - SECOND_END_MARGIN_MS)) / this.#maxRps;
+      const early = slotAt - this.#now();
+      if (early > 0) await sleep(early);
       return 0;
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw err;
-      now = this.#now();
       // +1 ms: land inside the next second, not on the last millisecond of this one.
-      return Math.max(1, (second + 1) * 1000 - now + 1);
+      return Math.max(1, (second + 1) * 1000 - this.#now() + 1);
     }
   }
 
@@ -262,4 +280,9 @@ export class GuardedMarketDataProvider implements MarketDataProvider {
   search(query: string, limit: number): Promise<SearchResult[]> {
     return this.guard.run(() => this.inner.search(query, limit));
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  // Unref'd: a call waiting for its turn must not keep a shutting-down process alive.
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
