@@ -168,6 +168,17 @@ describe('concurrency cap (UPSTREAM_MAX_CONCURRENCY)', () => {
     expect(answers).toHaveLength(12);
     expect(upstream.peakInFlight).toBe(3);
   });
+
+  it('when calls wait for a slot, then they reach the upstream in the order they were made', async () => {
+    upstream.setLatencyMs(20);
+    const provider = instance({ maxRps: 0, maxConcurrency: 1, maxWaitMs: 10_000 });
+    const before = upstream.requests;
+    const order = symbols('FIFO', 8);
+
+    await Promise.all(order.map((s) => provider.getQuote(s)));
+
+    expect(upstream.requestLog.slice(before).map((r) => r.url.split('?')[0])).toEqual(order.map((s) => `/v8/finance/chart/${s}`));
+  });
 });
 
 describe('pause after a 429 with Retry-After', () => {
