@@ -69,6 +69,8 @@ export class CircuitOpenError extends DataSourceError {
  * is not an outage and never counts as a failure: a call the upstream guard refused
  * (`UpstreamBusyError`) never reached the upstream, and a 429 (`UpstreamRateLimitedError`) is already
  * answered by the guard's fleet-wide pause; opening the breaker as well would only stretch the outage.
+ * (opossum counts such an ignored error as a success, so one that ends a half-open probe closes the
+ * breaker; the next call that reaches the upstream is then the real probe.)
  *
  * Health: `healthy` is true when the last call that reached the provider succeeded, false after a
  * failure until the next success. Before the first call it is true only for a provider that declares
