@@ -74,6 +74,10 @@ const schema = z.object({
   MARKET_INDICES: csv.default(DEFAULT_INDICES),
   MARKET_DATA_TIMEOUT_MS: int(100, 60_000).default(5000),
   MARKET_DATA_BREAKER_RESET_SECONDS: int(1, 3600).default(10),
+  /** Upstream (yahoo) requests per second for the whole fleet, shared through Redis; 0 = no budget. */
+  UPSTREAM_MAX_RPS: int(0, 1000).default(5),
+  /** Upstream (yahoo) requests in flight at once, per instance. */
+  UPSTREAM_MAX_CONCURRENCY: int(1, 256).default(4),
   REFRESH_INTERVAL_SECONDS: int(0, 86_400).default(30),
   TRUST_PROXY: bool.default(false),
   CORS_ORIGINS: csv
@@ -206,6 +210,10 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       timeoutMs: v.MARKET_DATA_TIMEOUT_MS,
       /** How long the circuit breaker stays open before probing the upstream again. */
       breakerResetMs: v.MARKET_DATA_BREAKER_RESET_SECONDS * 1000,
+      /** Fleet-wide upstream requests per second (0 = unlimited); calls beyond it wait up to `timeoutMs`. */
+      upstreamMaxRps: v.UPSTREAM_MAX_RPS,
+      /** Upstream requests in flight at once on this instance. */
+      upstreamMaxConcurrency: v.UPSTREAM_MAX_CONCURRENCY,
       refreshIntervalMs: v.REFRESH_INTERVAL_SECONDS * 1000,
     },
   };

@@ -149,7 +149,8 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger.warn({ username: adminName }, `default administrator '${adminName}' does not exist: run \`mds init\``);
   }
 
-  const provider = createMarketDataProvider(config.market, logger);
+  // The cache's Redis client carries the fleet-wide upstream budget and 429 pause (memory while Redis is away).
+  const provider = createMarketDataProvider(config.market, logger, { redis: cache.redisClient() });
   const engine = new RepresentationCache({
     cache,
     namespace: provider.name,

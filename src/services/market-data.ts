@@ -210,14 +210,17 @@ export class MarketDataService {
   }
 
   /**
-   * Loads a quote again when its cached entry expires within `horizonMs` (or is not cached), so
-   * readers keep hitting. Resolves to 'ok' when it loaded, 'skipped' when the entry is fresh enough
-   * or another instance is loading it. Throws `DataSourceError`.
+   * Loads a quote again, so readers keep hitting fresh prices: always while its market may move
+   * (open, pre, post), and while it is closed (or unknown) only when the entry expires within
+   * `horizonMs`. Resolves to 'ok' when it loaded, 'skipped' when the entry needed nothing or another
+   * instance is loading it. Throws `DataSourceError`.
    */
   async refreshQuote(symbol: string, horizonMs: number): Promise<'ok' | 'skipped'> {
     const read = this.#quoteRead(symbol);
     const rep = await this.#engine.read(read);
-    if (rep.cacheStatus === 'MISS' || rep.ttlMs > horizonMs) return rep.cacheStatus === 'MISS' ? 'ok' : 'skipped';
+    if (rep.cacheStatus === 'MISS') return 'ok';
+    const moving = rep.value !== UNKNOWN && (JSON.parse(rep.value) as QuoteResponse).data.market_state !== 'closed';
+    if (!moving && rep.ttlMs > horizonMs) return 'skipped';
     return this.#engine.refresh(read);
   }
 
@@ -270,8 +273,10 @@ export class MarketDataService {
     const missing: string[] = [];
     let oldest: string | undefined;
     let ttlMs = Infinity;
+    let stale = false;
     for (const { symbol, rep } of parts) {
       ttlMs = Math.min(ttlMs, rep.ttlMs);
+      stale ||= rep.cacheStatus === 'STALE';
       if (rep.value === UNKNOWN) {
         missing.push(symbol);
         continue;
@@ -282,7 +287,7 @@ export class MarketDataService {
     }
     if (data.length === 0) return { value: UNKNOWN, ttlMs };
     const body: QuotesResponse = { success: true, data, missing, source: this.source, updated_at: oldest ?? this.#iso() };
-    return { value: JSON.stringify(body), ttlMs };
+    return { value: JSON.stringify(body), ttlMs, stale };
   }
 
   /**
@@ -295,12 +300,14 @@ export class MarketDataService {
     const data: Quote[] = [];
     let ttlMs = this.#quoteTtlMs;
     let failure: unknown;
+    let stale = false;
     for (const outcome of outcomes) {
       if (outcome.status === 'rejected') {
         failure ??= outcome.reason;
         continue;
       }
       if (outcome.value.value === UNKNOWN) continue;
+      stale ||= outcome.value.cacheStatus === 'STALE';
       ttlMs = Math.min(ttlMs, outcome.value.ttlMs);
       data.push((JSON.parse(outcome.value.value) as QuoteResponse).data);
     }
@@ -310,7 +317,7 @@ export class MarketDataService {
     }
     if (failure !== undefined) ttlMs = Math.min(ttlMs, 5000);
     const body: IndicesResponse = { success: true, data, source: this.source, updated_at: this.#iso() };
-    return { value: JSON.stringify(body), ttlMs };
+    return { value: JSON.stringify(body), ttlMs, stale };
   }
 
   /** Applies the defaults and the rules an upstream cannot serve; each violation names its rule. */

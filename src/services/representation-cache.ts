@@ -31,6 +31,11 @@ export interface Loaded {
   value: string;
   /** Lifetime in milliseconds (at least 1000). */
   ttlMs: number;
+  /**
+   * True when the value was assembled from expired copies standing in for a failed upstream (a
+   * batch of stale quotes): it is answered as STALE and never stored.
+   */
+  stale?: boolean;
 }
 
 /** One read: what it is, how to name it, and how to produce it on a miss. */
@@ -297,7 +302,8 @@ export class RepresentationCache {
   }
 
   async #loadAndStore(read: CacheRead, key: string): Promise<CachedRepresentation> {
-    const { value, ttlMs: lifetime } = await read.load();
+    const { value, ttlMs: lifetime, stale } = await read.load();
+    if (stale === true) return this.#represent(key, value, 'STALE', 0);
     const ttlMs = Math.max(1000, Math.round(lifetime));
     const writes = [this.#set(key, value, ttlMs)];
     if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), value, ttlMs + this.#staleIfErrorMs));

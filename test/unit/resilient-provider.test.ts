@@ -3,6 +3,7 @@ import { DataSourceError } from '../../src/errors.js';
 import { createMarketDataProvider } from '../../src/infra/market/index.js';
 import { ResilientMarketDataProvider } from '../../src/infra/market/resilient-market-data-provider.js';
 import { createLogger } from '../../src/logger.js';
+import { UpstreamBusyError } from '../../src/infra/market/upstream-guard-errors.js';
 import type { MarketDataProvider, Quote } from '../../src/ports.js';
 
 function captureLogger() {
@@ -12,16 +13,22 @@ function captureLogger() {
 }
 
 /** A provider whose behaviour the test scripts: the port, not fetch, is what is replaced here. */
-function scripted(getIndices: () => Promise<Quote[]>, extra: { local?: boolean } = {}): MarketDataProvider & { local?: boolean } {
-  return { name: 'scripted', getIndices, ...extra };
+function scripted(getQuote: () => Promise<Quote | undefined>, extra: { local?: boolean } = {}): MarketDataProvider & { local?: boolean } {
+  return {
+    name: 'scripted',
+    getQuote,
+    getHistory: () => Promise.resolve(undefined),
+    search: () => Promise.resolve([]),
+    ...extra,
+  };
 }
 
 describe('ResilientMarketDataProvider', () => {
   it('when the provider never settles, gives up after timeoutMs plus the margin with DataSourceError', async () => {
-    const provider = new ResilientMarketDataProvider(scripted(() => new Promise<Quote[]>(() => {})), { timeoutMs: 100, timeoutMarginMs: 50 });
+    const provider = new ResilientMarketDataProvider(scripted(() => new Promise<Quote | undefined>(() => {})), { timeoutMs: 100, timeoutMarginMs: 50 });
     const start = performance.now();
 
-    const error = await provider.getIndices().catch((e: unknown) => e);
+    const error = await provider.getQuote('X').catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(DataSourceError);
     expect((error as Error).message).toMatch(/did not answer within 150 ms/);
@@ -32,7 +39,7 @@ describe('ResilientMarketDataProvider', () => {
 
   it('when the provider breaks its contract and throws something else, still rejects with DataSourceError', async () => {
     const provider = new ResilientMarketDataProvider(scripted(() => Promise.reject(new TypeError('boom'))), { timeoutMs: 100 });
-    const error = await provider.getIndices().catch((e: unknown) => e);
+    const error = await provider.getQuote('X').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DataSourceError);
     expect((error as Error).message).toMatch(/boom/);
     provider.close();
@@ -41,51 +48,73 @@ describe('ResilientMarketDataProvider', () => {
   it('a provider that declares itself local is healthy before its first call; after a failure it is not, until a success', async () => {
     let fail = false;
     const provider = new ResilientMarketDataProvider(
-      scripted(() => (fail ? Promise.reject(new DataSourceError('down')) : Promise.resolve([])), { local: true }),
+      scripted(() => (fail ? Promise.reject(new DataSourceError('down')) : Promise.resolve(undefined)), { local: true }),
       { timeoutMs: 100, volumeThreshold: 100 },
     );
     expect(provider.health()).toEqual({ provider: 'scripted', healthy: true, last_success_at: null, last_error: null });
 
     fail = true;
-    await expect(provider.getIndices()).rejects.toThrow('down');
+    await expect(provider.getQuote('X')).rejects.toThrow('down');
     expect(provider.health()).toMatchObject({ healthy: false, last_error: 'down' });
 
     fail = false;
-    await provider.getIndices();
+    await provider.getQuote('X');
+    expect(provider.health()).toMatchObject({ healthy: true, last_error: null, last_success_at: expect.any(String) });
+    provider.close();
+  });
+
+  it('when the upstream guard refuses calls, then the breaker stays closed and health is unchanged', async () => {
+    const provider = new ResilientMarketDataProvider(scripted(() => Promise.reject(new UpstreamBusyError('busy', 3)), { local: true }), {
+      timeoutMs: 100,
+      volumeThreshold: 2,
+    });
+    for (let i = 0; i < 6; i++) {
+      const error = await provider.getQuote('X').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UpstreamBusyError);
+      expect((error as DataSourceError).retryAfterSeconds).toBe(3);
+    }
+    expect(provider.state).toBe('closed');
+    expect(provider.health()).toEqual({ provider: 'scripted', healthy: true, last_success_at: null, last_error: null });
+    provider.close();
+  });
+
+  it('when the provider answers "unknown" (undefined), then that is a success', async () => {
+    const provider = new ResilientMarketDataProvider(scripted(() => Promise.resolve(undefined)), { timeoutMs: 100, volumeThreshold: 1 });
+    await expect(provider.getQuote('NOPE')).resolves.toBeUndefined();
+    expect(provider.state).toBe('closed');
     expect(provider.health()).toMatchObject({ healthy: true, last_error: null, last_success_at: expect.any(String) });
     provider.close();
   });
 
   it('after close, calls reject with DataSourceError', async () => {
-    const provider = new ResilientMarketDataProvider(scripted(() => Promise.resolve([])), { timeoutMs: 100 });
+    const provider = new ResilientMarketDataProvider(scripted(() => Promise.resolve(undefined)), { timeoutMs: 100 });
     provider.close();
-    await expect(provider.getIndices()).rejects.toBeInstanceOf(DataSourceError);
+    await expect(provider.getQuote('X')).rejects.toBeInstanceOf(DataSourceError);
   });
 });
 
 describe('createMarketDataProvider', () => {
-  const market = { baseUrl: 'http://127.0.0.1:9', symbols: ['^GSPC', '^N225'], timeoutMs: 1000 };
+  const market = { baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 };
 
-  it('for simulated, logs that the data is demo data and how to switch, and serves the configured symbols', async () => {
+  it('when the provider is simulated, then it logs that the data is demo data and how to switch, and is healthy at once', async () => {
     const { logger, lines } = captureLogger();
     const provider = createMarketDataProvider({ ...market, provider: 'simulated' }, logger);
 
     expect(provider.name).toBe('simulated');
     expect(provider.health().healthy).toBe(true);
-    expect((await provider.getIndices()).map((q) => q.symbol)).toEqual(['^GSPC', '^N225']);
     const notice = lines.find((l) => /SIMULATED/.test(l.msg));
     expect(notice?.msg).toMatch(/demo data/);
     expect(notice?.msg).toMatch(/MARKET_DATA_PROVIDER=yahoo/);
     provider.close();
   });
 
-  it('for yahoo, builds a remote provider that is not healthy before it has answered', () => {
+  it('when the provider is yahoo, then it builds a remote provider that is not healthy before it has answered', () => {
     const { logger, lines } = captureLogger();
-    const provider = createMarketDataProvider({ ...market, provider: 'yahoo' }, logger);
+    const provider = createMarketDataProvider({ ...market, provider: 'yahoo', upstreamMaxRps: 7, upstreamMaxConcurrency: 2 }, logger);
 
     expect(provider.name).toBe('yahoo');
     expect(provider.health()).toEqual({ provider: 'yahoo', healthy: false, last_success_at: null, last_error: null });
-    expect(lines.some((l) => /Yahoo Finance/.test(l.msg))).toBe(true);
+    expect(lines.find((l) => /Yahoo Finance/.test(l.msg))).toMatchObject({ maxRps: 7, maxConcurrency: 2, sharedBudget: false });
     provider.close();
   });
 });

@@ -8,6 +8,7 @@ import type { components } from '../../generated/api.js';
 import { DataSourceError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../ports.js';
+import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 /** The provider's health as the admin status reports it. */
 export type DatasourceHealth = components['schemas']['DatasourceStatus'];
@@ -20,7 +21,10 @@ export type WrappableMarketDataProvider = MarketDataProvider & { readonly local?
 
 /** Options of `ResilientMarketDataProvider`. */
 export interface ResilientMarketDataProviderOptions {
-  /** The inner provider's own timeout in milliseconds; the breaker gives up `timeoutMarginMs` later. */
+  /**
+   * The longest the inner provider may take by itself, in milliseconds (its request timeout, plus the
+   * upstream guard's wait bound when one is inside); the breaker gives up `timeoutMarginMs` later.
+   */
   timeoutMs: number;
   /** Extra time before the breaker abandons a call the provider did not end itself (default 1000 ms). */
   timeoutMarginMs?: number;
@@ -51,19 +55,28 @@ export class CircuitOpenError extends DataSourceError {
 }
 
 /**
- * Decorates a `MarketDataProvider` with an opossum circuit breaker and health tracking.
+ * Decorates a `MarketDataProvider` with an opossum circuit breaker and health tracking. One breaker
+ * covers all three methods: they share one upstream, and a dead upstream is dead for all of them.
  *
  * - Closed: calls go to the inner provider. Once `volumeThreshold` calls within the rolling window
  *   have failed more than `errorThresholdPercentage` of the time, the breaker opens.
- * - Open: `getIndices` rejects with `CircuitOpenError` (a `DataSourceError` whose
+ * - Open: every method rejects with `CircuitOpenError` (a `DataSourceError` whose
  *   `retryAfterSeconds` is the time left until the next probe) without calling the provider.
  * - Half-open (after `resetTimeoutMs`): one call goes through; success closes the breaker, failure
  *   opens it again. Concurrent calls meanwhile fail fast.
  *
+ * What counts: an unknown symbol (`undefined`) and an empty search are answers, so successes. Throttling
+ * is not an outage and never counts as a failure: a call the upstream guard refused
+ * (`UpstreamBusyError`) never reached the upstream, and a 429 (`UpstreamRateLimitedError`) is already
+ * answered by the guard's fleet-wide pause; opening the breaker as well would only stretch the outage.
+ * (opossum counts such an ignored error as a success, so one that ends a half-open probe closes the
+ * breaker; the next call that reaches the upstream is then the real probe.)
+ *
  * Health: `healthy` is true when the last call that reached the provider succeeded, false after a
  * failure until the next success. Before the first call it is true only for a provider that declares
  * itself `local` (the simulated one needs no network); a remote provider is not called healthy
- * before it has answered. `last_error` is cleared by a success.
+ * before it has answered. `last_error` is cleared by a success. A 429 makes the source unhealthy
+ * (it is not serving us); a guard refusal changes nothing (the upstream was not asked).
  */
 export class ResilientMarketDataProvider implements MarketDataProvider {
   readonly name: string;
@@ -91,6 +104,7 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
 
     this.breaker = new CircuitBreaker((call: () => Promise<unknown>) => this.callInner(call), {
       name: `market-data-${inner.name}`,
+      errorFilter: (err: unknown) => err instanceof UpstreamBusyError || err instanceof UpstreamRateLimitedError,
       timeout: this.breakerTimeoutMs,
       errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
       volumeThreshold: options.volumeThreshold ?? 3,
@@ -120,30 +134,21 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
   }
 
   /**
-   * Quotes from the inner provider. Rejects only with `DataSourceError`: the provider's own, one for a
+   * The inner provider's quote. Rejects only with `DataSourceError`: the provider's own, one for a
    * call the breaker abandoned after its timeout, or `CircuitOpenError` while the breaker is open.
    */
   getQuote(symbol: string): Promise<Quote | undefined> {
     return this.fire(() => this.inner.getQuote(symbol));
   }
 
+  /** The inner provider's history; rejects like `getQuote`. */
   getHistory(query: HistoryQuery): Promise<History | undefined> {
     return this.fire(() => this.inner.getHistory(query));
   }
 
+  /** The inner provider's search results; rejects like `getQuote`. */
   search(query: string, limit: number): Promise<SearchResult[]> {
     return this.fire(() => this.inner.search(query, limit));
-  }
-
-  private async fire<T>(call: () => Promise<T>): Promise<T> {
-    let result: T;
-    try {
-      result = (await this.breaker.fire(call)) as T;
-    } catch (err) {
-      throw this.onFailure(err);
-    }
-    this.onSuccess();
-    return result;
   }
 
   /** The source's health for the admin status and the health endpoint. */
@@ -161,6 +166,17 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
   /** Stops the breaker's timers; later calls reject with `DataSourceError`. Call on shutdown. */
   close(): void {
     this.breaker.shutdown();
+  }
+
+  private async fire<T>(call: () => Promise<T>): Promise<T> {
+    let value: T;
+    try {
+      value = (await this.breaker.fire(call)) as T;
+    } catch (err) {
+      throw this.onFailure(err);
+    }
+    this.onSuccess();
+    return value;
   }
 
   private async callInner(call: () => Promise<unknown>): Promise<unknown> {
@@ -186,6 +202,10 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
       return new CircuitOpenError(Math.max(1, remainingMs / 1000));
     }
     if (isBreakerError(err, 'ESHUTDOWN')) return new DataSourceError('Market data source is shut down', { cause: err });
+    if (err instanceof UpstreamBusyError) {
+      this.logger?.debug({ provider: this.name, err: err.message }, 'Market data call refused by the upstream guard');
+      return err;
+    }
 
     const error =
       err instanceof DataSourceError

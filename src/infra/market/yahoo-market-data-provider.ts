@@ -1,141 +1,182 @@
 /**
- * Live quotes from Yahoo Finance's public chart API (`/v8/finance/chart/{symbol}`), one request per
- * symbol. Everything that can go wrong upstream becomes a `DataSourceError` at this boundary.
+ * Quotes, history and search from Yahoo Finance's public APIs: the chart API
+ * (`/v8/finance/chart/{symbol}`) for quotes and candles, `/v1/finance/search` for search. Everything
+ * that can go wrong upstream becomes a `DataSourceError` at this boundary; an unknown symbol is an
+ * answer (`undefined`), never an error.
  */
 import { DataSourceError } from '../../errors.js';
-import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../ports.js';
+import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, MarketState, Quote, SearchResult } from '../../ports.js';
+import { UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 /** Options of `YahooMarketDataProvider`. */
 export interface YahooMarketDataProviderOptions {
   /** Scheme and host of the API, e.g. `https://query1.finance.yahoo.com` (a trailing slash is ignored). */
   baseUrl: string;
-  /** Yahoo symbols to quote, in this order (`^GSPC`, `000001.SS`, ...). */
-  symbols: readonly string[];
-  /** Limit for each symbol's request, body included, in milliseconds. */
+  /** Limit for each request, body included, in milliseconds. */
   timeoutMs: number;
   /** The fetch implementation; the global `fetch` by default. */
   fetch?: typeof fetch;
   /** User-Agent header; Yahoo refuses many non-browser agents, so a desktop browser's by default. */
   userAgent?: string;
+  /** Clock in epoch milliseconds for the market state (default `Date.now`). */
+  now?: () => number;
 }
 
 /** A desktop browser's User-Agent: Yahoo answers 429 to many library defaults. */
 export const DEFAULT_USER_AGENT =
   'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
-/** Why one symbol could not be quoted. */
-class SymbolFailure extends Error {
-  constructor(
-    readonly symbol: string,
-    readonly reason: string,
-    readonly retryAfterSeconds?: number,
-    options?: { cause?: unknown },
-  ) {
-    super(`${symbol}: ${reason}`, options);
-  }
-}
+/** Yahoo's `instrumentType` / `quoteType` values we can name. */
+const INSTRUMENT_TYPES: Readonly<Record<string, InstrumentType>> = {
+  EQUITY: 'equity',
+  ETF: 'etf',
+  // A fund is bought and priced like an ETF as far as a quote consumer is concerned.
+  MUTUALFUND: 'etf',
+  INDEX: 'index',
+  CURRENCY: 'currency',
+  CRYPTOCURRENCY: 'crypto',
+  FUTURE: 'future',
+};
+
+/** Our history intervals in Yahoo's spelling. */
+const YAHOO_INTERVALS: Readonly<Record<HistoryInterval, string>> = {
+  '1m': '1m',
+  '5m': '5m',
+  '15m': '15m',
+  '30m': '30m',
+  '1h': '60m',
+  '1d': '1d',
+  '1wk': '1wk',
+  '1mo': '1mo',
+};
+
+/** What our port accepts as a symbol; search results outside it could not be asked for again. */
+const SYMBOL_PATTERN = /^[A-Za-z0-9^.=-]{1,32}$/;
 
 /**
- * Quotes from Yahoo Finance.
+ * Yahoo Finance behind the `MarketDataProvider` port.
  *
- * All symbols are requested in parallel (`?interval=1d&range=1d`, so the chart holds today's session
- * and `chartPreviousClose` is the previous session's close). A symbol that fails (error status,
- * timeout, refused connection, unparsable or unexpected body) is left out of the result; when every
- * symbol fails, `getIndices` rejects with a `DataSourceError` naming the causes, carrying the largest
- * `Retry-After` Yahoo sent with a 429. It never rejects with anything else.
+ * Quotes (`?interval=1d&range=1d`, so the chart holds today's session and `chartPreviousClose` is the
+ * previous session's close): price `meta.regularMarketPrice`; prev_close `meta.chartPreviousClose`,
+ * else `meta.previousClose`; name `meta.longName`, else `meta.shortName`, else the symbol; high, low
+ * and volume from `meta.regularMarketDay{High,Low}` / `meta.regularMarketVolume`, else from the
+ * session's bars, else null; open is the first bar's non-null open; timestamp `meta.regularMarketTime`;
+ * exchange `meta.fullExchangeName`, else `meta.exchangeName`; timezone `meta.exchangeTimezoneName`;
+ * market_state from `meta.currentTradingPeriod` at the current time (crypto: always open). Prices of
+ * zero or less are Yahoo's placeholders for "unknown" and count as absent. Values from bars (stored by
+ * Yahoo as float32) are rounded to `meta.priceHint` decimals.
  *
- * Field mapping: price `meta.regularMarketPrice`; prev_close `meta.chartPreviousClose`, else
- * `meta.previousClose`; name `meta.longName`, else `meta.shortName`, else the symbol; high, low and
- * volume from `meta.regularMarketDay{High,Low}` / `meta.regularMarketVolume`, else from the session's
- * bars (highest high, lowest low, summed volume), else null; open is the first bar's non-null open;
- * timestamp `meta.regularMarketTime`. Prices of zero or less are Yahoo's placeholders for "unknown"
- * and count as absent. Values from bars (stored by Yahoo as float32) are rounded to `meta.priceHint`
- * decimals; change is rounded to 4 decimals and change_percent to 2.
+ * Yahoo's 404 with its chart error body ("No data found, symbol may be delisted") means the symbol
+ * is unknown: `undefined`. A 404 without that body (a proxy, a wrong base URL) is a failure like any
+ * other. A 429 is an `UpstreamRateLimitedError` carrying Yahoo's `Retry-After`.
  */
 export class YahooMarketDataProvider implements MarketDataProvider {
   readonly name = 'yahoo';
 
   private readonly baseUrl: string;
-  private readonly symbols: readonly string[];
   private readonly timeoutMs: number;
   private readonly fetch: typeof fetch;
   private readonly userAgent: string;
+  private readonly now: () => number;
 
   constructor(options: YahooMarketDataProviderOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.symbols = [...options.symbols];
     this.timeoutMs = options.timeoutMs;
     this.fetch = options.fetch ?? globalThis.fetch;
     this.userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The quote of `symbol`, or `undefined` when Yahoo does not know it. Throws `DataSourceError`. */
+  async getQuote(symbol: string): Promise<Quote | undefined> {
+    const body = await this.chart(symbol, new URLSearchParams({ interval: '1d', range: '1d' }));
+    return body === undefined ? undefined : parseQuote(symbol, body, this.now());
   }
 
   /**
-   * Quotes of the configured symbols that Yahoo could deliver, in configuration order.
-   * Throws `DataSourceError` only when every symbol failed; resolves to `[]` when no symbol is configured.
+   * Candles of `query.symbol` with its dividends and splits, or `undefined` when Yahoo does not know
+   * the symbol. A chart without bars (a weekend's minutes) is an empty candle list. Throws `DataSourceError`.
    */
-  async getQuote(symbol: string): Promise<Quote | undefined> {
-    try {
-      return await this.fetchQuote(symbol);
-    } catch (err) {
-      const failure = asSymbolFailure(symbol, err);
-      if (failure.reason.startsWith('HTTP 404')) return undefined;
-      throw allFailed([failure]);
+  async getHistory(query: HistoryQuery): Promise<History | undefined> {
+    const params = new URLSearchParams({ interval: YAHOO_INTERVALS[query.interval] });
+    if (query.range !== undefined) {
+      params.set('range', query.range);
+    } else {
+      params.set('period1', String(Math.floor((query.startMs ?? 0) / 1000)));
+      params.set('period2', String(Math.ceil((query.endMs ?? this.now()) / 1000)));
     }
+    params.set('events', 'div|split');
+    const body = await this.chart(query.symbol, params);
+    return body === undefined ? undefined : parseHistory(query, body);
   }
 
-  async getHistory(_query: HistoryQuery): Promise<History | undefined> {
-    throw new DataSourceError('history is not available from this provider yet');
+  /**
+   * Instruments matching `query`, in Yahoo's order, at most `limit`. Options and kinds outside
+   * `InstrumentType` are left out (see `searchResult`). Throws `DataSourceError`.
+   */
+  async search(query: string, limit: number): Promise<SearchResult[]> {
+    const params = new URLSearchParams({ q: query, quotesCount: String(limit), newsCount: '0' });
+    const { status, text, retryAfter } = await this.request(`/v1/finance/search?${params.toString()}`, `search '${query}'`);
+    if (status !== 200) throw this.statusError(`search '${query}'`, status, text, retryAfter);
+    const body = parseJson(text, `search '${query}'`);
+    const quotes = isRecord(body) ? body.quotes : undefined;
+    if (!Array.isArray(quotes)) throw new DataSourceError(`Yahoo Finance search '${query}': unexpected response shape: no "quotes" list`);
+    const results: SearchResult[] = [];
+    for (const entry of quotes) {
+      const result = searchResult(entry);
+      if (result && !results.some((r) => r.symbol === result.symbol)) results.push(result);
+      if (results.length >= limit) break;
+    }
+    return results;
   }
 
-  async search(_query: string, _limit: number): Promise<SearchResult[]> {
-    return [];
+  /** The parsed chart body, or `undefined` for Yahoo's "no data found" 404. */
+  private async chart(symbol: string, params: URLSearchParams): Promise<Record<string, unknown> | undefined> {
+    const what = `chart of ${symbol}`;
+    // `|` in `events` is sent percent-encoded, as Yahoo's own clients do.
+    const { status, text, retryAfter } = await this.request(`/v8/finance/chart/${encodeURIComponent(symbol)}?${params.toString()}`, what);
+    if (status === 404 && isChartError(text)) return undefined;
+    if (status !== 200) throw this.statusError(what, status, text, retryAfter);
+    const body = parseJson(text, what);
+    const chart = isRecord(body) ? body.chart : undefined;
+    if (!isRecord(chart)) throw new DataSourceError(`Yahoo Finance ${what}: unexpected response shape: no "chart" object`);
+    const result: unknown = Array.isArray(chart.result) ? chart.result[0] : undefined;
+    if (!isRecord(result)) {
+      const detail = upstreamErrorDescription(chart.error);
+      if (detail?.startsWith('Not Found')) return undefined;
+      throw new DataSourceError(`Yahoo Finance ${what}: ${detail ? `upstream error (${detail})` : 'unexpected response shape: no chart result'}`);
+    }
+    if (!isRecord(result.meta)) throw new DataSourceError(`Yahoo Finance ${what}: unexpected response shape: no chart meta`);
+    return result;
   }
 
-  private async fetchQuote(symbol: string): Promise<Quote> {
-    const url = `${this.baseUrl}/v8/finance/chart/${encodeURIComponent(symbol)}?interval=1d&range=1d`;
-    let response: Response;
-    let text: string;
+  private async request(path: string, what: string): Promise<{ status: number; text: string; retryAfter: number | undefined }> {
     try {
-      response = await this.fetch(url, {
+      const response = await this.fetch(`${this.baseUrl}${path}`, {
         headers: { 'User-Agent': this.userAgent, Accept: 'application/json' },
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       // Read the body even for error statuses: it frees the connection and may explain the failure.
-      text = await response.text();
+      const text = await response.text();
+      const retryAfter = response.status === 429 ? parseRetryAfter(response.headers.get('retry-after'), this.now()) : undefined;
+      return { status: response.status, text, retryAfter };
     } catch (err) {
-      throw new SymbolFailure(symbol, describeFetchError(err, this.timeoutMs), undefined, { cause: err });
+      throw new DataSourceError(`Yahoo Finance ${what}: ${describeFetchError(err, this.timeoutMs)}`, { cause: err });
     }
+  }
 
-    if (!response.ok) {
-      const retryAfter = response.status === 429 ? parseRetryAfter(response.headers.get('retry-after')) : undefined;
-      const detail = upstreamErrorDescription(text);
-      throw new SymbolFailure(symbol, `HTTP ${response.status}${detail ? ` (${detail})` : ''}`, retryAfter);
-    }
-
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch (err) {
-      throw new SymbolFailure(symbol, 'unparsable response body (not JSON)', undefined, { cause: err });
-    }
-    return parseChart(symbol, body);
+  private statusError(what: string, status: number, text: string, retryAfter: number | undefined): DataSourceError {
+    const detail = upstreamErrorDescription(text);
+    const message = `Yahoo Finance ${what}: HTTP ${status}${detail ? ` (${detail})` : ''}`;
+    if (status === 429) return new UpstreamRateLimitedError(message, retryAfter);
+    return new DataSourceError(message);
   }
 }
 
-/** Turns a chart API body into a quote, or throws `SymbolFailure` describing what is missing. */
-function parseChart(symbol: string, body: unknown): Quote {
-  const unexpected = (what: string) => new SymbolFailure(symbol, `unexpected response shape: ${what}`);
-
-  const chart = isRecord(body) ? body.chart : undefined;
-  if (!isRecord(chart)) throw unexpected('no "chart" object');
-  const results = chart.result;
-  if (!Array.isArray(results) || results.length === 0) {
-    const detail = upstreamErrorDescription(chart.error);
-    throw new SymbolFailure(symbol, detail ? `upstream error (${detail})` : 'unexpected response shape: no chart result');
-  }
-  const result: unknown = results[0];
-  if (!isRecord(result) || !isRecord(result.meta)) throw unexpected('no chart meta');
-  const meta = result.meta;
+/** Turns a chart result into a quote, or throws `DataSourceError` describing what is missing. */
+function parseQuote(symbol: string, result: Record<string, unknown>, nowMs: number): Quote {
+  const unexpected = (what: string) => new DataSourceError(`Yahoo Finance chart of ${symbol}: unexpected response shape: ${what}`);
+  const meta = result.meta as Record<string, unknown>;
 
   const price = positive(meta.regularMarketPrice);
   if (price === undefined) throw unexpected('no valid meta.regularMarketPrice');
@@ -156,6 +197,7 @@ function parseChart(symbol: string, body: unknown): Quote {
   const open = fromBars(bars.open.find((v) => v !== undefined));
   const metaVolume = finite(meta.regularMarketVolume);
   const volume = metaVolume !== undefined && metaVolume >= 0 ? Math.round(metaVolume) : sum(bars.volume);
+  const instrumentType = instrumentTypeOf(meta.instrumentType) ?? 'equity';
 
   const change = price - prevClose;
   return {
@@ -171,11 +213,121 @@ function parseChart(symbol: string, body: unknown): Quote {
     volume,
     currency,
     timestamp: new Date(marketTime * 1000).toISOString(),
-    exchange: nonEmptyString(meta.fullExchangeName) ?? nonEmptyString(meta.exchangeName) ?? 'unknown',
-    instrument_type: 'equity',
-    timezone: nonEmptyString(meta.exchangeTimezoneName) ?? 'UTC',
-    market_state: 'open',
+    exchange: (nonEmptyString(meta.fullExchangeName) ?? nonEmptyString(meta.exchangeName) ?? '').slice(0, 64),
+    instrument_type: instrumentType,
+    timezone: timezoneOf(meta),
+    market_state: instrumentType === 'crypto' ? 'open' : marketState(meta.currentTradingPeriod, nowMs),
   };
+}
+
+/** Turns a chart result into history: bars with a missing price are dropped, prices rounded to the price hint. */
+function parseHistory(query: HistoryQuery, result: Record<string, unknown>): History {
+  const meta = result.meta as Record<string, unknown>;
+  const currency = nonEmptyString(meta.currency);
+  if (currency === undefined) throw new DataSourceError(`Yahoo Finance chart of ${query.symbol}: unexpected response shape: no meta.currency`);
+  const decimals = priceDecimals(meta.priceHint);
+  const inWindow = (epochS: number) =>
+    (query.startMs === undefined || epochS * 1000 >= query.startMs) && (query.endMs === undefined || epochS * 1000 < query.endMs);
+
+  const timestamps = Array.isArray(result.timestamp) ? result.timestamp : [];
+  const indicators = isRecord(result.indicators) ? result.indicators : {};
+  const quote: unknown = Array.isArray(indicators.quote) ? indicators.quote[0] : undefined;
+  const adjclose: unknown = Array.isArray(indicators.adjclose) && isRecord(indicators.adjclose[0]) ? indicators.adjclose[0].adjclose : undefined;
+  const column = (source: unknown, key: string): unknown[] => {
+    const values = isRecord(source) ? source[key] : undefined;
+    return Array.isArray(values) ? values : [];
+  };
+  const [opens, highs, lows, closes, volumes] = ['open', 'high', 'low', 'close', 'volume'].map((key) => column(quote, key)) as [unknown[], unknown[], unknown[], unknown[], unknown[]];
+  const adjCloses = Array.isArray(adjclose) ? adjclose : [];
+
+  // Keyed by time: Yahoo repeats the live bar at the end of an intraday chart; the later copy wins.
+  const candles = new Map<number, Candle>();
+  timestamps.forEach((t: unknown, i) => {
+    const time = finite(t);
+    const [open, high, low, close] = [opens[i], highs[i], lows[i], closes[i]].map(finite);
+    if (time === undefined || open === undefined || high === undefined || low === undefined || close === undefined || !inWindow(time)) return;
+    const adj = finite(adjCloses[i]);
+    const volume = finite(volumes[i]);
+    candles.set(time, {
+      time: new Date(time * 1000).toISOString(),
+      open: roundTo(open, decimals),
+      high: roundTo(high, decimals),
+      low: roundTo(low, decimals),
+      close: roundTo(close, decimals),
+      adj_close: adj === undefined ? null : roundTo(adj, decimals),
+      volume: volume === undefined || volume < 0 ? null : Math.round(volume),
+    });
+  });
+
+  const events = isRecord(result.events) ? result.events : {};
+  const eventList = (kind: string) =>
+    (isRecord(events[kind]) ? Object.values(events[kind]) : [])
+      .filter(isRecord)
+      .map((e) => ({ e, date: finite(e.date) }))
+      .filter((x): x is { e: Record<string, unknown>; date: number } => x.date !== undefined && inWindow(x.date))
+      .sort((a, b) => a.date - b.date);
+  const dividends = eventList('dividends').flatMap(({ e, date }) => {
+    const amount = finite(e.amount);
+    return amount === undefined ? [] : [{ time: new Date(date * 1000).toISOString(), amount }];
+  });
+  const splits = eventList('splits').flatMap(({ e, date }) => {
+    const numerator = positive(e.numerator);
+    const denominator = positive(e.denominator);
+    return numerator === undefined || denominator === undefined ? [] : [{ time: new Date(date * 1000).toISOString(), numerator, denominator }];
+  });
+
+  return {
+    symbol: query.symbol,
+    currency,
+    timezone: timezoneOf(meta),
+    interval: query.interval,
+    candles: [...candles.entries()].sort(([a], [b]) => a - b).map(([, candle]) => candle),
+    events: { dividends, splits },
+  };
+}
+
+/**
+ * One search hit, or `undefined` to leave it out: entries without a usable symbol, options (not an
+ * instrument our quote and history endpoints describe, and they flood ticker searches: `AAPL` gives
+ * four option contracts among six hits) and kinds we cannot name (rather than mislabel them).
+ */
+function searchResult(entry: unknown): SearchResult | undefined {
+  if (!isRecord(entry)) return undefined;
+  const symbol = nonEmptyString(entry.symbol);
+  if (symbol === undefined || !SYMBOL_PATTERN.test(symbol)) return undefined;
+  const instrumentType = instrumentTypeOf(entry.quoteType);
+  if (instrumentType === undefined) return undefined;
+  return {
+    symbol: symbol.toUpperCase(),
+    name: (nonEmptyString(entry.longname) ?? nonEmptyString(entry.shortname) ?? symbol).trim().slice(0, 200),
+    exchange: (nonEmptyString(entry.exchDisp) ?? nonEmptyString(entry.exchange) ?? '').slice(0, 64),
+    instrument_type: instrumentType,
+  };
+}
+
+function instrumentTypeOf(value: unknown): InstrumentType | undefined {
+  return typeof value === 'string' ? INSTRUMENT_TYPES[value.toUpperCase()] : undefined;
+}
+
+/** The exchange's IANA zone; UTC when Yahoo names none (its older chart bodies). */
+function timezoneOf(meta: Record<string, unknown>): string {
+  return (nonEmptyString(meta.exchangeTimezoneName) ?? 'UTC').slice(0, 64);
+}
+
+/** Which of today's sessions (`meta.currentTradingPeriod`) `nowMs` falls in. */
+function marketState(period: unknown, nowMs: number): MarketState {
+  if (!isRecord(period)) return 'closed';
+  const nowS = nowMs / 1000;
+  const within = (session: unknown) => {
+    if (!isRecord(session)) return false;
+    const start = finite(session.start);
+    const end = finite(session.end);
+    return start !== undefined && end !== undefined && nowS >= start && nowS < end;
+  };
+  if (within(period.regular)) return 'open';
+  if (within(period.pre)) return 'pre';
+  if (within(period.post)) return 'post';
+  return 'closed';
 }
 
 interface SessionBars {
@@ -199,21 +351,22 @@ function sessionBars(indicators: unknown): SessionBars {
   return { open: series('open', positive), high: series('high', positive), low: series('low', positive), volume: series('volume', nonNegative) };
 }
 
-function allFailed(failures: SymbolFailure[]): DataSourceError {
-  const symbolsByReason = new Map<string, string[]>();
-  for (const f of failures) symbolsByReason.set(f.reason, [...(symbolsByReason.get(f.reason) ?? []), f.symbol]);
-  const causes = [...symbolsByReason].map(([reason, symbols]) => `${reason} for ${symbols.join(', ')}`).join('; ');
-  const retryAfters = failures.map((f) => f.retryAfterSeconds).filter((s): s is number => s !== undefined);
-  return new DataSourceError(`Yahoo Finance failed for every symbol: ${causes}`, {
-    cause: failures.length === 1 ? failures[0] : new AggregateError(failures, 'every symbol failed'),
-    ...(retryAfters.length > 0 ? { retryAfterSeconds: Math.max(...retryAfters) } : {}),
-  });
+function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new DataSourceError(`Yahoo Finance ${what}: unparsable response body (not JSON)`, { cause: err });
+  }
 }
 
-function asSymbolFailure(symbol: string, reason: unknown): SymbolFailure {
-  if (reason instanceof SymbolFailure) return reason;
-  const message = reason instanceof Error ? reason.message : String(reason);
-  return new SymbolFailure(symbol, `unexpected failure: ${message}`, undefined, { cause: reason });
+/** True when `text` is Yahoo's chart error envelope (what its 404 for an unknown symbol carries). */
+function isChartError(text: string): boolean {
+  try {
+    const body: unknown = JSON.parse(text);
+    return isRecord(body) && isRecord(body.chart) && isRecord(body.chart.error);
+  } catch {
+    return false;
+  }
 }
 
 function describeFetchError(err: unknown, timeoutMs: number): string {
@@ -256,12 +409,12 @@ function upstreamErrorDescription(source: unknown): string | undefined {
 }
 
 /** `Retry-After` as seconds: either delay-seconds or an HTTP date. */
-function parseRetryAfter(header: string | null): number | undefined {
+function parseRetryAfter(header: string | null, nowMs: number): number | undefined {
   if (header === null) return undefined;
   const trimmed = header.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed);
   const date = Date.parse(trimmed);
-  return Number.isNaN(date) ? undefined : Math.max(0, (date - Date.now()) / 1000);
+  return Number.isNaN(date) ? undefined : Math.max(0, (date - nowMs) / 1000);
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,0 +1,26 @@
+/**
+ * The two ways an upstream call can be held back for throttling, told apart from real outages so the
+ * circuit breaker does not count them: the upstream said 429, or our own budget had no room in time.
+ */
+import { DataSourceError } from '../../errors.js';
+
+/** The upstream answered 429; `retryAfterSeconds` is its `Retry-After` (5 s when it sent none). */
+export class UpstreamRateLimitedError extends DataSourceError {
+  /** True when the upstream sent a usable `Retry-After`. */
+  readonly retryAfterGiven: boolean;
+
+  constructor(message: string, retryAfterSeconds: number | undefined, options?: { cause?: unknown }) {
+    super(message, { ...options, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
+    this.retryAfterGiven = retryAfterSeconds !== undefined;
+  }
+}
+
+/**
+ * The call never reached the upstream: the fleet's request budget, the concurrency cap or a pause
+ * after a 429 left no room within the wait bound. `retryAfterSeconds` is when room is expected.
+ */
+export class UpstreamBusyError extends DataSourceError {
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message, { retryAfterSeconds });
+  }
+}

@@ -1,0 +1,288 @@
+/**
+ * Upstream protection: a fleet-wide budget of upstream requests per second, a per-instance cap on
+ * concurrent upstream requests, and a fleet-wide pause after the upstream answers 429. Yahoo's 429
+ * is what its users meet first; staying under its radar beats recovering from its blocks.
+ *
+ * The budget and the pause live in Redis when a client is given (every instance shares them); while
+ * Redis is away, or without a client, each instance keeps them in memory (then every instance has
+ * the whole budget to itself).
+ */
+import type { RedisClient } from '../cache/redis-cache-store.js';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Logger } from '../../logger.js';
+import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../ports.js';
+import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
+
+export { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
+
+/** Every key of the guard starts with this (`mds:v1:upstream:yahoo:rps:<epoch second>`, `...:pause-until`). */
+export const UPSTREAM_KEY_PREFIX = 'mds:v1:upstream:';
+
+/** Options of `UpstreamGuard`. */
+export interface UpstreamGuardOptions {
+  /** The upstream's name, part of every key (`yahoo`). */
+  name: string;
+  /** Upstream requests per second for the whole fleet (UPSTREAM_MAX_RPS); 0 = no budget. */
+  maxRps: number;
+  /** Upstream requests in flight at once from this instance (UPSTREAM_MAX_CONCURRENCY), at least 1. */
+  maxConcurrency: number;
+  /** How long a call may wait for room before failing with `UpstreamBusyError`, in milliseconds. */
+  maxWaitMs: number;
+  /** A connected (or connecting) ioredis client to share the budget and the pause through; absent = memory only. */
+  redis?: RedisClient | undefined;
+  /** Where pauses are logged. */
+  logger?: Logger | undefined;
+  /** Clock in epoch milliseconds (default `Date.now`). */
+  now?: () => number;
+}
+
+/**
+ * How long before the end of each second no call is admitted: the time between admission and the
+ * request's arrival upstream (connection, event-loop lag on a busy host) must not carry a call
+ * counted in one second into the next.
+ */
+const SECOND_END_MARGIN_MS = 100;
+
+/** A call waiting for its turn. */
+interface Waiter {
+  deadline: number;
+  admit: () => void;
+  refuse: (error: UpstreamBusyError) => void;
+}
+
+// Raises the pause, never shortens it: a second instance's shorter Retry-After must not end a longer pause.
+const RAISE_PAUSE_SCRIPT = `local current = tonumber(redis.call('get', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > current then redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+return 0`;
+
+/**
+ * Admits upstream calls in arrival order (FIFO) when three things allow it: a free concurrency slot
+ * on this instance, no pause in force, and room in the current second's budget.
+ *
+ * The budget counts calls per wall-clock second (one counter per epoch second, shared through
+ * Redis), so at most `maxRps` calls start in any calendar second across the fleet; none is admitted
+ * in the last 100 ms of a second, so a call also arrives upstream in the second it was counted in.
+ * Within a second the calls are spread evenly (the k-th at (k-1)/maxRps of the usable 900 ms), which
+ * keeps the upstream's view smooth: about `maxRps` in any sliding second, not twice that at a boundary. A call that finds
+ * no room waits for the next second; a call that cannot be admitted within `maxWaitMs` (or that a
+ * pause outlasts) fails with `UpstreamBusyError` at once, carrying when to retry.
+ *
+ * When a call ends with `UpstreamRateLimitedError` (the upstream's 429), every instance holds its
+ * calls until `Retry-After` has passed: the end of the pause is written to Redis and read before
+ * each admission.
+ */
+export class UpstreamGuard {
+  readonly #maxRps: number;
+  readonly #maxConcurrency: number;
+  readonly #maxWaitMs: number;
+  readonly #redis: RedisClient | undefined;
+  readonly #logger: Logger | undefined;
+  readonly #now: () => number;
+  readonly #limiter: RateLimiterAbstract | undefined;
+  readonly #pauseKey: string;
+  readonly #queue: Waiter[] = [];
+  #active = 0;
+  #pumping = false;
+  #pausedUntil = 0;
+
+  constructor(options: UpstreamGuardOptions) {
+    if (!Number.isInteger(options.maxConcurrency) || options.maxConcurrency < 1) {
+      throw new RangeError(`maxConcurrency must be a whole number of at least 1 (got ${options.maxConcurrency})`);
+    }
+    if (!Number.isInteger(options.maxRps) || options.maxRps < 0) throw new RangeError(`maxRps must be a whole number of at least 0 (got ${options.maxRps})`);
+    this.#maxRps = options.maxRps;
+    this.#maxConcurrency = options.maxConcurrency;
+    this.#maxWaitMs = options.maxWaitMs;
+    this.#redis = options.redis;
+    this.#logger = options.logger;
+    this.#now = options.now ?? Date.now;
+    this.#pauseKey = `${UPSTREAM_KEY_PREFIX}${options.name}:pause-until`;
+    if (this.#maxRps > 0) {
+      // Each counter serves one epoch second; two seconds of life outlast any clock skew between instances.
+      const limits = { keyPrefix: `${UPSTREAM_KEY_PREFIX}${options.name}:rps`, points: this.#maxRps, duration: 2 };
+      const memory = new RateLimiterMemory(limits);
+      this.#limiter = this.#redis
+        ? new RateLimiterRedis({ ...limits, storeClient: this.#redis, rejectIfRedisNotReady: true, insuranceLimiter: memory })
+        : memory;
+    }
+  }
+
+  /**
+   * Runs `call` once it is admitted. Rejects with `UpstreamBusyError` when it could not be admitted in
+   * time (without running it), else settles as `call` does; a `UpstreamRateLimitedError` from `call`
+   * pauses every instance for its `retryAfterSeconds`.
+   */
+  async run<T>(call: () => Promise<T>): Promise<T> {
+    await this.#admission();
+    try {
+      return await call();
+    } catch (err) {
+      if (err instanceof UpstreamRateLimitedError) await this.#pause(err.retryAfterSeconds * 1000);
+      throw err;
+    } finally {
+      this.#active--;
+      void this.#pump();
+    }
+  }
+
+  /** Calls waiting for admission and calls in flight on this instance. */
+  get load(): { queued: number; active: number } {
+    return { queued: this.#queue.length, active: this.#active };
+  }
+
+  #admission(): Promise<void> {
+    const now = this.#now();
+    // A queue longer than the budget can serve within the wait bound: refuse now rather than at the deadline.
+    if (this.#maxRps > 0 && Math.floor(this.#queue.length / this.#maxRps) * 1000 > this.#maxWaitMs) {
+      return Promise.reject(this.#busy('the upstream request budget is used up for longer than the wait bound', this.#queue.length / this.#maxRps));
+    }
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const index = this.#queue.indexOf(waiter);
+        if (index >= 0) this.#queue.splice(index, 1);
+        reject(this.#busy(`no room for an upstream request within ${this.#maxWaitMs} ms`, this.#retryEstimateSeconds()));
+      }, this.#maxWaitMs);
+      const waiter: Waiter = {
+        deadline: now + this.#maxWaitMs,
+        admit: () => {
+          clearTimeout(timer);
+          this.#active++;
+          resolve();
+        },
+        refuse: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+      this.#queue.push(waiter);
+      void this.#pump();
+    });
+  }
+
+  /** Admits waiters from the head of the queue while slots, the pause and the budget allow. One pump at a time. */
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      while (this.#queue.length > 0 && this.#active < this.#maxConcurrency) {
+        const waitMs = await this.#waitBeforeNextCall();
+        if (waitMs === 0) {
+          // When every waiter gave up during the await, the budget point just taken is lost: harmless.
+          this.#queue.shift()?.admit();
+          continue;
+        }
+        if (this.#queue.length === 0) break;
+        await sleep(waitMs);
+      }
+    } catch (err) {
+      this.#logger?.error({ err: err instanceof Error ? err.message : String(err) }, 'Upstream guard failed: refusing the waiting calls');
+      for (const waiter of this.#queue.splice(0)) waiter.refuse(this.#busy('the upstream guard failed', 1));
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  /** 0 after taking a budget point for the next call; otherwise how long to wait before trying again (ms). */
+  async #waitBeforeNextCall(): Promise<number> {
+    const pausedUntil = Math.max(this.#pausedUntil, await this.#sharedPauseUntil());
+    const now = this.#now();
+    if (pausedUntil > now) {
+      const remainingS = (pausedUntil - now) / 1000;
+      // Waiters the pause outlasts are told at once, with the pause's end as their Retry-After.
+      for (let i = this.#queue.length - 1; i >= 0; i--) {
+        const waiter = this.#queue[i];
+        if (waiter && waiter.deadline < pausedUntil) {
+          this.#queue.splice(i, 1);
+          waiter.refuse(this.#busy(`upstream calls are paused for ${Math.ceil(remainingS)} s after the upstream answered 429`, remainingS));
+        }
+      }
+      return pausedUntil - now;
+    }
+    if (!this.#limiter) return 0;
+    const second = Math.floor(now / 1000);
+    const msLeftInSecond = (second + 1) * 1000 - now;
+    // A call admitted at the very end of a second reaches the upstream in the next one, which may be
+    // full already: the last moments of each second are left unused.
+    if (msLeftInSecond <= SECOND_END_MARGIN_MS) return msLeftInSecond + 1;
+    try {
+      const taken = await this.#limiter.consume(String(second));
+      // The k-th call of a second starts (k-1)/maxRps of the usable second after its start, so the
+      // budget reaches the upstream as an even stream rather than a burst at the top of each second.
+      const slotAt = second * 1000 + ((taken.consumedPoints - 1) * (1000 - SECOND_END_MARGIN_MS)) / this.#maxRps;
+      const early = slotAt - this.#now();
+      if (early > 0) await sleep(early);
+      return 0;
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      // +1 ms: land inside the next second, not on the last millisecond of this one.
+      return Math.max(1, (second + 1) * 1000 - this.#now() + 1);
+    }
+  }
+
+  /** The end of a pause another instance recorded, or 0 (also when Redis cannot say). */
+  async #sharedPauseUntil(): Promise<number> {
+    if (!this.#redis || this.#redis.status !== 'ready') return 0;
+    try {
+      const value = await this.#redis.get(this.#pauseKey);
+      const until = value === null ? 0 : Number(value);
+      return Number.isFinite(until) ? until : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  async #pause(durationMs: number): Promise<void> {
+    const until = this.#now() + durationMs;
+    if (until <= this.#pausedUntil) return;
+    this.#pausedUntil = until;
+    this.#logger?.warn({ pauseMs: durationMs, until: new Date(until).toISOString() }, 'Upstream answered 429: pausing upstream calls of every instance');
+    if (!this.#redis || this.#redis.status !== 'ready') return;
+    try {
+      await this.#redis.eval(RAISE_PAUSE_SCRIPT, 1, this.#pauseKey, String(until), String(Math.max(1, Math.ceil(durationMs))));
+    } catch (err) {
+      this.#logger?.warn({ err: err instanceof Error ? err.message : String(err) }, 'Could not share the upstream pause through Redis: pausing this instance only');
+    }
+  }
+
+  #retryEstimateSeconds(): number {
+    const pausedS = (this.#pausedUntil - this.#now()) / 1000;
+    const queueS = this.#maxRps > 0 ? this.#queue.length / this.#maxRps : 0;
+    return Math.max(1, pausedS, queueS);
+  }
+
+  #busy(reason: string, retryAfterSeconds: number): UpstreamBusyError {
+    return new UpstreamBusyError(`Market data source is busy: ${reason}`, Math.max(1, retryAfterSeconds));
+  }
+}
+
+/**
+ * A `MarketDataProvider` whose every call to the inner provider goes through an `UpstreamGuard`.
+ * Refused calls reject with `UpstreamBusyError` (a `DataSourceError`) without reaching the inner provider.
+ */
+export class GuardedMarketDataProvider implements MarketDataProvider {
+  readonly name: string;
+
+  constructor(
+    private readonly inner: MarketDataProvider,
+    private readonly guard: UpstreamGuard,
+  ) {
+    this.name = inner.name;
+  }
+
+  getQuote(symbol: string): Promise<Quote | undefined> {
+    return this.guard.run(() => this.inner.getQuote(symbol));
+  }
+
+  getHistory(query: HistoryQuery): Promise<History | undefined> {
+    return this.guard.run(() => this.inner.getHistory(query));
+  }
+
+  search(query: string, limit: number): Promise<SearchResult[]> {
+    return this.guard.run(() => this.inner.search(query, limit));
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  // Unref'd: a call waiting for its turn must not keep a shutting-down process alive.
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
