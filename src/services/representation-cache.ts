@@ -303,7 +303,11 @@ export class RepresentationCache {
 
   async #loadAndStore(read: CacheRead, key: string): Promise<CachedRepresentation> {
     const { value, ttlMs: lifetime, stale } = await read.load();
-    if (stale === true) return this.#represent(key, value, 'STALE', 0);
+    if (stale === true) {
+      // The last good copy of this very key says the same with the bytes and ETag clients already have.
+      const own = this.#staleIfErrorMs > 0 ? await this.#get(this.#staleKey(key)) : undefined;
+      return this.#represent(key, own?.value ?? value, 'STALE', 0);
+    }
     const ttlMs = Math.max(1000, Math.round(lifetime));
     const writes = [this.#set(key, value, ttlMs)];
     if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), value, ttlMs + this.#staleIfErrorMs));
