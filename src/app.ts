@@ -6,13 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import { pinoHttp } from 'pino-http';
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
 import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError, toErrorResponse } from './errors.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from './logger.js';
+import { openApiValidatorMiddleware } from './openapi-validator.js';
 import type { Principal } from './ports.js';
 
 declare module 'express-serve-static-core' {
@@ -141,7 +141,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   const onViolation = deps.onResponseViolation;
   app.use(
-    OpenApiValidator.middleware({
+    openApiValidatorMiddleware({
       apiSpec: structuredClone(contract.document) as never,
       validateRequests: { allErrors: true },
       validateResponses: onViolation
