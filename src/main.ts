@@ -16,6 +16,7 @@ import { loadContract, type Contract } from './contract.js';
 import { createHandlers } from './handlers/index.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
+import { RevocationCache } from './infra/auth/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
@@ -99,6 +100,10 @@ export async function startService(config: Config, logger: Logger, options: Star
   });
   logger.info({ database: db.description }, 'database ready');
 
+  // Every write to a user goes through `users`, so the bearer check's memory of it is dropped on every instance.
+  const revocation = new RevocationCache({ store: db.store, ttlMs: config.auth.userCacheTtlMs, broadcast: cache });
+  const users = revocation.watching();
+
   const secret = signingSecret(config, logger);
   const tokens = new TokenService({ secret, ttlMs: config.auth.tokenTtlMs });
   const throttle = new LoginThrottle({
@@ -107,7 +112,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     blockMs: config.auth.loginBlockMs,
   });
   const accounts = new AccountService({
-    userStore: db.store,
+    userStore: users,
     tokens,
     throttle,
     bcryptRounds: config.auth.bcryptRounds,
@@ -144,7 +149,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
   }
 
-  const auth = createPassportAuth({ userStore: db.store, tokens, apiKeys: config.auth.apiKeys });
+  const auth = createPassportAuth({ userStore: users, tokens, apiKeys: config.auth.apiKeys, findUser: (username) => revocation.lookup(username) });
   logger.info({ algorithm: 'HS256', apiKeys: config.auth.apiKeys.length }, 'authentication ready');
 
   const health = new HealthService({
@@ -186,6 +191,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     // Nothing listens: release what startup opened, so the caller's process can end.
     scheduler.stop();
     provider.close();
+    revocation.close();
     await cache.close();
     await db.close();
     throw err;
@@ -213,6 +219,7 @@ export async function startService(config: Config, logger: Logger, options: Star
       });
       scheduler.stop();
       provider.close();
+      revocation.close();
       await cache.close();
       await db.close();
       logger.info('stopped');
