@@ -6,13 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
-import { pinoHttp } from 'pino-http';
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
 import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError, toErrorResponse } from './errors.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from './logger.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
+import { requestLog } from './request-log.js';
 import type { Principal } from './ports.js';
 
 declare module 'express-serve-static-core' {
@@ -113,19 +113,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.set('etag', false);
   app.set('trust proxy', deps.trustProxy ?? false);
 
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: requestId,
-      quietReqLogger: true,
-      customAttributeKeys: { reqId: 'reqId' },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      serializers: {
-        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-    }),
-  );
+  app.use(requestLog(app, logger, requestId));
   // Before validation: a preflight is answered here, whatever the contract says about OPTIONS.
   const cors = createCors(deps.corsOrigins ?? []);
   app.use((req, res, next) => {
