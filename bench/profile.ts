@@ -25,6 +25,23 @@ interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
+  endTime: number;
+}
+
+/** Keeps only the samples taken in the last `fromEndMs`..`toEndMs` before the profile ended (the load window). */
+function loadWindow(profile: Profile, fromEndMs: number, toEndMs: number): Profile {
+  let at = profile.endTime - profile.timeDeltas.reduce((a, b) => a + b, 0);
+  const samples: number[] = [];
+  const timeDeltas: number[] = [];
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0;
+    const beforeEndMs = (profile.endTime - at) / 1000;
+    if (beforeEndMs <= fromEndMs && beforeEndMs >= toEndMs) {
+      samples.push(id);
+      timeDeltas.push(profile.timeDeltas[i] ?? 0);
+    }
+  });
+  return { ...profile, samples, timeDeltas };
 }
 
 /** Self time per package (node_modules/<name>), per mds file, or `node` for Node's own code. */
@@ -113,15 +130,19 @@ async function main(): Promise<void> {
           headers.push('-H', `X-API-Key: ${API_KEY}`);
         }
       }
+      const loadStartMs = Date.now();
       const wrk = spawnSync('wrk', ['-t1', '-c50', `-d${DURATION_S}s`, ...headers, `${base}${path}`], { encoding: 'utf8' });
+      const loadEndMs = Date.now();
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;
+      const exitMs = Date.now();
       const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
       if (!file) throw new Error(`no profile in ${profDir}`);
       const rps = /Requests\/sec:\s+([\d.]+)/.exec(wrk.stdout)?.[1] ?? '?';
       console.log(`\n== ${name}: ${path} (${rps} req/s under the profiler) — ${join(profDir, file)}`);
-      const profile = JSON.parse(readFileSync(join(profDir, file), 'utf8')) as Profile;
+      // Startup (module loading, schema compiles) and shutdown are left out: only the load counts.
+      const profile = loadWindow(JSON.parse(readFileSync(join(profDir, file), 'utf8')) as Profile, exitMs - loadStartMs - 500, exitMs - loadEndMs + 200);
       console.log('-- self time by package');
       for (const row of byPackage(profile)) console.log(`${row.selfPct.toFixed(1).padStart(5)}%  ${row.frame}`);
       console.log('-- self time by frame');
