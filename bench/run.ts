@@ -19,6 +19,9 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const API_KEY = 'bench-api-key-0123456789';
+/** Comma-separated substrings; when set, only scenarios whose name contains one of them run. */
+const ONLY = (process.env.BENCH_SCENARIOS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+const selected = (name: string) => ONLY.length === 0 || ONLY.some((s) => name.includes(s));
 const ADMIN = { username: 'admin', password: 'bench-admin-password' };
 
 interface Load {
@@ -40,6 +43,8 @@ interface Measured {
 
 interface Row extends Measured {
   scenario: string;
+  /** What `ratio` divides by: the bare node:http server or the bare Express 5 route. */
+  baseline?: 'node:http' | 'express';
   /** Median over the rounds of (scenario req/s) / (baseline req/s measured just before it). */
   ratio: number | null;
   /** The baseline's median req/s in this scenario's rounds. */
@@ -164,6 +169,33 @@ async function cachedAnswer(url: string, path: string): Promise<BaselineRoute> {
   };
 }
 
+/**
+ * The bare Express 5 baseline: one route per measured response, each sending a body of the same
+ * bytes and type, with nothing in front of it. ETag generation is off, as it is in mds, so the
+ * baseline does not pay for hashing that mds does not do on these routes.
+ */
+async function startExpressBaseline(bodies: Record<string, Buffer>): Promise<{ url: (name: string) => string; child: ChildProcess }> {
+  const port = await freePort();
+  const script = `
+    const express = require('express');
+    const bodies = JSON.parse(process.env.BODIES);
+    const app = express();
+    app.set('etag', false);
+    for (const [name, b64] of Object.entries(bodies)) {
+      const body = Buffer.from(b64, 'base64');
+      app.get('/' + name, (req, res) => { res.type('application/json').send(body); });
+    }
+    app.listen(${port}, '127.0.0.1', () => process.stdout.write('ready\\n'));`;
+  const [command, ...rest] = [...SERVER_CPU, process.execPath, '-e', script];
+  const child = spawn(command!, rest, {
+    cwd: ROOT,
+    env: { ...process.env, BODIES: JSON.stringify(Object.fromEntries(Object.entries(bodies).map(([k, v]) => [k, v.toString('base64')]))) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((done) => child.stdout!.once('data', () => done()));
+  return { url: (name) => `http://127.0.0.1:${port}/${name}`, child };
+}
+
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
@@ -225,6 +257,21 @@ async function main(): Promise<void> {
     });
     const token = ((await login.json()) as { access_token: string }).access_token;
 
+    // The general request path is compared with what Express itself costs for a body of the same size.
+    const general = {
+      health: { url: `${redisMode.url}/api/health`, headers: {} as Record<string, string> },
+      bearer: { url: `${redisMode.url}/api/admin/status`, headers: { Authorization: `Bearer ${token}` } },
+      apikey: { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': API_KEY } },
+    };
+    const bodies: Record<string, Buffer> = {};
+    for (const [name, load] of Object.entries(general)) {
+      const res = await fetch(load.url, { headers: load.headers });
+      if (res.status !== 200) throw new Error(`${name}: ${load.url} answered ${res.status}`);
+      bodies[name] = Buffer.from(await res.arrayBuffer());
+    }
+    const expressBaseline = await startExpressBaseline(bodies);
+    children.push(expressBaseline.child);
+
     const rows: Row[] = [];
     const baselineLoad: Load = { url: `${baseline.url}${CACHED_PATHS.indices}` };
     await measure({ ...baselineLoad, durationS: 1 }, dir); // warm-up
@@ -232,15 +279,17 @@ async function main(): Promise<void> {
      * The machine's speed drifts (shared cores), so each round measures the baseline right before
      * the scenario and the ratio is taken per round; the row reports medians over the rounds.
      */
-    const paired = async (name: string, run: () => Promise<Measured>, note?: string, base0: Load = baselineLoad): Promise<Row> => {
+    const paired = async (name: string, run: () => Promise<Measured>, note?: string, against: { load: Load; name: 'node:http' | 'express' } = { load: baselineLoad, name: 'node:http' }): Promise<Row | undefined> => {
+      if (!selected(name)) return undefined;
       const rounds: Array<Measured & { baselineRps: number }> = [];
       for (let r = 0; r < ROUNDS; r += 1) {
-        const base = await measure(base0, dir);
+        const base = await measure(against.load, dir);
         const m = await run();
         rounds.push({ ...m, baselineRps: base.rps });
       }
       const row: Row = {
         scenario: name,
+        baseline: against.name,
         rps: median(rounds.map((r) => r.rps)),
         p50Ms: median(rounds.map((r) => r.p50Ms)),
         p99Ms: median(rounds.map((r) => r.p99Ms)),
@@ -252,27 +301,31 @@ async function main(): Promise<void> {
         ...(note ? { note } : {}),
       };
       rows.push(row);
-      process.stderr.write(`  ${name}: ${fmt(row.rps)} req/s (${fmt(row.ratio ?? Number.NaN, 2)} x baseline), p99 ${fmt(row.p99Ms, 2)} ms, non-2xx ${row.non2xx}\n`);
+      process.stderr.write(`  ${name}: ${fmt(row.rps)} req/s (${fmt(row.ratio ?? Number.NaN, 2)} x ${against.name}), p99 ${fmt(row.p99Ms, 2)} ms, non-2xx ${row.non2xx}\n`);
       return row;
     };
-    const scenario = async (name: string, load: Load, note?: string, baselinePath: string = CACHED_PATHS.indices) => {
+    const scenario = async (name: string, load: Load, note?: string, against?: { load: Load; name: 'node:http' | 'express' }) => {
+      if (!selected(name)) return undefined;
       await measure({ ...load, durationS: 1 }, dir); // warm-up
-      return paired(name, () => measure(load, dir), note, { url: `${baseline.url}${baselinePath}` });
+      if (against) await measure({ ...against.load, durationS: 1 }, dir);
+      return paired(name, () => measure(load, dir), note, against);
     };
+    const expressFor = (name: keyof typeof general) => ({ load: { url: expressBaseline.url(name) }, name: 'express' as const });
 
     process.stderr.write(
       `bench: ${hasWrk ? 'wrk' : 'autocannon'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per scenario, each after its own baseline run, ${cpus().length} cores, ${pinned ? 'servers on core 1 and the client on core 0' : 'not pinned (no taskset)'}\n`,
     );
     await scenario('indices cached (redis)', { url: `${redisMode.url}/api/indices` });
     await scenario('indices cached (memory)', { url: `${memoryMode.url}/api/indices` });
-    await scenario('quotes batch cached (AAPL,MSFT)', { url: `${redisMode.url}${CACHED_PATHS.quotes}` }, undefined, CACHED_PATHS.quotes);
-    await scenario('quote cached (AAPL)', { url: `${redisMode.url}${CACHED_PATHS.quote}` }, undefined, CACHED_PATHS.quote);
-    await scenario('history cached (AAPL 1d, 1y)', { url: `${redisMode.url}${CACHED_PATHS.history}` }, `baseline serves the same ${routes[CACHED_PATHS.history]!.body.length}-byte body`, CACHED_PATHS.history);
-    await scenario('search cached (apple)', { url: `${redisMode.url}${CACHED_PATHS.search}` }, undefined, CACHED_PATHS.search);
+    const nodeFor = (path: string) => ({ load: { url: `${baseline.url}${path}` }, name: 'node:http' as const });
+    await scenario('quotes batch cached (AAPL,MSFT)', { url: `${redisMode.url}${CACHED_PATHS.quotes}` }, undefined, nodeFor(CACHED_PATHS.quotes));
+    await scenario('quote cached (AAPL)', { url: `${redisMode.url}${CACHED_PATHS.quote}` }, undefined, nodeFor(CACHED_PATHS.quote));
+    await scenario('history cached (AAPL 1d, 1y)', { url: `${redisMode.url}${CACHED_PATHS.history}` }, `baseline serves the same ${routes[CACHED_PATHS.history]!.body.length}-byte body`, nodeFor(CACHED_PATHS.history));
+    await scenario('search cached (apple)', { url: `${redisMode.url}${CACHED_PATHS.search}` }, undefined, nodeFor(CACHED_PATHS.search));
     await scenario('indices If-None-Match (304)', { url: `${redisMode.url}/api/indices`, headers: { 'If-None-Match': etag } }, 'wrk counts 304 as a success');
-    await scenario('health', { url: `${redisMode.url}/api/health` });
-    await scenario('admin status (bearer)', { url: `${redisMode.url}/api/admin/status`, headers: { Authorization: `Bearer ${token}` } });
-    await scenario('admin status (API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': API_KEY } });
+    await scenario('health', general.health, `vs a bare Express 5 route sending ${bodies.health!.length} bytes`, expressFor('health'));
+    await scenario('admin status (bearer)', general.bearer, `vs a bare Express 5 route sending ${bodies.bearer!.length} bytes`, expressFor('bearer'));
+    await scenario('admin status (API key)', general.apikey, `vs a bare Express 5 route sending ${bodies.apikey!.length} bytes`, expressFor('apikey'));
     const managed = await fetch(`${redisMode.url}/api/admin/api-keys`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', Authorization: `Bearer ${token}` },
@@ -283,7 +336,7 @@ async function main(): Promise<void> {
 
     // Logins (bcrypt-bound) and cached reads at once: the reads must not starve.
     let logins: Measured[] = [];
-    await paired(
+    const duringLogins = await paired(
       'indices cached, during logins',
       async () => {
         const [login, reads] = await Promise.all([
@@ -295,7 +348,7 @@ async function main(): Promise<void> {
       },
       'cached reads while 4 connections log in',
     );
-    rows.push({
+    if (duringLogins) rows.push({
       scenario: 'login (bcrypt cost 12)',
       rps: median(logins.map((l) => l.rps)),
       p50Ms: median(logins.map((l) => l.p50Ms)),
@@ -308,16 +361,19 @@ async function main(): Promise<void> {
 
     await stop(redisMode.child);
     await stop(memoryMode.child);
-    const twoWorkers = await startServer(env, ['--workers', '2'], []);
-    children.push(twoWorkers.child);
-    await fetch(`${twoWorkers.url}/api/indices`);
-    await scenario('indices cached (redis), 2 workers', { url: `${twoWorkers.url}/api/indices` }, 'the load generator shares the 2 cores');
+    if (selected('indices cached (redis), 2 workers')) {
+      const twoWorkers = await startServer(env, ['--workers', '2'], []);
+      children.push(twoWorkers.child);
+      await fetch(`${twoWorkers.url}/api/indices`);
+      await scenario('indices cached (redis), 2 workers', { url: `${twoWorkers.url}/api/indices` }, 'the load generator shares the 2 cores');
+    }
     const baselineRow: Row = {
       scenario: 'baseline node:http (median of all its runs)',
       ...(await measure(baselineLoad, dir)),
       ratio: 1,
     };
-    baselineRow.rps = median(rows.flatMap((r) => (r.rounds ?? []).map((x) => x.baselineRps)));
+    const nodeBaselineRuns = rows.filter((r) => r.baseline === 'node:http').flatMap((r) => (r.rounds ?? []).map((x) => x.baselineRps));
+    if (nodeBaselineRuns.length > 0) baselineRow.rps = median(nodeBaselineRuns);
     rows.unshift(baselineRow);
 
     const result = {
@@ -335,13 +391,14 @@ async function main(): Promise<void> {
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
     writeFileSync(join(ROOT, 'bench', 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
 
-    const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'x baseline'];
-    const lines = rows.map((r) => [r.scenario, fmt(r.rps, r.rps < 100 ? 1 : 0), fmt(r.p50Ms, 2), fmt(r.p99Ms, 2), String(r.non2xx), r.ratio === null ? '-' : fmt(r.ratio, 2)]);
+    const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'x baseline', 'baseline'];
+    const lines = rows.map((r) => [r.scenario, fmt(r.rps, r.rps < 100 ? 1 : 0), fmt(r.p50Ms, 2), fmt(r.p99Ms, 2), String(r.non2xx), r.ratio === null ? '-' : fmt(r.ratio, 2), r.ratio === null ? '' : (r.baseline ?? 'node:http')]);
     const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
     const print = (cells: string[]) => console.log(cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
     print(header);
     for (const l of lines) print(l);
-    console.log(`\nx baseline: median over ${ROUNDS} rounds of the scenario's req/s over a baseline run made just before it.`);
+    console.log(`\nx baseline: median over ${ROUNDS} rounds of the scenario's req/s over a baseline run made just before it:`);
+    console.log('node:http = bare node:http writing the cached indices bytes; express = a bare Express 5 route sending a body of the same size as the scenario answer.');
     console.log(`written to bench/results/latest.json (${result.tool}, ${CONNECTIONS} connections, ${ROUNDS} x ${DURATION_S} s per scenario)`);
   } finally {
     for (const child of children) await stop(child);

@@ -6,13 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
-import { pinoHttp } from 'pino-http';
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
 import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError, toErrorResponse } from './errors.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from './logger.js';
+import { openApiValidatorMiddleware } from './openapi-validator.js';
+import { requestLog } from './request-log.js';
 import type { Principal } from './ports.js';
 
 declare module 'express-serve-static-core' {
@@ -113,27 +113,13 @@ export function createApp(deps: AppDeps): express.Express {
   app.set('etag', false);
   app.set('trust proxy', deps.trustProxy ?? false);
 
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: requestId,
-      quietReqLogger: true,
-      customAttributeKeys: { reqId: 'reqId' },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      serializers: {
-        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-    }),
-  );
-  // Before validation: a preflight is answered here, whatever the contract says about OPTIONS.
+  app.use(requestLog(app, logger, requestId));
   const cors = createCors(deps.corsOrigins ?? []);
   app.use((req, res, next) => {
-    if (!cors.handle(req, res)) next();
-  });
-  // HEAD is GET without the body (RFC 9110). Node decided that this response has no body when the
-  // request arrived, so validating and routing it as the GET it stands for sends exactly the headers.
-  app.use((req, _res, next) => {
+    // Before validation: a preflight is answered here, whatever the contract says about OPTIONS.
+    if (cors.handle(req, res)) return;
+    // HEAD is GET without the body (RFC 9110). Node decided that this response has no body when the
+    // request arrived, so validating and routing it as the GET it stands for sends exactly the headers.
     if (req.method === 'HEAD') req.method = 'GET';
     next();
   });
@@ -141,9 +127,11 @@ export function createApp(deps: AppDeps): express.Express {
 
   const onViolation = deps.onResponseViolation;
   app.use(
-    OpenApiValidator.middleware({
+    openApiValidatorMiddleware({
       apiSpec: structuredClone(contract.document) as never,
       validateRequests: { allErrors: true },
+      // The contract has no multipart bodies; without this, every request passes one more step.
+      fileUploader: false,
       validateResponses: onViolation
         ? {
             onError: (error: { message: string }, _body: unknown, req: Request) => {

@@ -68,6 +68,7 @@ const schema = z.object({
   BCRYPT_ROUNDS: int(4, 15).default(12),
   LOGIN_MAX_FAILURES: int(1, 1000).default(5),
   LOGIN_BLOCK_SECONDS: int(1, 86_400).default(300),
+  AUTH_CACHE_SECONDS: int(0, 300).default(5),
 
   MARKET_DATA_PROVIDER: z.enum(['simulated', 'yahoo']).default('simulated'),
   MARKET_DATA_BASE_URL: z.url({ error: 'must be an http(s) URL' }).default('https://query1.finance.yahoo.com'),
@@ -202,6 +203,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       bcryptRounds: v.BCRYPT_ROUNDS,
       loginMaxFailures: v.LOGIN_MAX_FAILURES,
       loginBlockMs: v.LOGIN_BLOCK_SECONDS * 1000,
+      /** How long the bearer check trusts a user it read (AUTH_CACHE_SECONDS); 0 reads the database every time. */
+      userCacheTtlMs: v.AUTH_CACHE_SECONDS * 1000,
     },
     market: {
       provider: v.MARKET_DATA_PROVIDER,

@@ -18,6 +18,7 @@ import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
 import { PasswordHasher } from './infra/auth/passwords.js';
+import { RevocationCache } from './infra/auth/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
@@ -119,6 +120,10 @@ export async function startService(config: Config, logger: Logger, options: Star
   });
   logger.info({ database: db.description }, 'database ready');
 
+  // Every write to a user goes through `users`, so the bearer check's memory of it is dropped on every instance.
+  const revocation = new RevocationCache({ store: db.store, ttlMs: config.auth.userCacheTtlMs, broadcast: cache });
+  const users = revocation.watching();
+
   const secret = signingSecret(config, logger);
   const tokens = new TokenService({ secret, ttlMs: config.auth.tokenTtlMs });
   const throttle = new LoginThrottle({
@@ -130,7 +135,7 @@ export async function startService(config: Config, logger: Logger, options: Star
   });
   const audit = new PinoAuditLog(logger);
   const accounts = new AccountService({
-    userStore: db.store,
+    userStore: users,
     tokens,
     throttle,
     passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds }),
@@ -172,7 +177,13 @@ export async function startService(config: Config, logger: Logger, options: Star
   }
 
   const keys = new ApiKeyService({ store: db.apiKeys, audit, broadcast: cache, logger });
-  const auth = createPassportAuth({ userStore: db.store, tokens, apiKeys: config.auth.apiKeys, managedKeys: keys });
+  const auth = createPassportAuth({
+    userStore: users,
+    tokens,
+    apiKeys: config.auth.apiKeys,
+    managedKeys: keys,
+    findUser: (username) => revocation.lookup(username),
+  });
   logger.info({ algorithm: 'HS256', apiKeys: config.auth.apiKeys.length }, 'authentication ready');
 
   const health = new HealthService({
@@ -218,6 +229,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     scheduler.stop();
     keys.close();
     provider.close();
+    revocation.close();
     await cache.close();
     await db.close();
     throw err;
@@ -246,6 +258,7 @@ export async function startService(config: Config, logger: Logger, options: Star
       scheduler.stop();
       keys.close();
       provider.close();
+      revocation.close();
       await cache.close();
       await db.close();
       logger.info('stopped');

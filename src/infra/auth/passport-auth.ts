@@ -10,7 +10,7 @@ import passport from 'passport';
 import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
 import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'passport-jwt';
 import { InvalidCredentialsError, NotAuthenticatedError } from '../../errors.js';
-import type { ApiKeyVerifier, Principal, UserStore } from '../../ports.js';
+import type { ApiKeyVerifier, Principal, User, UserStore } from '../../ports.js';
 import { claimsOf, TOKEN_MESSAGES, type TokenService } from './tokens.js';
 
 /** The header carrying API keys. */
@@ -36,6 +36,11 @@ export interface PassportAuthOptions {
   apiKeys: readonly string[];
   /** Managed keys (`mds_...`), asked when a key is not one of API_KEYS. */
   managedKeys?: ApiKeyVerifier | undefined;
+  /**
+   * How the bearer check reads a token's user; default `userStore.findByUsername`. Production hands in
+   * a `RevocationCache`'s lookup, so a bearer request costs no database read.
+   */
+  findUser?: (username: string) => Promise<User | undefined>;
 }
 
 /** Authenticates one request per call; the caller puts the principal on the request. */
@@ -88,6 +93,7 @@ function bearerFailureMessage(info: unknown): string {
 /** Builds the strategies on a fresh Passport instance and returns the two authenticators. */
 export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
   const { userStore, tokens } = options;
+  const findUser = options.findUser ?? ((username: string) => userStore.findByUsername(username));
   const authenticator = new passport.Passport();
 
   authenticator.use(
@@ -100,7 +106,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
           done(null, false, { message: AUTH_MESSAGES.invalid });
           return;
         }
-        userStore.findByUsername(claims.sub).then(
+        findUser(claims.sub).then(
           (user) => {
             // A deleted user's tokens die with it; a changed password changes the hash they were tied to.
             if (!user || !tokens.isCurrent(claims, user.passwordHash)) {

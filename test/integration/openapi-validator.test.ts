@@ -1,0 +1,130 @@
+/**
+ * The precompiled route matching must stay a drop-in for express-openapi-validator's own. These tests
+ * fail when the installed validator is not the version it was written against, when the internal it
+ * replaces is gone, or when it answers any request of the contract differently from upstream.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadContract } from '../../src/contract.js';
+import {
+  openApiValidatorMiddleware,
+  precompiledMetadataMiddleware,
+  upstreamMetadataMiddleware,
+  validatorInternalsPresent,
+  WRAPPED_VALIDATOR_VERSION,
+  type ValidatorContext,
+} from '../../src/openapi-validator.js';
+
+const requireHere = createRequire(import.meta.url);
+const installedVersion = (JSON.parse(readFileSync(requireHere.resolve('express-openapi-validator/package.json'), 'utf8')) as { version: string }).version;
+
+interface Outcome {
+  status: number;
+  body: unknown;
+  allow: string | null;
+}
+
+/** An app whose only job is to run one metadata step and report what it decided. */
+function metadataProbe(step: RequestHandler): express.Express {
+  const app = express();
+  app.use((req, res, next) => {
+    step(req, res, () => {
+      const openapi = (req as unknown as { openapi?: { expressRoute: string; openApiRoute: string; pathParams: unknown; schema: { operationId?: string }; serial: number } }).openapi;
+      res.json({
+        matched: openapi ? { expressRoute: openapi.expressRoute, openApiRoute: openapi.openApiRoute, pathParams: openapi.pathParams, operationId: openapi.schema.operationId, serial: openapi.serial } : null,
+        params: req.params,
+      });
+    });
+    void next;
+  });
+  const errors: ErrorRequestHandler = (err: { status?: number; message?: string; headers?: Record<string, string> }, _req, res, _next) => {
+    if (err.headers) res.set(err.headers);
+    res.status(err.status ?? 500).json({ error: err.message });
+  };
+  app.use(errors);
+  return app;
+}
+
+async function listen(app: express.Express): Promise<{ server: Server; url: string }> {
+  const server = createServer(app).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+async function call(url: string, method: string, path: string): Promise<Outcome> {
+  const res = await fetch(`${url}${path}`, { method });
+  return { status: res.status, body: await res.json(), allow: res.headers.get('allow') };
+}
+
+describe('express-openapi-validator with precompiled route matching', () => {
+  const contract = loadContract();
+  let upstream: { server: Server; url: string };
+  let ours: { server: Server; url: string };
+
+  beforeAll(async () => {
+    const OpenApiSpecLoader = (requireHere('express-openapi-validator/dist/framework/openapi.spec.loader.js') as { OpenApiSpecLoader: new (o: { apiDoc: unknown }) => { load(): Promise<unknown> } }).OpenApiSpecLoader;
+    const OpenApiContext = (requireHere('express-openapi-validator/dist/framework/openapi.context.js') as { OpenApiContext: new (spec: unknown, ignore: unknown, undocumented: boolean, useUrl: boolean) => ValidatorContext }).OpenApiContext;
+    const spec = await new OpenApiSpecLoader({ apiDoc: structuredClone(contract.document) }).load();
+    const context = new OpenApiContext(spec, undefined, false, false);
+    upstream = await listen(metadataProbe(upstreamMetadataMiddleware(context, undefined)));
+    ours = await listen(metadataProbe(precompiledMetadataMiddleware(context, undefined)));
+  });
+  afterAll(() => {
+    upstream?.server.close();
+    ours?.server.close();
+  });
+
+  it('when the installed validator is inspected, then it is the version whose internals we replace and still has them', () => {
+    expect(installedVersion).toBe(WRAPPED_VALIDATOR_VERSION);
+    expect(validatorInternalsPresent()).toBe(true);
+  });
+
+  it('when a known path and method are requested, then it resolves to that operation with decoded path parameters', async () => {
+    const outcome = await call(ours.url, 'DELETE', '/api/admin/users/al%20ice');
+
+    expect(outcome.status).toBe(200);
+    expect(outcome.body).toEqual({
+      matched: { expressRoute: '/api/admin/users/:username', openApiRoute: '/api/admin/users/{username}', pathParams: { username: 'al ice' }, operationId: 'deleteUser', serial: expect.any(Number) },
+      params: { username: 'al ice' },
+    });
+  });
+
+  it('when any request of the contract (and around it) is matched, then the answer equals upstream matching', async () => {
+    const requests: Array<[string, string]> = [];
+    for (const op of contract.operations) {
+      const path = op.path.replace(/\{[^}]+\}/g, 'x.y_z-1');
+      requests.push([op.method.toUpperCase(), path], ['PATCH', path], [op.method.toUpperCase(), `${path}/`], [op.method.toUpperCase(), path.toUpperCase()]);
+    }
+    requests.push(['GET', '/api/unknown'], ['GET', '/'], ['GET', '/api/admin/users/%E0%A4%A'], ['GET', '/api/health?x=1'], ['GET', '/api/admin/users/a/b']);
+
+    expect(requests.length).toBeGreaterThan(40);
+    for (const [method, path] of requests) {
+      const [expected, actual] = await Promise.all([call(upstream.url, method, path), call(ours.url, method, path)]);
+      expect({ method, path, ...actual }).toEqual({ method, path, ...expected });
+    }
+  });
+
+  it('when the whole validator is installed, then a bad request is still refused and a good one reaches the route', async () => {
+    const app = express();
+    app.use(express.json());
+    app.use(openApiValidatorMiddleware({ apiSpec: structuredClone(contract.document) as never, validateRequests: { allErrors: true }, validateSecurity: false }));
+    app.get('/api/health', (_req, res) => void res.json({ ok: true }));
+    app.use(((err: { status?: number }, _req, res, _next) => void res.status(err.status ?? 500).json({ status: err.status })) as ErrorRequestHandler);
+    const { server, url } = await listen(app);
+    try {
+      const good = await fetch(`${url}/api/health`);
+      const unknownQuery = await fetch(`${url}/api/health?surprise=1`);
+      const wrongMethod = await fetch(`${url}/api/health`, { method: 'DELETE' });
+
+      expect([good.status, await good.json()]).toEqual([200, { ok: true }]);
+      expect(unknownQuery.status).toBe(400);
+      expect(wrongMethod.status).toBe(405);
+    } finally {
+      server.close();
+    }
+  });
+});
