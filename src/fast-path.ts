@@ -12,6 +12,7 @@ import { createCors } from './cors.js';
 import { toErrorResponse } from './errors.js';
 import { indicesReply } from './handlers/indices.js';
 import type { Logger } from './logger.js';
+import { hasCredentials, type RateLimit } from './rate-limit.js';
 import type { MarketDataService } from './services/market-data.js';
 
 /** The contract's `maxLength` of the `If-None-Match` parameter of getIndices. */
@@ -23,8 +24,20 @@ function takesFastPath(req: IncomingMessage): boolean {
   return inm === undefined || inm.length <= IF_NONE_MATCH_MAX_LENGTH;
 }
 
-export function withFastPath(app: RequestListener, deps: { market: MarketDataService; logger: Logger; corsOrigins?: readonly string[] }): RequestListener {
-  const { market, logger } = deps;
+export function withFastPath(
+  app: RequestListener,
+  deps: {
+    market: MarketDataService;
+    logger: Logger;
+    corsOrigins?: readonly string[];
+    /** Quotas; anonymous callers are counted here, exactly as Express would count them. */
+    rateLimit?: RateLimit;
+    /** False when the contract closes the operation to anonymous callers (DATA_REQUIRES_AUTH). */
+    anonymousAllowed?: boolean;
+  },
+): RequestListener {
+  const { market, logger, rateLimit } = deps;
+  const anonymousAllowed = deps.anonymousAllowed ?? true;
   const cors = createCors(deps.corsOrigins ?? []);
 
   const fail = (req: IncomingMessage, res: ServerResponse, reqId: string, err: unknown) => {
@@ -41,13 +54,14 @@ export function withFastPath(app: RequestListener, deps: { market: MarketDataSer
   };
 
   return (req, res) => {
-    if (!takesFastPath(req)) {
+    // Credentials are checked by Express (security handlers); only anonymous callers are served here.
+    if (!takesFastPath(req) || !anonymousAllowed || hasCredentials(req)) {
       app(req, res);
       return;
     }
     const reqId = requestId(req, res);
     cors.handle(req, res);
-    market.getIndices().then(
+    (rateLimit ? rateLimit.apply(req, res).then(() => market.getIndices()) : market.getIndices()).then(
       (rep) => {
         const reply = indicesReply(rep, req.headers['if-none-match']);
         res.writeHead(reply.status, reply.headers);

@@ -12,7 +12,7 @@ import type { Request } from 'express';
 import { createApp } from './app.js';
 import { withFastPath } from './fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
-import { loadContract, type Contract } from './contract.js';
+import { loadContract, withSecurityPolicy, type Contract } from './contract.js';
 import { createHandlers } from './handlers/index.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
@@ -20,8 +20,10 @@ import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
 import { createMarketDataProvider } from './infra/market/index.js';
+import { RedisRequestCounter } from './infra/quota/redis-request-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './logger.js';
+import { createRateLimit } from './rate-limit.js';
 import { AccountService } from './services/accounts.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
@@ -87,7 +89,7 @@ export async function openAccounts(config: Config, logger: Logger): Promise<{ ac
 
 /** Builds every part, logs the startup sequence of SPEC.md, and listens on config.server. */
 export async function startService(config: Config, logger: Logger, options: StartOptions = {}): Promise<RunningService> {
-  const contract = options.contract ?? loadContract();
+  const contract = withSecurityPolicy(options.contract ?? loadContract(), { dataRequiresAuth: config.auth.dataRequiresAuth });
   const startedAtMs = Date.now();
 
   const cache = createCache(config.cache, logger);
@@ -161,6 +163,14 @@ export async function startService(config: Config, logger: Logger, options: Star
     schedulerJobs: () => scheduler.status(),
   });
 
+  const rateLimit = createRateLimit({
+    counter: new RedisRequestCounter({ redis: cache.redisClient() }),
+    anonymousPerMinute: config.rateLimit.anonymousPerMinute,
+    authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
+    trustProxy: config.server.trustProxy,
+  });
+  logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
+
   const app = createApp({
     contract,
     handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, market, status }),
@@ -169,10 +179,12 @@ export async function startService(config: Config, logger: Logger, options: Star
     bodyLimitBytes: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
     corsOrigins: config.server.corsOrigins,
+    rateLimit,
     onResponseViolation: options.onResponseViolation,
   });
 
-  const server = createServer(withFastPath(app, { market, logger, corsOrigins: config.server.corsOrigins }));
+  const anonymousIndices = !contract.operations.find((op) => op.operationId === 'getIndices')?.secured;
+  const server = createServer(withFastPath(app, { market, logger, corsOrigins: config.server.corsOrigins, rateLimit, anonymousAllowed: anonymousIndices }));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;

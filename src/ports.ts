@@ -95,4 +95,32 @@ export interface Principal {
   username: string;
   isAdmin: boolean;
   kind: 'user' | 'api-key';
+  /**
+   * Stable identity for quotas: `user:<username>`, `key:<keyId>` for a managed key, or
+   * `key:static:<first 8 hex of the key's SHA-256>` for a key from API_KEYS. Absent: `user:<username>`.
+   */
+  id?: string;
+  /** A managed key's own requests per minute, in place of RATE_LIMIT_AUTHENTICATED_PER_MINUTE (0 = unlimited). */
+  rateLimitPerMinute?: number;
+}
+
+/** Where one request stands against its caller's quota after it was counted. */
+export interface QuotaUsage {
+  /** False when this request is over the quota and must be refused. */
+  allowed: boolean;
+  /** Requests still allowed in the current window (0 once the quota is used up). */
+  remaining: number;
+  /** Milliseconds until the current window ends and the quota is whole again. */
+  resetMs: number;
+}
+
+/**
+ * Counts requests per caller in fixed windows, shared by every instance where the adapter can.
+ * Never rejects for a failing store: it keeps counting somewhere (process memory at worst).
+ */
+export interface RequestCounter {
+  /** The window length in milliseconds. */
+  readonly windowMs: number;
+  /** Counts one request of `key` against `limit` requests per window. */
+  consume(key: string, limit: number): Promise<QuotaUsage>;
 }

@@ -246,6 +246,7 @@ export interface components {
              */
             error: string;
             /**
+             * Format: int32
              * @description The HTTP status code of this answer.
              * @example 401
              */
@@ -347,6 +348,7 @@ export interface components {
              */
             is_admin: boolean;
             /**
+             * Format: int32
              * @description Seconds until the token expires.
              * @example 604800
              */
@@ -401,6 +403,7 @@ export interface components {
              */
             ok: true;
             /**
+             * Format: int32
              * @description How many cached entries were removed.
              * @example 1
              */
@@ -420,11 +423,13 @@ export interface components {
              */
             connected: boolean;
             /**
+             * Format: int64
              * @description Cache hits since the process started.
              * @example 120
              */
             hits: number;
             /**
+             * Format: int64
              * @description Cache misses since the process started.
              * @example 3
              */
@@ -462,6 +467,7 @@ export interface components {
              */
             name: string;
             /**
+             * Format: int32
              * @description Seconds between runs.
              * @example 30
              */
@@ -508,6 +514,7 @@ export interface components {
              */
             version: string;
             /**
+             * Format: int64
              * @description Seconds since the process started.
              * @example 3600
              */
@@ -517,6 +524,7 @@ export interface components {
             /** @description User accounts. */
             users: {
                 /**
+                 * Format: int32
                  * @description How many users exist.
                  * @example 2
                  */
@@ -572,6 +580,7 @@ export interface components {
              */
             prev_close: number;
             /**
+             * Format: int64
              * @description The session's traded volume, when known.
              * @example 3120450000
              */
@@ -616,6 +625,8 @@ export interface components {
         /** @description A business rule was broken. */
         BadRequest: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -633,6 +644,8 @@ export interface components {
         /** @description Not authenticated, or the credentials are bad, expired or revoked. */
         Unauthorized: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -642,6 +655,8 @@ export interface components {
         /** @description Authenticated without administrator rights. */
         Forbidden: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -659,6 +674,8 @@ export interface components {
         /** @description No such resource. */
         NotFound: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -676,6 +693,8 @@ export interface components {
         /** @description The resource exists already. */
         Conflict: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -693,6 +712,8 @@ export interface components {
         /** @description The request body is over the size limit. */
         PayloadTooLarge: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -710,6 +731,8 @@ export interface components {
         /** @description The request body is not JSON. */
         UnsupportedMediaType: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -727,6 +750,8 @@ export interface components {
         /** @description Invalid request parameters. */
         UnprocessableEntity: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -747,21 +772,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Too many failed logins. */
+        /** @description The caller's request quota is used up (or, on login, too many failed logins); retry after `Retry-After` seconds. */
         TooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "success": false,
-                 *       "error": "Too many failed logins, retry later",
-                 *       "code": 429,
-                 *       "detail": "Too many failed logins, retry later"
-                 *     }
-                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -810,6 +829,10 @@ export interface components {
         ETag: string;
         /** @description `public, max-age=<seconds the cached entry has left>`. */
         "Cache-Control": string;
+        /** @description The quota this request counts against (IETF httpapi RateLimit headers): its name (`anonymous` per client address, `authenticated` per user or API key, `key` for a key with its own limit), `q` requests per window of `w` seconds. Sent on every /api operation but health while that quota is on. */
+        "RateLimit-Policy": string;
+        /** @description Where this caller stands in that quota: `r` requests remaining in the window, `t` seconds until it resets. */
+        RateLimit: string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
     };
@@ -855,6 +878,8 @@ export interface operations {
             /** @description Logged in; use `access_token` as `Authorization: Bearer <token>`. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -885,6 +910,8 @@ export interface operations {
             /** @description Password changed; a fresh token for the new password. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -896,6 +923,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -911,6 +939,8 @@ export interface operations {
             /** @description The detailed status. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -919,6 +949,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -934,6 +966,8 @@ export interface operations {
             /** @description Every user. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -942,6 +976,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -961,6 +997,8 @@ export interface operations {
             /** @description The created user. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -973,6 +1011,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -991,6 +1030,8 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1000,6 +1041,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1015,6 +1057,8 @@ export interface operations {
             /** @description How many entries were removed. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1023,6 +1067,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1041,6 +1087,8 @@ export interface operations {
             /** @description The quotes. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
@@ -1053,6 +1101,8 @@ export interface operations {
             /** @description Not modified since the ETag in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
@@ -1060,7 +1110,9 @@ export interface operations {
                 };
                 content?: never;
             };
+            401: components["responses"]["Unauthorized"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -2,6 +2,7 @@
  * Bearer and API-key authentication through passport, over real HTTP, against users in a real SQLite
  * file.
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,13 +47,13 @@ describe('createPassportAuth', () => {
 
   describe('bearer', () => {
     it('when the token is valid, then resolves to the user principal', async () => {
-      expect(await probe.bearer(bearer(await tokenFor('root')))).toEqual({ ok: true, principal: { username: 'root', isAdmin: true, kind: 'user' } });
+      expect(await probe.bearer(bearer(await tokenFor('root')))).toEqual({ ok: true, principal: { username: 'root', isAdmin: true, kind: 'user', id: 'user:root' } });
     });
 
     it('when a token claims admin for a user who is not one, then the principal has no admin rights', async () => {
       const result = await probe.bearer(bearer(await tokenFor('viewer', { isAdmin: true })));
 
-      expect(result).toEqual({ ok: true, principal: { username: 'viewer', isAdmin: false, kind: 'user' } });
+      expect(result).toEqual({ ok: true, principal: { username: 'viewer', isAdmin: false, kind: 'user', id: 'user:viewer' } });
     });
 
     it('when there is no Authorization header, then rejects with NotAuthenticatedError', async () => {
@@ -120,9 +121,13 @@ describe('createPassportAuth', () => {
   });
 
   describe('API key', () => {
-    it('when the key is one of API_KEYS, then resolves to the api-key service account (an administrator)', async () => {
-      expect(await probe.apiKey({ 'X-API-Key': 'key-two-abcdefghij' })).toEqual({ ok: true, principal: API_KEY_PRINCIPAL });
-      expect(await probe.apiKey({ 'x-api-key': 'key-one-0123456789' })).toEqual({ ok: true, principal: { username: 'api-key', isAdmin: true, kind: 'api-key' } });
+    it('when the key is one of API_KEYS, then resolves to the api-key service account (an administrator) named by its digest', async () => {
+      const staticId = (key: string) => `key:static:${createHash('sha256').update(key).digest('hex').slice(0, 8)}`;
+      expect(await probe.apiKey({ 'X-API-Key': 'key-two-abcdefghij' })).toEqual({ ok: true, principal: { ...API_KEY_PRINCIPAL, id: staticId('key-two-abcdefghij') } });
+      expect(await probe.apiKey({ 'x-api-key': 'key-one-0123456789' })).toEqual({
+        ok: true,
+        principal: { username: 'api-key', isAdmin: true, kind: 'api-key', id: staticId('key-one-0123456789') },
+      });
     });
 
     it('when the header is absent, then rejects with NotAuthenticatedError', async () => {

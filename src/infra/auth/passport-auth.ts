@@ -55,15 +55,19 @@ function sha256(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
 }
 
-/** A matcher over the configured keys' digests: equal-length inputs for timingSafeEqual, whatever the key lengths. */
-function apiKeyMatcher(apiKeys: readonly string[]): (candidate: string) => boolean {
+/**
+ * A matcher over the configured keys' digests: equal-length inputs for timingSafeEqual, whatever the key
+ * lengths. Resolves a match to the key's quota identity, `key:static:<first 8 hex of its SHA-256>`
+ * (the digest, never the key, so logs and Redis keys reveal nothing usable), else `undefined`.
+ */
+function apiKeyMatcher(apiKeys: readonly string[]): (candidate: string) => string | undefined {
   const digests = apiKeys.map((k) => k.trim()).filter((k) => k.length > 0).map(sha256);
   return (candidate) => {
     const given = sha256(candidate);
     let matched = false;
     // No early exit: every configured key is compared, so timing says nothing about which one matched.
     for (const digest of digests) matched = timingSafeEqual(given, digest) || matched;
-    return matched;
+    return matched ? `key:static:${given.toString('hex').slice(0, 8)}` : undefined;
   };
 }
 
@@ -103,7 +107,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
               return;
             }
             // Rights come from the database, not the token: a demoted administrator loses them at once.
-            const principal: Principal = { username: user.username, isAdmin: user.isAdmin, kind: 'user' };
+            const principal: Principal = { username: user.username, isAdmin: user.isAdmin, kind: 'user', id: `user:${user.username}` };
             done(null, principal);
           },
           (err: unknown) => done(err, false),
@@ -116,7 +120,8 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
   authenticator.use(
     API_KEY_STRATEGY,
     new HeaderAPIKeyStrategy({ header: API_KEY_HEADER, prefix: '' }, false, (apiKey, done) => {
-      if (matches(apiKey)) done(null, { ...API_KEY_PRINCIPAL });
+      const id = matches(apiKey);
+      if (id) done(null, { ...API_KEY_PRINCIPAL, id });
       else done(null, undefined);
     }),
   );
