@@ -18,6 +18,11 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 /** Rounds per scenario, each paired with its own baseline run; medians are reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+/** Names of the scenarios to run, separated by `;` (e.g. `indices cached (redis);indices over the quota (429)`); all when unset. */
+const ONLY = (process.env.BENCH_SCENARIOS ?? '').split(';').map((s) => s.trim()).filter((s) => s.length > 0);
+const wanted = (name: string) => ONLY.length === 0 || ONLY.includes(name);
+/** A per-minute quota the bench cannot reach: every request is counted, none is refused. */
+const UNREACHABLE_QUOTA = '10000000';
 const API_KEY = 'bench-api-key-0123456789';
 const ADMIN = { username: 'admin', password: 'bench-admin-password' };
 
@@ -164,6 +169,9 @@ async function main(): Promise<void> {
       DEFAULT_ADMIN_PASSWORD: ADMIN.password,
       LOG_LEVEL: 'info',
       CACHE_TTL_SECONDS: '600',
+      // Quotas off, except in the scenarios that measure them: one address at this rate would be refused.
+      RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
+      RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '0',
     };
     const init = spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' });
     if (init.status !== 0) throw new Error(`mds init failed: ${init.stderr}`);
@@ -172,6 +180,10 @@ async function main(): Promise<void> {
     children.push(redisMode.child);
     const memoryMode = await startServer({ ...env, CACHE_URL: `redis://127.0.0.1:${await freePort()}/0` });
     children.push(memoryMode.child);
+    const limited = await startServer({ ...env, RATE_LIMIT_ANONYMOUS_PER_MINUTE: UNREACHABLE_QUOTA, RATE_LIMIT_AUTHENTICATED_PER_MINUTE: UNREACHABLE_QUOTA });
+    children.push(limited.child);
+    const refusing = await startServer({ ...env, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1' });
+    children.push(refusing.child);
 
     const first = await fetch(`${redisMode.url}/api/indices`);
     const body = Buffer.from(await first.arrayBuffer());
@@ -185,6 +197,7 @@ async function main(): Promise<void> {
     });
     children.push(baseline.child);
     await fetch(`${memoryMode.url}/api/indices`);
+    await fetch(`${limited.url}/api/indices`);
 
     const login = await fetch(`${redisMode.url}/api/auth/login`, {
       method: 'POST',
@@ -200,7 +213,8 @@ async function main(): Promise<void> {
      * The machine's speed drifts (shared cores), so each round measures the baseline right before
      * the scenario and the ratio is taken per round; the row reports medians over the rounds.
      */
-    const paired = async (name: string, run: () => Promise<Measured>, note?: string): Promise<Row> => {
+    const paired = async (name: string, run: () => Promise<Measured>, note?: string): Promise<Row | undefined> => {
+      if (!wanted(name)) return undefined;
       const rounds: Array<Measured & { baselineRps: number }> = [];
       for (let r = 0; r < ROUNDS; r += 1) {
         const base = await measure(baselineLoad, dir);
@@ -224,6 +238,7 @@ async function main(): Promise<void> {
       return row;
     };
     const scenario = async (name: string, load: Load, note?: string) => {
+      if (!wanted(name)) return undefined;
       await measure({ ...load, durationS: 1 }, dir); // warm-up
       return paired(name, () => measure(load, dir), note);
     };
@@ -232,6 +247,8 @@ async function main(): Promise<void> {
       `bench: ${hasWrk ? 'wrk' : 'autocannon'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per scenario, each after its own baseline run, ${cpus().length} cores, ${pinned ? 'servers on core 1 and the client on core 0' : 'not pinned (no taskset)'}\n`,
     );
     await scenario('indices cached (redis)', { url: `${redisMode.url}/api/indices` });
+    await scenario('indices cached (redis), rate limited', { url: `${limited.url}/api/indices` }, 'anonymous quota on (counted in Redis), never reached');
+    await scenario('indices over the quota (429)', { url: `${refusing.url}/api/indices` }, 'every answer a 429 envelope: the refusal path');
     await scenario('indices cached (memory)', { url: `${memoryMode.url}/api/indices` });
     await scenario('indices If-None-Match (304)', { url: `${redisMode.url}/api/indices`, headers: { 'If-None-Match': etag } }, 'wrk counts 304 as a success');
     await scenario('health', { url: `${redisMode.url}/api/health` });
@@ -252,23 +269,29 @@ async function main(): Promise<void> {
       },
       'cached reads while 4 connections log in',
     );
-    rows.push({
-      scenario: 'login (bcrypt cost 12)',
-      rps: median(logins.map((l) => l.rps)),
-      p50Ms: median(logins.map((l) => l.p50Ms)),
-      p99Ms: median(logins.map((l) => l.p99Ms)),
-      non2xx: logins.reduce((sum, l) => sum + l.non2xx, 0),
-      requests: logins.reduce((sum, l) => sum + l.requests, 0),
-      ratio: null,
-      note: 'logins/s with 4 connections, during the reads above',
-    });
+    if (logins.length > 0) {
+      rows.push({
+        scenario: 'login (bcrypt cost 12)',
+        rps: median(logins.map((l) => l.rps)),
+        p50Ms: median(logins.map((l) => l.p50Ms)),
+        p99Ms: median(logins.map((l) => l.p99Ms)),
+        non2xx: logins.reduce((sum, l) => sum + l.non2xx, 0),
+        requests: logins.reduce((sum, l) => sum + l.requests, 0),
+        ratio: null,
+        note: 'logins/s with 4 connections, during the reads above',
+      });
+    }
 
     await stop(redisMode.child);
     await stop(memoryMode.child);
-    const twoWorkers = await startServer(env, ['--workers', '2'], []);
-    children.push(twoWorkers.child);
-    await fetch(`${twoWorkers.url}/api/indices`);
-    await scenario('indices cached (redis), 2 workers', { url: `${twoWorkers.url}/api/indices` }, 'the load generator shares the 2 cores');
+    await stop(limited.child);
+    await stop(refusing.child);
+    if (wanted('indices cached (redis), 2 workers')) {
+      const twoWorkers = await startServer(env, ['--workers', '2'], []);
+      children.push(twoWorkers.child);
+      await fetch(`${twoWorkers.url}/api/indices`);
+      await scenario('indices cached (redis), 2 workers', { url: `${twoWorkers.url}/api/indices` }, 'the load generator shares the 2 cores');
+    }
     const baselineRow: Row = {
       scenario: 'baseline node:http (median of all its runs)',
       ...(await measure(baselineLoad, dir)),

@@ -20,6 +20,7 @@ import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
 import { createMarketDataProvider } from './infra/market/index.js';
+import { BatchedRequestCounter } from './infra/quota/batched-request-counter.js';
 import { RedisRequestCounter } from './infra/quota/redis-request-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './logger.js';
@@ -164,7 +165,7 @@ export async function startService(config: Config, logger: Logger, options: Star
   });
 
   const rateLimit = createRateLimit({
-    counter: new RedisRequestCounter({ redis: cache.redisClient() }),
+    counter: new BatchedRequestCounter(new RedisRequestCounter({ redis: cache.redisClient() })),
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
     trustProxy: config.server.trustProxy,

@@ -121,6 +121,6 @@ export interface QuotaUsage {
 export interface RequestCounter {
   /** The window length in milliseconds. */
   readonly windowMs: number;
-  /** Counts one request of `key` against `limit` requests per window. */
-  consume(key: string, limit: number): Promise<QuotaUsage>;
+  /** Counts `points` requests (default 1) of `key` against `limit` requests per window. */
+  consume(key: string, limit: number, points?: number): Promise<QuotaUsage>;
 }

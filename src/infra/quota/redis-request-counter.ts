@@ -30,10 +30,10 @@ export class RedisRequestCounter implements RequestCounter {
     this.#redis = options.redis;
   }
 
-  /** Counts one request of `key` against `limit` (a whole number of at least 1) per window. */
-  async consume(key: string, limit: number): Promise<QuotaUsage> {
+  /** Counts `points` requests of `key` against `limit` (a whole number of at least 1) per window. */
+  async consume(key: string, limit: number, points = 1): Promise<QuotaUsage> {
     try {
-      const res = await this.#limiter(limit).consume(key);
+      const res = await this.#limiter(limit).consume(key, points);
       return { allowed: true, remaining: res.remainingPoints, resetMs: res.msBeforeNext };
     } catch (err) {
       // A RateLimiterRes rejection is the answer "over the limit"; anything else is a real failure.
