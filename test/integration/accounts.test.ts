@@ -49,7 +49,7 @@ describe('AccountService', () => {
   let probe: AuthProbe;
 
   const bearer = (token: string) => probe.bearer({ Authorization: `Bearer ${token}` });
-  const userPrincipal = (username: string, isAdmin = false): Principal => ({ username, isAdmin, kind: 'user' });
+  const userPrincipal = (username: string, isAdmin = false): Principal => ({ username, isAdmin, kind: 'user', id: `user:${username}` });
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mds-accounts-'));
