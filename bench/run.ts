@@ -18,9 +18,11 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 /** Rounds per scenario, each paired with its own baseline run; medians are reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+/** A per-minute quota the bench cannot reach: every request is counted, none is refused. */
+const UNREACHABLE_QUOTA = '10000000';
 const API_KEY = 'bench-api-key-0123456789';
-/** Comma-separated substrings; when set, only scenarios whose name contains one of them run. */
-const ONLY = (process.env.BENCH_SCENARIOS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+/** `;`-separated substrings; when set, only scenarios whose name contains one of them run (`BENCH_SCENARIOS='quote;health'`). */
+const ONLY = (process.env.BENCH_SCENARIOS ?? '').split(';').map((s) => s.trim()).filter((s) => s.length > 0);
 const selected = (name: string) => ONLY.length === 0 || ONLY.some((s) => name.includes(s));
 const ADMIN = { username: 'admin', password: 'bench-admin-password' };
 
@@ -225,6 +227,9 @@ async function main(): Promise<void> {
       DEFAULT_ADMIN_PASSWORD: ADMIN.password,
       LOG_LEVEL: 'info',
       CACHE_TTL_SECONDS: '600',
+      // Quotas off, except in the scenarios that measure them: one address at this rate would be refused.
+      RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
+      RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '0',
     };
     const init = spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' });
     if (init.status !== 0) throw new Error(`mds init failed: ${init.stderr}`);
@@ -233,6 +238,10 @@ async function main(): Promise<void> {
     children.push(redisMode.child);
     const memoryMode = await startServer({ ...env, CACHE_URL: `redis://127.0.0.1:${await freePort()}/0` });
     children.push(memoryMode.child);
+    const limited = await startServer({ ...env, RATE_LIMIT_ANONYMOUS_PER_MINUTE: UNREACHABLE_QUOTA, RATE_LIMIT_AUTHENTICATED_PER_MINUTE: UNREACHABLE_QUOTA });
+    children.push(limited.child);
+    const refusing = await startServer({ ...env, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1' });
+    children.push(refusing.child);
 
     /** The cached reads measured against a baseline that serves the same bytes on the same path. */
     const CACHED_PATHS = {
@@ -249,6 +258,7 @@ async function main(): Promise<void> {
     const baseline = await startBaseline(routes);
     children.push(baseline.child);
     await fetch(`${memoryMode.url}/api/indices`);
+    await fetch(`${limited.url}/api/indices`);
 
     const login = await fetch(`${redisMode.url}/api/auth/login`, {
       method: 'POST',
@@ -316,6 +326,8 @@ async function main(): Promise<void> {
       `bench: ${hasWrk ? 'wrk' : 'autocannon'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per scenario, each after its own baseline run, ${cpus().length} cores, ${pinned ? 'servers on core 1 and the client on core 0' : 'not pinned (no taskset)'}\n`,
     );
     await scenario('indices cached (redis)', { url: `${redisMode.url}/api/indices` });
+    await scenario('indices cached (redis), rate limited', { url: `${limited.url}/api/indices` }, 'anonymous quota on (counted in Redis), never reached');
+    await scenario('indices over the quota (429)', { url: `${refusing.url}/api/indices` }, 'every answer a 429 envelope: the refusal path');
     await scenario('indices cached (memory)', { url: `${memoryMode.url}/api/indices` });
     const nodeFor = (path: string) => ({ load: { url: `${baseline.url}${path}` }, name: 'node:http' as const });
     await scenario('quotes batch cached (AAPL,MSFT)', { url: `${redisMode.url}${CACHED_PATHS.quotes}` }, undefined, nodeFor(CACHED_PATHS.quotes));
@@ -361,6 +373,8 @@ async function main(): Promise<void> {
 
     await stop(redisMode.child);
     await stop(memoryMode.child);
+    await stop(limited.child);
+    await stop(refusing.child);
     if (selected('indices cached (redis), 2 workers')) {
       const twoWorkers = await startServer(env, ['--workers', '2'], []);
       children.push(twoWorkers.child);

@@ -14,6 +14,7 @@ import type { Logger } from './logger.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
 import type { Principal } from './ports.js';
+import { hasCredentials, isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -37,6 +38,8 @@ export interface AppDeps {
   logger: Logger;
   bodyLimitBytes: number;
   trustProxy?: boolean;
+  /** Request quotas on /api (RATE_LIMIT_*); none when absent. */
+  rateLimit?: RateLimit;
   /** Origins allowed to call from a browser (CORS_ORIGINS); none by default. */
   corsOrigins?: readonly string[];
   /** When set, every response is validated against the contract and each violation is reported here. */
@@ -98,6 +101,15 @@ function explainSecurityFailure(err: unknown, req: Request): unknown {
   return new NotAuthenticatedError();
 }
 
+/**
+ * True when the request offers a credential that the matched operation takes. On an operation open
+ * to anonymous callers (`{}` among its requirements) the validator lets the request through even
+ * when that credential is bad; it must not then pass as anonymous.
+ */
+function offersAcceptedCredential(req: Request): boolean {
+  return (req.headers.authorization !== undefined && acceptsScheme(req, 'bearerAuth')) || (req.headers['x-api-key'] !== undefined && acceptsScheme(req, 'apiKeyAuth'));
+}
+
 /** True when the operation the validator matched lists `scheme` in one of its security requirements. */
 function acceptsScheme(req: Request, scheme: string): boolean {
   const security = (req as { openapi?: { schema?: { security?: Array<Record<string, unknown>> } } }).openapi?.schema?.security;
@@ -123,6 +135,20 @@ export function createApp(deps: AppDeps): express.Express {
     if (req.method === 'HEAD') req.method = 'GET';
     next();
   });
+  // Anonymous requests count against their address's quota before any parsing or validation, so a
+  // flood of bad requests is refused cheaply; requests with credentials count once they are checked.
+  const rateLimit = deps.rateLimit;
+  const counted = new WeakSet<Request>();
+  if (rateLimit) {
+    app.use((req, res, next) => {
+      if (!isRateLimitedPath(req.path) || hasCredentials(req)) {
+        next();
+        return;
+      }
+      counted.add(req);
+      rateLimit.apply(req, res).then(() => next(), next);
+    });
+  }
   app.use(express.json({ limit: deps.bodyLimitBytes }));
 
   const onViolation = deps.onResponseViolation;
@@ -148,6 +174,17 @@ export function createApp(deps: AppDeps): express.Express {
       },
     }),
   );
+
+  app.use((req, _res, next) => {
+    if (req.principal || !offersAcceptedCredential(req)) next();
+    else next(explainSecurityFailure(Object.assign(new Error('unauthorized'), { status: 401 }), req));
+  });
+  if (rateLimit) {
+    app.use((req, res, next) => {
+      if (counted.has(req) || !isRateLimitedPath(req.path)) next();
+      else rateLimit.apply(req, res, req.principal).then(() => next(), next);
+    });
+  }
 
   const router = express.Router();
   for (const op of contract.operations) {

@@ -81,6 +81,12 @@ const schema = z.object({
   UPSTREAM_MAX_CONCURRENCY: int(1, 256).default(4),
   REFRESH_INTERVAL_SECONDS: int(0, 86_400).default(30),
   TRUST_PROXY: bool.default(false),
+  /** Requests per minute of one anonymous client address on /api (not health); 0 = no limit. */
+  RATE_LIMIT_ANONYMOUS_PER_MINUTE: int(0, 10_000_000).default(300),
+  /** Requests per minute of one user or API key (a managed key may carry its own); 0 = no limit. */
+  RATE_LIMIT_AUTHENTICATED_PER_MINUTE: int(0, 10_000_000).default(3000),
+  /** When true, market-data operations answer 401 without a token or an API key. */
+  DATA_REQUIRES_AUTH: bool.default(false),
   CORS_ORIGINS: csv
     .default([])
     .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be * or origins like https://app.example.com, comma-separated'),
@@ -205,6 +211,12 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       loginBlockMs: v.LOGIN_BLOCK_SECONDS * 1000,
       /** How long the bearer check trusts a user it read (AUTH_CACHE_SECONDS); 0 reads the database every time. */
       userCacheTtlMs: v.AUTH_CACHE_SECONDS * 1000,
+      /** Market-data operations need a token or key (the contract's security is adjusted at startup). */
+      dataRequiresAuth: v.DATA_REQUIRES_AUTH,
+    },
+    rateLimit: {
+      anonymousPerMinute: v.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
+      authenticatedPerMinute: v.RATE_LIMIT_AUTHENTICATED_PER_MINUTE,
     },
     market: {
       provider: v.MARKET_DATA_PROVIDER,

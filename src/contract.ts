@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+import { parse, parseDocument } from 'yaml';
 
 export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 
@@ -37,6 +37,33 @@ export function defaultContractPath(): string {
 export function loadContract(path = defaultContractPath()): Contract {
   const yaml = readFileSync(path, 'utf8');
   return contractFromYaml(yaml);
+}
+
+/** The tag of the market-data operations that DATA_REQUIRES_AUTH closes to anonymous callers. */
+export const MARKET_DATA_TAG = 'Market data';
+
+/**
+ * The contract with DATA_REQUIRES_AUTH applied: on every operation tagged `Market data`, the anonymous
+ * alternative (`{}`) is dropped from its security requirements (a public one gets bearer or API key),
+ * so the validator answers 401 without a token or key. The served YAML and JSON say the same, since they come from the adjusted document.
+ * Unchanged (the same object) when `dataRequiresAuth` is false.
+ */
+export function withSecurityPolicy(contract: Contract, policy: { dataRequiresAuth: boolean }): Contract {
+  if (!policy.dataRequiresAuth) return contract;
+  // Edited as a YAML document, so the served text keeps its layout and comments.
+  const doc = parseDocument(contract.yaml);
+  const paths = (contract.document.paths ?? {}) as Record<string, Record<string, { tags?: string[]; security?: Array<Record<string, unknown>> }>>;
+  for (const [path, item] of Object.entries(paths)) {
+    for (const method of HTTP_METHODS) {
+      const op = item[method];
+      if (!op?.tags?.includes(MARKET_DATA_TAG)) continue;
+      const named = (op.security ?? []).filter((requirement) => Object.keys(requirement).length > 0);
+      // An operation written as public (`security: []`) still closes: a token or any API key opens it.
+      const required = named.length > 0 ? named : [{ bearerAuth: [] }, { apiKeyAuth: [] }];
+      doc.setIn(['paths', path, method, 'security'], doc.createNode(required));
+    }
+  }
+  return contractFromYaml(doc.toString({ lineWidth: 0 }));
 }
 
 export function contractFromYaml(yaml: string): Contract {

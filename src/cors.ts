@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 const ALLOW_METHODS = 'GET, HEAD, POST, DELETE';
 const ALLOW_HEADERS = 'Authorization, Content-Type, X-API-Key, If-None-Match, X-Request-Id';
-const EXPOSE_HEADERS = 'X-Cache, ETag, Cache-Control, Retry-After, X-Request-Id';
+const EXPOSE_HEADERS = 'X-Cache, ETag, Cache-Control, Retry-After, X-Request-Id, RateLimit, RateLimit-Policy';
 const PREFLIGHT_MAX_AGE_S = '600';
 
 /** Answers CORS for one set of allowed origins (`*` for any). */

@@ -99,6 +99,17 @@ export class TooManyRequestsError extends AppError {
   }
 }
 
+/** The caller used up its request quota (RATE_LIMIT_*); retry after `retryAfterSeconds`. */
+export class RateLimitedError extends AppError {
+  readonly retryAfterSeconds: number;
+
+  constructor(retryAfterSeconds: number) {
+    const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
+    super('RATE_LIMITED', `Rate limit exceeded: retry in ${seconds} seconds`);
+    this.retryAfterSeconds = seconds;
+  }
+}
+
 /** The upstream market-data provider failed (error status, timeout, refused, unparsable). */
 export class DataSourceError extends AppError {
   readonly retryAfterSeconds: number;
@@ -223,7 +234,7 @@ export function toErrorResponse(err: unknown, req?: { method?: string; path?: st
   if (err instanceof AppError) {
     if (err instanceof InvalidRequestError) return respond(422, err.message, { violations: err.violations });
     if (err instanceof BusinessRuleError) return respond(400, err.message);
-    if (err instanceof TooManyRequestsError) {
+    if (err instanceof TooManyRequestsError || err instanceof RateLimitedError) {
       return respond(429, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
     }
     if (err instanceof DataSourceError) {

@@ -11,14 +11,16 @@
  * second, or a copy the store has not confirmed within the last second (so a flush on any instance
  * is seen at once: it clears every instance's copies).
  */
-import type { IncomingMessage, RequestListener } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { requestId } from './app.js';
 import { createCors } from './cors.js';
+import { toErrorResponse } from './errors.js';
 import { representationReply } from './handlers/representation.js';
 import type { Logger } from './logger.js';
 import type { RepresentationCache } from './services/representation-cache.js';
+import { hasCredentials, type RateLimit } from './rate-limit.js';
 
 /** The contract's `maxLength` of the `If-None-Match` parameter of every cached read. */
 const IF_NONE_MATCH_MAX_LENGTH = 512;
@@ -31,6 +33,8 @@ export interface FastPathOptions {
   validForMs?: number;
   /** How many distinct targets are remembered (least recently used go first). Default 10000. */
   maxTargets?: number;
+  /** Quotas: requests answered here are counted and limited as in Express. */
+  rateLimit?: RateLimit | undefined;
   now?: () => number;
 }
 
@@ -46,6 +50,7 @@ export class FastPath {
   readonly #validForMs: number;
   readonly #now: () => number;
   readonly #targets: QuickLRU<string, Target>;
+  readonly #rateLimit: RateLimit | undefined;
 
   constructor(options: FastPathOptions) {
     this.#engine = options.engine;
@@ -54,6 +59,7 @@ export class FastPath {
     this.#validForMs = options.validForMs ?? 1000;
     this.#now = options.now ?? Date.now;
     this.#targets = new QuickLRU({ maxSize: Math.max(1, options.maxTargets ?? 10_000) });
+    this.#rateLimit = options.rateLimit;
   }
 
   /**
@@ -77,12 +83,30 @@ export class FastPath {
       }
       const reqId = requestId(req, res);
       cors.handle(req, res);
-      const reply = representationReply(rep, req.headers['if-none-match']);
-      res.writeHead(reply.status, reply.headers);
-      res.end(reply.body);
-      // Hits are counted in the admin status; a line per hit would cost more than the hit itself.
-      if (logger.isLevelEnabled('debug')) logger.debug({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: reply.status }, cache: 'HIT' }, 'request completed');
+      const send = () => {
+        const reply = representationReply(rep, req.headers['if-none-match']);
+        res.writeHead(reply.status, reply.headers);
+        res.end(reply.body);
+        // Hits are counted in the admin status; a line per hit would cost more than the hit itself.
+        if (logger.isLevelEnabled('debug')) logger.debug({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: reply.status }, cache: 'HIT' }, 'request completed');
+      };
+      // Anonymous callers are counted here exactly as Express would count them.
+      if (this.#rateLimit === undefined) send();
+      else this.#rateLimit.apply(req, res).then(send, (err: unknown) => this.#fail(req, res, reqId, err));
     };
+  }
+
+  #fail(req: IncomingMessage, res: ServerResponse, reqId: string, err: unknown): void {
+    const r = toErrorResponse(err, { method: req.method ?? 'GET', path: req.url ?? '' });
+    const level = r.status >= 500 ? 'error' : 'warn';
+    this.#logger[level]({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: r.status }, err: r.unexpected ? err : undefined }, r.unexpected ? 'unexpected failure' : 'request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const body = JSON.stringify(r.body);
+    res.writeHead(r.status, { ...r.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+    res.end(body);
   }
 
   #answerable(req: IncomingMessage) {
@@ -93,8 +117,4 @@ export class FastPath {
     if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
     return this.#engine.serveFresh(target.key);
   }
-}
-
-function hasCredentials(req: IncomingMessage): boolean {
-  return req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined;
 }

@@ -12,7 +12,7 @@ import type { Request } from 'express';
 import { createApp } from './app.js';
 import { FastPath } from './fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
-import { loadContract, type Contract } from './contract.js';
+import { loadContract, withSecurityPolicy, type Contract } from './contract.js';
 import { createHandlers } from './handlers/index.js';
 import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
@@ -23,8 +23,11 @@ import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
 import { createMarketDataProvider } from './infra/market/index.js';
+import { BatchedRequestCounter } from './infra/quota/batched-request-counter.js';
+import { RedisRequestCounter } from './infra/quota/redis-request-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './logger.js';
+import { createRateLimit } from './rate-limit.js';
 import { AccountService } from './services/accounts.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
@@ -108,7 +111,7 @@ export async function openAccounts(
 
 /** Builds every part, logs the startup sequence of SPEC.md, and listens on config.server. */
 export async function startService(config: Config, logger: Logger, options: StartOptions = {}): Promise<RunningService> {
-  const contract = options.contract ?? loadContract();
+  const contract = withSecurityPolicy(options.contract ?? loadContract(), { dataRequiresAuth: config.auth.dataRequiresAuth });
   const startedAtMs = Date.now();
 
   const cache = createCache(config.cache, logger);
@@ -165,7 +168,6 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger,
   });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs });
-  const fastPath = new FastPath({ engine, logger, corsOrigins: config.server.corsOrigins });
 
   const scheduler = new Scheduler({ locks: cache, logger });
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
@@ -203,6 +205,15 @@ export async function startService(config: Config, logger: Logger, options: Star
     schedulerJobs: () => scheduler.status(),
   });
 
+  const rateLimit = createRateLimit({
+    counter: new BatchedRequestCounter(new RedisRequestCounter({ redis: cache.redisClient() })),
+    anonymousPerMinute: config.rateLimit.anonymousPerMinute,
+    authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
+    trustProxy: config.server.trustProxy,
+  });
+  logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
+  const fastPath = new FastPath({ engine, logger, corsOrigins: config.server.corsOrigins, rateLimit });
+
   const app = createApp({
     contract,
     handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, status, rememberTarget: fastPath.remember }),
@@ -211,6 +222,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     bodyLimitBytes: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
     corsOrigins: config.server.corsOrigins,
+    rateLimit,
     onResponseViolation: options.onResponseViolation,
   });
 

@@ -244,3 +244,24 @@ export interface AuditLog {
   /** Records `event` done by `context.actor`; never throws. */
   record(event: AuditEvent, context: ActionContext): void;
 }
+
+/** Where one request stands against its caller's quota after it was counted. */
+export interface QuotaUsage {
+  /** False when this request is over the quota and must be refused. */
+  allowed: boolean;
+  /** Requests still allowed in the current window (0 once the quota is used up). */
+  remaining: number;
+  /** Milliseconds until the current window ends and the quota is whole again. */
+  resetMs: number;
+}
+
+/**
+ * Counts requests per caller in fixed windows, shared by every instance where the adapter can.
+ * Never rejects for a failing store: it keeps counting somewhere (process memory at worst).
+ */
+export interface RequestCounter {
+  /** The window length in milliseconds. */
+  readonly windowMs: number;
+  /** Counts `points` requests (default 1) of `key` against `limit` requests per window. */
+  consume(key: string, limit: number, points?: number): Promise<QuotaUsage>;
+}

@@ -390,6 +390,7 @@ export interface components {
              */
             error: string;
             /**
+             * Format: int32
              * @description The HTTP status code of this answer.
              * @example 401
              */
@@ -491,6 +492,7 @@ export interface components {
              */
             is_admin: boolean;
             /**
+             * Format: int32
              * @description Seconds until the token expires.
              * @example 604800
              */
@@ -554,6 +556,7 @@ export interface components {
          */
         ApiKeyRole: "read" | "admin";
         /**
+         * Format: int32
          * @description This key's own requests per minute, instead of RATE_LIMIT_AUTHENTICATED_PER_MINUTE.
          * @example 600
          */
@@ -621,6 +624,7 @@ export interface components {
              */
             ok: true;
             /**
+             * Format: int32
              * @description How many cached entries were removed.
              * @example 1
              */
@@ -651,11 +655,13 @@ export interface components {
              */
             node: string | null;
             /**
+             * Format: int64
              * @description Cache hits since the process started, of every kind (an indices or batch fill reads each component quote too).
              * @example 120
              */
             hits: number;
             /**
+             * Format: int64
              * @description Cache misses since the process started, of every kind.
              * @example 3
              */
@@ -682,16 +688,19 @@ export interface components {
         /** @description Cache reads of one kind of data. */
         CacheKindStats: {
             /**
+             * Format: int64
              * @description Reads answered from the cache.
              * @example 100
              */
             hits: number;
             /**
+             * Format: int64
              * @description Reads that had to fetch upstream.
              * @example 2
              */
             misses: number;
             /**
+             * Format: int64
              * @description Reads answered by an expired copy while the upstream failed.
              * @example 0
              */
@@ -729,6 +738,7 @@ export interface components {
              */
             name: string;
             /**
+             * Format: int32
              * @description Seconds between runs.
              * @example 30
              */
@@ -775,6 +785,7 @@ export interface components {
              */
             version: string;
             /**
+             * Format: int64
              * @description Seconds since the process started.
              * @example 3600
              */
@@ -784,6 +795,7 @@ export interface components {
             /** @description User accounts. */
             users: {
                 /**
+                 * Format: int32
                  * @description How many users exist.
                  * @example 2
                  */
@@ -839,6 +851,7 @@ export interface components {
              */
             prev_close: number;
             /**
+             * Format: int64
              * @description The session's traded volume, when known.
              * @example 3120450000
              */
@@ -997,6 +1010,7 @@ export interface components {
              */
             adj_close: number | null;
             /**
+             * Format: int64
              * @description The volume traded in the bar, when known.
              * @example 225702700
              */
@@ -1170,6 +1184,8 @@ export interface components {
         /** @description A business rule was broken. */
         BadRequest: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1187,6 +1203,8 @@ export interface components {
         /** @description Not authenticated, or the credentials are bad, expired or revoked. */
         Unauthorized: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1196,6 +1214,8 @@ export interface components {
         /** @description Authenticated without administrator rights. */
         Forbidden: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1213,6 +1233,8 @@ export interface components {
         /** @description No such resource. */
         NotFound: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1230,6 +1252,8 @@ export interface components {
         /** @description The resource exists already. */
         Conflict: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1247,6 +1271,8 @@ export interface components {
         /** @description The request body is over the size limit. */
         PayloadTooLarge: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1264,6 +1290,8 @@ export interface components {
         /** @description The request body is not JSON. */
         UnsupportedMediaType: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1281,6 +1309,8 @@ export interface components {
         /** @description Invalid request parameters. */
         UnprocessableEntity: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1301,21 +1331,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Too many failed logins. */
+        /** @description The caller's request quota is used up (or, on login, too many failed logins); retry after `Retry-After` seconds. */
         TooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "success": false,
-                 *       "error": "Too many failed logins, retry later",
-                 *       "code": 429,
-                 *       "detail": "Too many failed logins, retry later"
-                 *     }
-                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -1342,6 +1366,8 @@ export interface components {
                 "X-Cache": components["headers"]["X-Cache"];
                 ETag: components["headers"]["ETag"];
                 "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1349,6 +1375,8 @@ export interface components {
         /** @description The provider does not know the symbol (or, for a batch, any of the symbols). */
         UnknownSymbol: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1398,6 +1426,10 @@ export interface components {
         "Cache-Control": string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
+        /** @description The quota this request counts against (IETF httpapi RateLimit headers): its name (`anonymous` per client address, `authenticated` per user or API key, `key` for a key with its own limit), `q` requests per window of `w` seconds. Sent on every /api operation but health while that quota is on. */
+        "RateLimit-Policy": string;
+        /** @description Where this caller stands in that quota: `r` requests remaining in the window, `t` seconds until it resets. */
+        RateLimit: string;
     };
     pathItems: never;
 }
@@ -1441,6 +1473,8 @@ export interface operations {
             /** @description Logged in; use `access_token` as `Authorization: Bearer <token>`. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1471,6 +1505,8 @@ export interface operations {
             /** @description Password changed; a fresh token for the new password. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1482,6 +1518,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1497,6 +1534,8 @@ export interface operations {
             /** @description The detailed status. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1505,6 +1544,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1520,6 +1561,8 @@ export interface operations {
             /** @description Every user. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1528,6 +1571,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1547,6 +1592,8 @@ export interface operations {
             /** @description The created user. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1559,6 +1606,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1577,6 +1625,8 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1586,6 +1636,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1601,6 +1652,8 @@ export interface operations {
             /** @description How many entries were removed. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1609,6 +1662,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1624,6 +1679,8 @@ export interface operations {
             /** @description Every managed API key, revoked ones excluded. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1632,6 +1689,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1651,6 +1710,8 @@ export interface operations {
             /** @description The created key, with its secret (shown once). */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1662,6 +1723,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1680,6 +1742,8 @@ export interface operations {
             /** @description Revoked. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1688,6 +1752,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1709,6 +1774,8 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1716,7 +1783,9 @@ export interface operations {
                 };
             };
             304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1742,6 +1811,8 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1749,8 +1820,10 @@ export interface operations {
                 };
             };
             304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["UnknownSymbol"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1776,6 +1849,8 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1783,8 +1858,10 @@ export interface operations {
                 };
             };
             304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["UnknownSymbol"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1819,6 +1896,8 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1826,8 +1905,10 @@ export interface operations {
                 };
             };
             304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["UnknownSymbol"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1855,6 +1936,8 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1862,7 +1945,9 @@ export interface operations {
                 };
             };
             304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1880,13 +1965,17 @@ export interface operations {
             200: {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MarketsResponse"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };

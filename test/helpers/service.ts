@@ -57,6 +57,9 @@ export function testEnv(dir: string, env: Record<string, string> = {}): Record<s
     BCRYPT_ROUNDS: '4',
     // Suites share one redis-server; throttling has its own tests with their own limits.
     LOGIN_MAX_FAILURES: '1000',
+    // Every suite calls from 127.0.0.1 through the same Redis; quotas have their own tests with their own Redis.
+    RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
+    RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '0',
     REFRESH_INTERVAL_SECONDS: '0',
     LOG_LEVEL: 'info',
     ...env,

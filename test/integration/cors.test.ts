@@ -45,6 +45,7 @@ describe('CORS, when CORS_ORIGINS lists an origin', () => {
       expect(res.headers.get('vary')).toContain('Origin');
       expect(res.headers.get('access-control-expose-headers')).toContain('ETag');
       expect(res.headers.get('access-control-expose-headers')).toContain('X-Cache');
+      expect(res.headers.get('access-control-expose-headers')).toContain('RateLimit-Policy');
     }
   });
 

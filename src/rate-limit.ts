@@ -1,0 +1,104 @@
+/**
+ * Request quotas (DESIGN.md section 11): every /api request but health counts against its caller's
+ * quota, per client address for anonymous callers and per user or API key otherwise. One function,
+ * `apply`, is called by the Express app and by the fast path alike: it counts the request, adds the
+ * IETF httpapi `RateLimit-Policy` and `RateLimit` headers, and rejects with `RateLimitedError` past
+ * the quota (the 429 envelope with `Retry-After`).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+import { RateLimitedError } from './errors.js';
+import type { Principal, RequestCounter } from './ports.js';
+
+export interface RateLimitOptions {
+  counter: RequestCounter;
+  /** Requests per minute of one anonymous client address; 0 = no limit (RATE_LIMIT_ANONYMOUS_PER_MINUTE). */
+  anonymousPerMinute: number;
+  /** Requests per minute of one user or API key; 0 = no limit (RATE_LIMIT_AUTHENTICATED_PER_MINUTE). */
+  authenticatedPerMinute: number;
+  /** Take the client address from X-Forwarded-For (TRUST_PROXY), as Express's `trust proxy: true` does. */
+  trustProxy: boolean;
+}
+
+/** Counts requests against quotas; see the module comment. */
+export interface RateLimit {
+  /**
+   * Counts `req` against the quota of `principal` (or of the client address when there is none), sets
+   * the rate-limit headers on `res`, and resolves when the request may go on. Rejects with
+   * `RateLimitedError` when it is over the quota. Resolves at once, without headers, when that quota is off.
+   */
+  apply(req: IncomingMessage, res: ServerResponse, principal?: Principal): Promise<void>;
+}
+
+/** True for the requests quotas apply to: every /api path except health. */
+export function isRateLimitedPath(path: string): boolean {
+  return path.startsWith('/api/') && path !== '/api/health' && path !== '/api/health/';
+}
+
+/** True when the request carries credentials (which must then be checked before its quota is known). */
+export function hasCredentials(req: IncomingMessage): boolean {
+  return req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined;
+}
+
+/**
+ * The caller's address: the socket's peer, or with `trustProxy` the leftmost X-Forwarded-For entry
+ * (the original client, the address Express reports as `req.ip` with `trust proxy: true`). An entry
+ * that is not an IP address is ignored, so a forged header cannot mint unbounded counter keys.
+ */
+export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const header = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(header) ? header[0] : header)?.split(',', 1)[0]?.trim();
+    if (first && isIP(first) !== 0) return first;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+interface Quota {
+  name: 'anonymous' | 'authenticated' | 'key';
+  key: string;
+  limit: number;
+}
+
+export function createRateLimit(options: RateLimitOptions): RateLimit {
+  const { counter, anonymousPerMinute, authenticatedPerMinute, trustProxy } = options;
+  // Configured per minute, counted per window: the same rate when the window is not a minute (tests).
+  const perWindow = (perMinute: number) => Math.max(1, Math.round((perMinute * counter.windowMs) / 60_000));
+  const windowSeconds = Math.round(counter.windowMs / 1000);
+  const policies = new Map<string, string>();
+  const policyHeader = (name: string, limit: number) => {
+    const id = `${name}:${limit}`;
+    let value = policies.get(id);
+    if (value === undefined) {
+      value = `"${name}";q=${limit};w=${windowSeconds}`;
+      policies.set(id, value);
+    }
+    return value;
+  };
+
+  const quotaOf = (req: IncomingMessage, principal: Principal | undefined): Quota | undefined => {
+    if (!principal) {
+      if (anonymousPerMinute === 0) return undefined;
+      return { name: 'anonymous', key: `ip:${clientAddress(req, trustProxy)}`, limit: perWindow(anonymousPerMinute) };
+    }
+    const key = principal.id ?? `user:${principal.username}`;
+    if (principal.rateLimitPerMinute !== undefined) {
+      if (principal.rateLimitPerMinute === 0) return undefined;
+      return { name: 'key', key, limit: perWindow(principal.rateLimitPerMinute) };
+    }
+    if (authenticatedPerMinute === 0) return undefined;
+    return { name: 'authenticated', key, limit: perWindow(authenticatedPerMinute) };
+  };
+
+  return {
+    async apply(req, res, principal) {
+      const quota = quotaOf(req, principal);
+      if (!quota) return;
+      const usage = await counter.consume(quota.key, quota.limit);
+      const resetSeconds = Math.max(0, Math.ceil(usage.resetMs / 1000));
+      res.setHeader('RateLimit-Policy', policyHeader(quota.name, quota.limit));
+      res.setHeader('RateLimit', `"${quota.name}";r=${usage.remaining};t=${resetSeconds}`);
+      if (!usage.allowed) throw new RateLimitedError(resetSeconds);
+    },
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * The quota counters against a real redis-server: the batched counter in front of the Redis one
+ * counts every request in Redis, exactly at the limit, and two instances end on one count.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BatchedRequestCounter } from '../../src/infra/quota/batched-request-counter.js';
+import { RATE_LIMIT_KEY_PREFIX, RedisRequestCounter } from '../../src/infra/quota/redis-request-counter.js';
+import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+/** The fail-fast client settings of STACK.md. */
+async function connectRedis(port: number): Promise<Redis> {
+  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500, connectTimeout: 1000, retryStrategy: (t) => Math.min(t * 100, 1000) });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
+const unique = (label: string) => `${label}-${randomBytes(6).toString('hex')}`;
+
+describe('BatchedRequestCounter over RedisRequestCounter', () => {
+  let redis: RedisProcess;
+  let client: Redis;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    client = await connectRedis(redis.port);
+  });
+
+  afterAll(async () => {
+    client.disconnect();
+    await redis.stop();
+  });
+
+  it('when one caller sends 1,100 requests against a limit of 1,000, then exactly 1,000 are allowed and Redis counted them all', async () => {
+    const counter = new BatchedRequestCounter(new RedisRequestCounter({ redis: client }));
+    const key = unique('ip:192.0.2.1');
+
+    let allowed = 0;
+    for (let i = 0; i < 1100; i++) if ((await counter.consume(key, 1000)).allowed) allowed++;
+
+    expect(allowed).toBe(1000);
+    await waitFor(async () => Number(await client.get(`${RATE_LIMIT_KEY_PREFIX}:${key}`)) >= 1000, { message: 'the batches reach Redis' });
+    const ttlMs = await client.pttl(`${RATE_LIMIT_KEY_PREFIX}:${key}`);
+    expect(ttlMs).toBeGreaterThan(50_000);
+    expect(ttlMs).toBeLessThanOrEqual(60_000);
+  });
+
+  it('when far from the limit, then requests are answered in batches: Redis sees far fewer calls than requests', async () => {
+    const counter = new BatchedRequestCounter(new RedisRequestCounter({ redis: client }));
+    const key = unique('user:batch');
+    await counter.consume(key, 1_000_000); // the first request of a key always asks Redis
+    const before = Number(/total_commands_processed:(\d+)/.exec(await client.info('stats'))?.[1]);
+
+    const answers = await Promise.all(Array.from({ length: 2000 }, () => counter.consume(key, 1_000_000)));
+    await waitFor(async () => Number(await client.get(`${RATE_LIMIT_KEY_PREFIX}:${key}`)) === 2001, { message: 'all 2,001 points in Redis' });
+    const after = Number(/total_commands_processed:(\d+)/.exec(await client.info('stats'))?.[1]);
+
+    expect(answers.every((a) => a.allowed)).toBe(true);
+    expect(Math.min(...answers.map((a) => a.remaining))).toBeGreaterThanOrEqual(1_000_000 - 2001);
+    expect(after - before).toBeLessThan(200);
+  });
+
+  it('when two instances count the same key, then together they allow exactly the limit and both refuse past it', async () => {
+    const a = new BatchedRequestCounter(new RedisRequestCounter({ redis: client }));
+    const b = new BatchedRequestCounter(new RedisRequestCounter({ redis: client }));
+    const key = unique('key:static:0badc0de');
+
+    let allowed = 0;
+    for (let i = 0; i < 300; i++) if ((await (i % 2 ? a : b).consume(key, 250)).allowed) allowed++;
+
+    // Refused requests stop reaching Redis once each instance has seen one refusal (in-memory block).
+    await waitFor(async () => Number(await client.get(`${RATE_LIMIT_KEY_PREFIX}:${key}`)) >= 250, { message: 'both instances flushed' });
+    // Near the limit every request asks Redis, and neither hides more than a few points from the other.
+    expect(allowed).toBe(250);
+    expect((await a.consume(key, 250)).allowed).toBe(false);
+    expect((await b.consume(key, 250)).allowed).toBe(false);
+  });
+});
