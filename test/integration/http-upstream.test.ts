@@ -360,13 +360,13 @@ describe('the refresh scheduler', () => {
     expect(Date.parse(job?.next_run_at ?? '')).toBeGreaterThan(Date.parse(job?.last_run_at ?? ''));
 
     await upstream.setMode('error500');
-    await waitFor(async () => (await refreshJob(svc))?.last_result === 'failed', { timeoutMs: 5_000, intervalMs: 100, message: 'a failed run' });
+    await waitFor(async () => (await refreshJob(svc))?.last_result === 'failed', { timeoutMs: 10_000, intervalMs: 100, message: 'a failed run' });
     expect((await refreshJob(svc))?.last_error).toEqual(expect.any(String));
 
     await upstream.setMode('replay');
     const calls = upstream.requests;
     await waitFor(async () => upstream.requests >= calls + 2 && (await refreshJob(svc))?.last_result === 'ok', {
-      timeoutMs: 8_000,
+      timeoutMs: 15_000,
       intervalMs: 100,
       message: 'scheduled refreshes to reach the upstream again',
     });
