@@ -19,12 +19,14 @@ import { LoginThrottle } from './infra/auth/login-throttle.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
-import { createMarketDataProvider } from './infra/market/index.js';
+import { createMarketDataProvider, ResilientMarketDataProvider } from './infra/market/index.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './logger.js';
+import type { MarketDataProvider } from './ports.js';
 import { AccountService } from './services/accounts.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
+import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { StatusService } from './services/status.js';
 
@@ -34,12 +36,16 @@ export interface StartOptions {
   /** Run the refresh scheduler in this process (default: when REFRESH_INTERVAL_SECONDS > 0). */
   scheduler?: boolean;
   contract?: Contract;
+  /** The upstream to use instead of the configured one (tests that need to make quotes change); wrapped in the circuit breaker like any. */
+  provider?: MarketDataProvider;
 }
 
 export interface RunningService {
   server: Server;
   /** `http://host:port` the server listens on. */
   url: string;
+  /** The live-quote streams: how many are open now. */
+  streams: { readonly size: number };
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
   close(): Promise<void>;
 }
@@ -126,7 +132,9 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger.warn({ username: adminName }, `default administrator '${adminName}' does not exist: run \`mds init\``);
   }
 
-  const provider = createMarketDataProvider(config.market, logger);
+  const provider = options.provider
+    ? new ResilientMarketDataProvider(options.provider, { timeoutMs: config.market.timeoutMs, logger })
+    : createMarketDataProvider(config.market, logger);
   const engine = new RepresentationCache({
     cache,
     namespace: provider.name,
@@ -136,6 +144,15 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger,
   });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs });
+  const streams = new QuoteStreamHub({
+    market,
+    onFill: (listener) => engine.onFill(listener),
+    broadcast: cache,
+    store: cache,
+    logger: logger.child({ component: 'stream' }),
+    ...config.stream,
+    // Metrics: observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent() },
+  });
   const fastPath = new FastPath({ engine, logger, corsOrigins: config.server.corsOrigins });
 
   const scheduler = new Scheduler({ locks: cache, logger });
@@ -166,7 +183,7 @@ export async function startService(config: Config, logger: Logger, options: Star
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, market, status, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, market, status, streams, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
@@ -187,6 +204,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     });
   }).catch(async (err: unknown) => {
     // Nothing listens: release what startup opened, so the caller's process can end.
+    streams.close();
     scheduler.stop();
     provider.close();
     await cache.close();
@@ -201,6 +219,8 @@ export async function startService(config: Config, logger: Logger, options: Star
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      // Streams never finish on their own: end them first, or the drain below waits out its grace period.
+      streams.close();
       await new Promise<void>((done) => {
         // close() drops the connections idle right now; one busy now turns idle when its answer is
         // sent, and would then hold the process until its keep-alive timeout. Keep sweeping, and
@@ -221,5 +241,5 @@ export async function startService(config: Config, logger: Logger, options: Star
       logger.info('stopped');
     })());
 
-  return { server, url, close };
+  return { server, url, streams, close };
 }
