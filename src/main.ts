@@ -151,7 +151,8 @@ export async function startService(config: Config, logger: Logger, options: Star
     store: cache,
     logger: logger.child({ component: 'stream' }),
     ...config.stream,
-    // Metrics: observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent() },
+    // The metrics port plugs in here: clients(delta) -> streamClients(delta), event() -> streamEvent().
+    observer: {},
   });
   const fastPath = new FastPath({ engine, logger, corsOrigins: config.server.corsOrigins });
 
