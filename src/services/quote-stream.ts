@@ -196,7 +196,8 @@ export class QuoteStreamHub {
         const version = known?.fingerprint === fingerprintOf(quote) ? known.version : await this.#versionOf(symbol, quote);
         snapshot.push({ symbol, quote, version });
       }
-      if (gone || this.#closed) {
+      if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
+      if (gone) {
         release();
         return;
       }

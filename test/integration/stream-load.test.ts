@@ -3,6 +3,8 @@
  * of buffered, and a thousand subscribers come and go without leaving sockets, timers or memory behind.
  */
 import { connect, type Socket } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ControlledProvider, uniqueSymbol } from '../helpers/controlled-provider.js';
@@ -11,6 +13,10 @@ import { openStream, type TestStream } from '../helpers/sse.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const MB = 1024 * 1024;
+
+// A full collection before each memory reading, so what is measured is what is still referenced.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 
 function resourceCounts(): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -57,7 +63,7 @@ describe('streams under pressure', () => {
     const base = Number(first[0]!.id);
     const quote = reader.quotes()[0]!;
     const EVENTS = 4000;
-    global.gc?.();
+    gc();
     const rssBefore = process.memoryUsage().rss;
     let rssPeak = rssBefore;
     const sampler = setInterval(() => {
@@ -103,15 +109,24 @@ describe('streams under pressure', () => {
       for (const st of streams) st.close();
       await waitFor(() => s.streams.size === 0, { timeoutMs: 10_000, message: 'every stream detached' });
     };
+    // Two rounds first: the allocator and the JIT settle, so growth after them is what stays behind.
     await round();
+    await round();
+    gc();
     const before = resourceCounts();
-    const rssBefore = process.memoryUsage().rss;
-    await round();
-    await round();
+    const memoryBefore = process.memoryUsage();
+    for (let i = 0; i < 3; i++) await round();
+    gc();
+    const memoryAfter = process.memoryUsage();
     await waitFor(() => (resourceCounts().TCPSocketWrap ?? 0) <= (before.TCPSocketWrap ?? 0), { timeoutMs: 10_000, message: 'sockets closed' });
     const after = resourceCounts();
     expect(after.TCPSocketWrap ?? 0).toBeLessThanOrEqual(before.TCPSocketWrap ?? 0);
     expect(after.Timeout ?? 0).toBeLessThanOrEqual((before.Timeout ?? 0) + 2);
-    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(40 * MB);
+    // A retained stream would be kept 3,000 times over. The heap grew about 0.4 MB per round when
+    // measured: the request log lines this test's logger keeps in memory.
+    expect(memoryAfter.heapUsed - memoryBefore.heapUsed).toBeLessThan(8 * MB);
+    // RSS also holds what V8 and the allocator keep for reuse (measured 3 to 100 MB here, on a shared
+    // machine): a loose bound; the exact checks are the heap and the handles above.
+    expect(memoryAfter.rss - memoryBefore.rss).toBeLessThan(160 * MB);
   });
 });
