@@ -191,10 +191,10 @@ export class QuoteStreamHub {
       for (const { symbol, quote } of quotes) {
         if (quote === undefined) continue;
         await this.#reconcile(symbol, quote);
+        // What the symbol's subscribers were last sent is this quote or a later one; without
+        // subscribers, the fleet's record dates the quote.
         const known = this.#known.get(symbol);
-        // #reconcile keeps a record only while someone subscribes; a first subscriber makes one here.
-        const version = known?.fingerprint === fingerprintOf(quote) ? known.version : await this.#versionOf(symbol, quote);
-        snapshot.push({ symbol, quote, version });
+        snapshot.push(known !== undefined ? { symbol, quote: known.quote, version: known.version } : { symbol, quote, version: await this.#versionOf(symbol, quote) });
       }
       if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
       if (gone) {
@@ -319,7 +319,8 @@ export class QuoteStreamHub {
 
   /**
    * Delivers `quote` to the symbol's subscribers when it differs from what they were last sent and is
-   * not older. `version` is read from the symbol's record when the caller does not know it.
+   * not older. Without a `version` (a quote read here rather than announced), the symbol's record
+   * dates it, and a quote the record does not name is left alone.
    */
   async #reconcile(symbol: string, quote: Quote, version?: number): Promise<void> {
     const subscribers = this.#bySymbol.get(symbol);
@@ -327,7 +328,14 @@ export class QuoteStreamHub {
     const fingerprint = fingerprintOf(quote);
     const known = this.#known.get(symbol);
     if (known?.fingerprint === fingerprint) return;
-    const v = version ?? (await this.#versionOf(symbol, quote));
+    let v = version;
+    if (v === undefined) {
+      const record = await this.#readRecord(symbol);
+      // The fleet has seen a later quote than this one (a copy read a moment before the change): its
+      // announcement, or the next refresh, brings that one.
+      if (record !== undefined && record.f !== fingerprint) return;
+      v = record?.v ?? this.#o.now();
+    }
     const latest = this.#known.get(symbol);
     if (latest?.fingerprint === fingerprint || (latest !== undefined && v < latest.version)) return;
     this.#known.set(symbol, { fingerprint, version: v, quote });
