@@ -6,10 +6,14 @@
  * is not the bottleneck), else from autocannon. Every address is on loopback.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
+import { createParser } from 'eventsource-parser';
+import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisProcess } from '../test/helpers/redis-server.js';
 import { MDS_BIN, spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
 
@@ -25,6 +29,10 @@ const API_KEY = 'bench-api-key-0123456789';
 const ONLY = (process.env.BENCH_SCENARIOS ?? '').split(';').map((s) => s.trim()).filter((s) => s.length > 0);
 const selected = (name: string) => ONLY.length === 0 || ONLY.some((s) => name.includes(s));
 const ADMIN = { username: 'admin', password: 'bench-admin-password' };
+/** Live-quote subscribers held open on one process in the stream scenarios. */
+const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 2000);
+/** Quote changes announced in the fan-out scenario. */
+const STREAM_CHANGES = Number(process.env.BENCH_STREAM_CHANGES ?? 20);
 
 interface Load {
   url: string;
@@ -209,6 +217,76 @@ function fmt(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toFixed(digits) : '-';
 }
 
+/** Resident set size of a process in MiB, from /proc (NaN where there is none). */
+function rssMiB(pid: number | undefined): number {
+  try {
+    const kb = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    return kb / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+interface Subscribers {
+  /** Resolves when every subscriber has received a quote at `price`; to each one's arrival time (performance.now()). */
+  arrivals(price: number): Promise<number[]>;
+  close(): void;
+}
+
+/**
+ * Opens `count` event streams (one socket each) and waits for each one's first event. Every quote
+ * event's arrival is noted by price, so a change can be timed to its delivery to all of them.
+ */
+async function subscribe(url: string, count: number): Promise<Subscribers> {
+  const waiting = new Map<number, { times: number[]; done: (times: number[]) => void }>();
+  const requests: Array<ReturnType<typeof request>> = [];
+  const opened: Array<Promise<void>> = [];
+  for (let i = 0; i < count; i += 1) {
+    opened.push(
+      new Promise<void>((ready, fail) => {
+        const req = request(url, { agent: false, headers: { accept: 'text/event-stream' } }, (res) => {
+          if (res.statusCode !== 200) fail(new Error(`stream answered ${res.statusCode}`));
+          let first = true;
+          const parser = createParser({
+            onEvent(event) {
+              if (first) {
+                first = false;
+                ready();
+                return;
+              }
+              const at = performance.now();
+              const price = (JSON.parse(event.data) as { price: number }).price;
+              const w = waiting.get(price);
+              if (w === undefined) return;
+              w.times.push(at);
+              if (w.times.length === count) w.done(w.times);
+            },
+          });
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => parser.feed(chunk));
+        });
+        req.on('error', (err) => fail(err));
+        req.end();
+        requests.push(req);
+      }),
+    );
+    // Connect in waves, so the listen backlog never overflows.
+    if (i % 200 === 199) await Promise.all(opened.slice(-200));
+  }
+  await Promise.all(opened);
+  return {
+    arrivals: (price) => new Promise((done) => waiting.set(price, { times: [], done })),
+    close: () => {
+      for (const req of requests) req.destroy();
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'mds-bench-'));
   const children: ChildProcess[] = [];
@@ -370,6 +448,52 @@ async function main(): Promise<void> {
       ratio: null,
       note: 'logins/s with 4 connections, during the reads above',
     });
+
+    if (selected('streams')) {
+      // Live quotes: SUBSCRIBERS streams of one symbol on one process; a change is announced on the
+      // Redis channel as another instance would, and timed from the publish to its arrival at every
+      // subscriber (the subscribers run in this process, so their parsing is part of the time).
+      const streamServer = await startServer({ ...env, STREAM_MAX_CLIENTS: String(SUBSCRIBERS + 100), STREAM_MAX_PER_ADDRESS: '0', STREAM_REFRESH_SECONDS: '0' });
+      children.push(streamServer.child);
+      await fetch(`${streamServer.url}/api/indices`);
+      const rssIdle = rssMiB(streamServer.child.pid);
+      const subscribers = await subscribe(`${streamServer.url}/api/stream?symbols=%5EGSPC`, SUBSCRIBERS);
+      const rssSubscribed = rssMiB(streamServer.child.pid);
+      const quote = ((await (await fetch(`${streamServer.url}/api/quotes/%5EGSPC`)).json()) as { data: Record<string, unknown> }).data;
+      const publisher = new Redis(redis.url, { lazyConnect: true });
+      await publisher.connect();
+      const toAll: number[] = [];
+      const each: number[] = [];
+      try {
+        for (let i = 1; i <= STREAM_CHANGES; i += 1) {
+          const price = 1_000_000 + i;
+          const arrived = subscribers.arrivals(price);
+          const message = JSON.stringify({ s: '^GSPC', v: Date.now() + i, q: { ...quote, price } });
+          const sent = performance.now();
+          await publisher.publish('mds:v1:quote-events', `bench:${message}`);
+          const times = await arrived;
+          for (const t of times) each.push(t - sent);
+          toAll.push(Math.max(...times) - sent);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      } finally {
+        await publisher.quit();
+      }
+      rows.push({
+        scenario: `streams: change -> all ${SUBSCRIBERS} subscribers`,
+        rps: Number.NaN,
+        p50Ms: percentile(toAll, 50),
+        p99Ms: percentile(toAll, 99),
+        non2xx: 0,
+        requests: STREAM_CHANGES,
+        ratio: null,
+        note: `time from the Redis publish until the last subscriber has the event, over ${STREAM_CHANGES} changes; per subscriber p50 ${fmt(percentile(each, 50), 1)} ms, p99 ${fmt(percentile(each, 99), 1)} ms; server RSS ${fmt(rssIdle)} MiB idle, ${fmt(rssSubscribed)} MiB with the subscribers`,
+      });
+      process.stderr.write(`  ${rows.at(-1)!.scenario}: p50 ${fmt(rows.at(-1)!.p50Ms, 1)} ms, p99 ${fmt(rows.at(-1)!.p99Ms, 1)} ms; ${rows.at(-1)!.note}\n`);
+      await scenario(`indices cached (redis), ${SUBSCRIBERS} streams open`, { url: `${streamServer.url}/api/indices` }, `while ${SUBSCRIBERS} subscribers stay connected; target >= 0.4 x baseline`);
+      subscribers.close();
+      await stop(streamServer.child);
+    }
 
     await stop(redisMode.child);
     await stop(memoryMode.child);

@@ -87,6 +87,12 @@ const schema = z.object({
   RATE_LIMIT_AUTHENTICATED_PER_MINUTE: int(0, 10_000_000).default(3000),
   /** When true, market-data operations answer 401 without a token or an API key. */
   DATA_REQUIRES_AUTH: bool.default(false),
+  STREAM_MAX_CLIENTS: int(1, 100_000).default(1000),
+  STREAM_MAX_PER_ADDRESS: int(0, 100_000).default(5),
+  STREAM_MAX_BUFFER_BYTES: int(4096, 64 * 1024 * 1024).default(256 * 1024),
+  STREAM_HEARTBEAT_SECONDS: int(1, 3600).default(15),
+  STREAM_REFRESH_SECONDS: int(0, 3600).default(5),
+  STREAM_RECONNECT_MARGIN_SECONDS: int(0, 3600).default(5),
   CORS_ORIGINS: csv
     .default([])
     .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be * or origins like https://app.example.com, comma-separated'),
@@ -230,6 +236,19 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       /** Upstream requests in flight at once on this instance. */
       upstreamMaxConcurrency: v.UPSTREAM_MAX_CONCURRENCY,
       refreshIntervalMs: v.REFRESH_INTERVAL_SECONDS * 1000,
+    },
+    stream: {
+      /** Open streams per instance at most; beyond, 503 with Retry-After. */
+      maxClients: v.STREAM_MAX_CLIENTS,
+      /** Open streams per client address at most (0: no limit); beyond, 429 with Retry-After. */
+      maxPerAddress: v.STREAM_MAX_PER_ADDRESS,
+      /** A stream whose unsent bytes pass this is dropped. */
+      maxBufferedBytes: v.STREAM_MAX_BUFFER_BYTES,
+      heartbeatMs: v.STREAM_HEARTBEAT_SECONDS * 1000,
+      /** How often subscribed symbols are refreshed ahead of expiry (0: only readers refresh them). */
+      refreshIntervalMs: v.STREAM_REFRESH_SECONDS * 1000,
+      /** On a reconnect, quotes changed this long before Last-Event-ID are sent again (instances' clocks and delays). */
+      reconnectMarginMs: v.STREAM_RECONNECT_MARGIN_SECONDS * 1000,
     },
   };
   return deepFreeze(config);

@@ -120,6 +120,16 @@ export class DataSourceError extends AppError {
   }
 }
 
+/** This instance is at capacity (or shutting down); another instance, or a later retry, can serve. */
+export class ServiceBusyError extends AppError {
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super('SERVICE_BUSY', message);
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
+  }
+}
+
 /** The cache store cannot answer; callers fall back or carry on without it. */
 export class CacheUnavailableError extends AppError {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -236,6 +246,9 @@ export function toErrorResponse(err: unknown, req?: { method?: string; path?: st
     if (err instanceof BusinessRuleError) return respond(400, err.message);
     if (err instanceof TooManyRequestsError || err instanceof RateLimitedError) {
       return respond(429, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
+    }
+    if (err instanceof ServiceBusyError) {
+      return respond(503, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
     }
     if (err instanceof DataSourceError) {
       return respond(503, MESSAGES.dataSource, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });

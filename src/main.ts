@@ -22,16 +22,18 @@ import { RevocationCache } from './infra/auth/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
-import { createMarketDataProvider } from './infra/market/index.js';
+import { createMarketDataProvider, ResilientMarketDataProvider } from './infra/market/index.js';
 import { BatchedRequestCounter } from './infra/quota/batched-request-counter.js';
 import { RedisRequestCounter } from './infra/quota/redis-request-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './logger.js';
 import { createRateLimit } from './rate-limit.js';
+import type { MarketDataProvider } from './ports.js';
 import { AccountService } from './services/accounts.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
+import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { StatusService } from './services/status.js';
 
@@ -41,12 +43,16 @@ export interface StartOptions {
   /** Run the refresh scheduler in this process (default: when REFRESH_INTERVAL_SECONDS > 0). */
   scheduler?: boolean;
   contract?: Contract;
+  /** The upstream to use instead of the configured one (tests that need to make quotes change); wrapped in the circuit breaker like any. */
+  provider?: MarketDataProvider;
 }
 
 export interface RunningService {
   server: Server;
   /** `http://host:port` the server listens on. */
   url: string;
+  /** The live-quote streams: how many are open now. */
+  streams: { readonly size: number };
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
   close(): Promise<void>;
 }
@@ -158,7 +164,9 @@ export async function startService(config: Config, logger: Logger, options: Star
   }
 
   // The cache's Redis client carries the fleet-wide upstream budget and 429 pause (memory while Redis is away).
-  const provider = createMarketDataProvider(config.market, logger, { redis: cache.redisClient() });
+  const provider = options.provider
+    ? new ResilientMarketDataProvider(options.provider, { timeoutMs: config.market.timeoutMs, logger })
+    : createMarketDataProvider(config.market, logger, { redis: cache.redisClient() });
   const engine = new RepresentationCache({
     cache,
     namespace: provider.name,
@@ -168,6 +176,16 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger,
   });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs });
+  const streams = new QuoteStreamHub({
+    market,
+    onFill: (listener) => engine.onFill(listener),
+    broadcast: cache,
+    store: cache,
+    logger: logger.child({ component: 'stream' }),
+    ...config.stream,
+    // The metrics port plugs in here: clients(delta) -> streamClients(delta), event() -> streamEvent().
+    observer: {},
+  });
 
   const scheduler = new Scheduler({ locks: cache, logger });
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
@@ -216,7 +234,7 @@ export async function startService(config: Config, logger: Logger, options: Star
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, status, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, status, streams, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
@@ -238,6 +256,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     });
   }).catch(async (err: unknown) => {
     // Nothing listens: release what startup opened, so the caller's process can end.
+    streams.close();
     scheduler.stop();
     keys.close();
     provider.close();
@@ -254,6 +273,8 @@ export async function startService(config: Config, logger: Logger, options: Star
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      // Streams never finish on their own: end them first, or the drain below waits out its grace period.
+      streams.close();
       await new Promise<void>((done) => {
         // close() drops the connections idle right now; one busy now turns idle when its answer is
         // sent, and would then hold the process until its keep-alive timeout. Keep sweeping, and
@@ -276,5 +297,5 @@ export async function startService(config: Config, logger: Logger, options: Star
       logger.info('stopped');
     })());
 
-  return { server, url, close };
+  return { server, url, streams, close };
 }

@@ -312,6 +312,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream live quotes
+         * @description Opens a Server-Sent Events stream with the current quote of each symbol, then a `quote` event whenever one of them changes.
+         */
+        get: operations["streamQuotes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.yaml": {
         parameters: {
             query?: never;
@@ -1977,6 +1997,86 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    streamQuotes: {
+        parameters: {
+            query: {
+                /** @description 1 to 50 distinct Yahoo-style symbols, comma-separated, case-insensitive (`aapl` is `AAPL`). */
+                symbols: string;
+            };
+            header?: {
+                /** @description The `id` of the last event received, sent by EventSource on a reconnect; the stream then begins with only the quotes that changed since (and up to 5 s before, to cover delays between instances). */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A stream of events until either side closes it: `retry:`, a `missing` event when some symbols are unknown, one `quote` event per symbol (data: a Quote as JSON), then a `quote` event per change and a comment line every 15 s. */
+            200: {
+                headers: {
+                    /** @description `no-cache, no-transform`: proxies must neither store nor buffer the stream. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 3000
+                     *
+                     *     event: missing
+                     *     id: 0
+                     *     data: {"missing":["NOSUCH"]}
+                     *
+                     *     event: quote
+                     *     id: 1763900000123
+                     *     data: {"symbol":"^GSPC","name":"S&P 500","price":5767.57,"change":49.28,"change_percent":0.86,"open":5718.08,"high":5775.14,"low":5709.86,"prev_close":5718.29,"volume":3120450000,"currency":"USD","timestamp":"2026-11-21T21:00:00.000Z","exchange":"SNP","instrument_type":"index","timezone":"America/New_York","market_state":"open"}
+                     *
+                     *     : keep-alive
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            404: components["responses"]["UnknownSymbol"];
+            422: components["responses"]["UnprocessableEntity"];
+            /** @description This address has as many open streams as it may (STREAM_MAX_PER_ADDRESS); close one first. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": "Too many open streams from this address (at most 5); close one first",
+                     *       "code": 429,
+                     *       "detail": "Too many open streams from this address (at most 5); close one first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description The upstream data source failed, or this instance serves as many streams as it may (STREAM_MAX_CLIENTS) or is shutting down; retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": "This instance serves as many streams as it may; retry later",
+                     *       "code": 503,
+                     *       "detail": "This instance serves as many streams as it may; retry later"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getOpenApiYaml: {

@@ -5,12 +5,14 @@ import type { AccountService } from '../services/accounts.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import type { HealthService } from '../services/health.js';
 import type { MarketDataService } from '../services/market-data.js';
+import type { QuoteStreamHub } from '../services/quote-stream.js';
 import type { StatusService } from '../services/status.js';
 import { adminHandlers } from './admin.js';
 import { authHandlers } from './auth.js';
 import { healthHandlers } from './health.js';
 import { marketDataHandlers, type RememberTarget } from './market-data.js';
 import { metaHandlers } from './meta.js';
+import { streamHandlers } from './stream.js';
 import type { Handlers } from './types.js';
 
 export interface HandlerDeps {
@@ -22,6 +24,8 @@ export interface HandlerDeps {
   audit: AuditLog;
   market: MarketDataService;
   status: StatusService;
+  /** The live-quote streams of this instance. */
+  streams: QuoteStreamHub;
   /** Lets the fast path answer this request target for the next second (omit to keep every request in Express). */
   rememberTarget?: RememberTarget;
 }
@@ -33,5 +37,6 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...authHandlers(deps.accounts),
     ...adminHandlers(deps),
     ...marketDataHandlers(deps.market, deps.rememberTarget),
+    ...streamHandlers(deps.streams),
   };
 }

@@ -23,6 +23,19 @@ describe('config', () => {
     expect(c.auth.secretKey).toBeUndefined();
   });
 
+  it('when no STREAM_* variable is set, then the live-quote limits take their documented defaults; when bad, loading names them', () => {
+    expect(loadConfig({}, noFile).stream).toEqual({
+      maxClients: 1000,
+      maxPerAddress: 5,
+      maxBufferedBytes: 262_144,
+      heartbeatMs: 15_000,
+      refreshIntervalMs: 5000,
+      reconnectMarginMs: 5000,
+    });
+    expect(loadConfig({ STREAM_MAX_PER_ADDRESS: '0', STREAM_REFRESH_SECONDS: '0' }, noFile).stream).toMatchObject({ maxPerAddress: 0, refreshIntervalMs: 0 });
+    expect(() => loadConfig({ STREAM_MAX_CLIENTS: '0', STREAM_HEARTBEAT_SECONDS: 'x' }, noFile)).toThrow(/STREAM_MAX_CLIENTS="0".*STREAM_HEARTBEAT_SECONDS="x"/);
+  });
+
   it('when CACHE_PORT is not a number, then loading fails with one message naming it', () => {
     expect(() => loadConfig({ CACHE_PORT: 'abc' }, noFile)).toThrow(ConfigError);
     expect(() => loadConfig({ CACHE_PORT: 'abc' }, noFile)).toThrow(/CACHE_PORT="abc"/);

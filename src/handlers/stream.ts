@@ -1,0 +1,43 @@
+import type { Response } from 'express';
+import { parseSymbolList } from '../services/market-data.js';
+import type { QuoteStreamHub, StreamSink } from '../services/quote-stream.js';
+import type { Handler } from './types.js';
+
+/** Headers of an event stream: never stored or transformed, never buffered by a proxy (nginx honours X-Accel-Buffering). */
+const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  'X-Accel-Buffering': 'no',
+};
+
+/** The response as the hub sees it. */
+function sinkOf(res: Response): StreamSink {
+  return {
+    begin() {
+      res.status(200).set(SSE_HEADERS);
+      res.flushHeaders();
+    },
+    write: (chunk) => res.write(chunk),
+    get writableLength() {
+      return res.writableLength;
+    },
+    end: () => res.end(),
+    destroy: () => res.destroy(),
+    onClose: (listener) => res.once('close', listener),
+  };
+}
+
+export function streamHandlers(hub: QuoteStreamHub): { streamQuotes: Handler<'streamQuotes'> } {
+  return {
+    async streamQuotes(req, res) {
+      const { symbols } = req.query as unknown as { symbols: string };
+      const lastEventId = req.headers['last-event-id'];
+      await hub.open({
+        symbols: parseSymbolList(symbols, 'query.symbols'),
+        address: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+        ...(typeof lastEventId === 'string' ? { lastEventId: Number(lastEventId) } : {}),
+        sink: sinkOf(res),
+      });
+    },
+  };
+}

@@ -1,0 +1,412 @@
+/**
+ * Live quotes over Server-Sent Events: the hub that keeps every open stream of this instance, tells
+ * them about quote changes whichever instance saw the change, and keeps their symbols fresh.
+ *
+ * How a change travels: the cache engine calls `onFill` after each quote it loads and stores; the hub
+ * of that instance compares the quote with the fleet's version record of the symbol (in the cache
+ * store, so every instance and a restart agree on what the last known quote was), and when it differs
+ * writes a new record and publishes the quote on the broadcast channel. Every instance's hub (this one
+ * included: the broadcast delivers locally at once) fans it out to its own subscribers of the symbol.
+ *
+ * Broadcast messages may be lost (Redis away, a reconnect): the periodic refresh also compares the
+ * cached quote of each subscribed symbol with the last one sent, so a lost message costs at most one
+ * refresh period.
+ *
+ * Event ids are versions: the epoch milliseconds at which the quote was seen to change, never
+ * decreasing on one connection. `Last-Event-ID: N` on a reconnect means "I have every quote that
+ * changed up to N": the first events then carry only the symbols whose version is later than N minus
+ * a margin that covers clocks and delivery delays between instances (a duplicate rather than a gap).
+ */
+import { UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Broadcast, CacheStore, Quote } from '../ports.js';
+import { KEY_PREFIX, type FillListener } from './representation-cache.js';
+
+/** The channel on which instances announce quote changes. */
+export const QUOTE_EVENTS_CHANNEL = `${KEY_PREFIX}quote-events`;
+/** Each symbol's last change: `{v: version ms, f: fingerprint}` under this prefix plus the symbol. */
+const VERSION_PREFIX = `${KEY_PREFIX}quote-version:`;
+/** A version record outlives any quote's cache lifetime (at most an hour), so a restart still compares. */
+const VERSION_TTL_MS = 24 * 60 * 60 * 1000;
+/** How many subscribed symbols one refresh tick loads at a time. */
+const REFRESH_CONCURRENCY = 4;
+
+/** Where a stream's bytes go: an HTTP response, seen only through what the hub needs. */
+export interface StreamSink {
+  /** Sends the status line and headers; called once, when the first events are ready. */
+  begin(): void;
+  /** Queues `chunk`; false when it is buffered beyond the socket's high-water mark. */
+  write(chunk: string): boolean;
+  /** Bytes queued and not yet handed to the socket. */
+  readonly writableLength: number;
+  /** Ends the stream after what is queued. */
+  end(): void;
+  /** Drops the connection now, discarding what is queued. */
+  destroy(): void;
+  /** Calls `listener` once when the connection closes, whichever side closed it. */
+  onClose(listener: () => void): void;
+}
+
+/** What the hub needs from the market-data service. */
+export interface StreamMarketData {
+  /** The current quote of a canonical symbol through the cache; `undefined` when unknown. Throws `DataSourceError`. */
+  quoteOf(symbol: string): Promise<Quote | undefined>;
+  /** Loads the quote again when its cache entry expires within `horizonMs`, under the fleet lock. */
+  refreshQuote(symbol: string, horizonMs: number): Promise<'ok' | 'skipped'>;
+}
+
+/** Counters for a metrics adapter; every member is optional. */
+export interface StreamObserver {
+  /** Open streams went up (+1) or down (-1). */
+  clients?(delta: number): void;
+  /** One event was written to one stream. */
+  event?(): void;
+}
+
+export interface QuoteStreamHubOptions {
+  market: StreamMarketData;
+  /** Registers a listener for the cache engine's fills (`RepresentationCache.onFill`). */
+  onFill: (listener: FillListener) => () => void;
+  /** Carries change announcements between instances (and locally). */
+  broadcast: Broadcast;
+  /** Holds each symbol's version record, shared by the instances. */
+  store: CacheStore;
+  logger: Logger;
+  /** Open streams on this instance at most (STREAM_MAX_CLIENTS). */
+  maxClients: number;
+  /** Open streams per client address at most (STREAM_MAX_PER_ADDRESS); 0 for no limit. */
+  maxPerAddress: number;
+  /** A stream whose unsent bytes pass this is dropped (STREAM_MAX_BUFFER_BYTES). */
+  maxBufferedBytes: number;
+  /** Interval of the keep-alive comment (STREAM_HEARTBEAT_SECONDS in ms). */
+  heartbeatMs: number;
+  /** Interval of the refresh of subscribed symbols (STREAM_REFRESH_SECONDS in ms); 0 turns it off. */
+  refreshIntervalMs: number;
+  /**
+   * On a reconnect, symbols that changed up to this long before `Last-Event-ID` are sent again anyway:
+   * announcements from several instances may arrive out of order (STREAM_RECONNECT_MARGIN_SECONDS in ms).
+   */
+  reconnectMarginMs: number;
+  /** The `retry:` a client should wait before reconnecting, in ms. Default 3000. */
+  retryMs?: number;
+  observer?: StreamObserver;
+  /** Clock in epoch milliseconds; `Date.now` by default. */
+  now?: () => number;
+}
+
+/** One request for a stream, already validated. */
+export interface StreamRequest {
+  /** 1 to 50 distinct canonical (upper-case) symbols. */
+  symbols: readonly string[];
+  /** The caller's address, for the per-address limit. */
+  address: string;
+  /** The version the client last saw (`Last-Event-ID`), if it reconnects. */
+  lastEventId?: number;
+  sink: StreamSink;
+}
+
+interface Client {
+  sink: StreamSink;
+  symbols: readonly string[];
+  address: string;
+  /** The highest id written to this stream. */
+  lastId: number;
+  closed: boolean;
+}
+
+/** The last quote the subscribers of a symbol were sent. */
+interface Known {
+  fingerprint: string;
+  version: number;
+  quote: Quote;
+}
+
+interface ChangeMessage {
+  s: string;
+  v: number;
+  q: Quote;
+}
+
+/** The hub of this instance's quote streams. */
+export class QuoteStreamHub {
+  readonly #o: Required<Omit<QuoteStreamHubOptions, 'observer'>> & { observer: StreamObserver };
+  readonly #clients = new Set<Client>();
+  readonly #bySymbol = new Map<string, Set<Client>>();
+  readonly #known = new Map<string, Known>();
+  readonly #perAddress = new Map<string, number>();
+  /** Streams counted against the limits, including those still fetching their first quotes. */
+  #reserved = 0;
+  readonly #stop: Array<() => void> = [];
+  #refreshing = false;
+  #closed = false;
+
+  constructor(options: QuoteStreamHubOptions) {
+    this.#o = { retryMs: 3000, now: Date.now, ...options, observer: options.observer ?? {} };
+    this.#stop.push(
+      options.broadcast.subscribe(QUOTE_EVENTS_CHANNEL, (message) => this.#onMessage(message)),
+      options.onFill((fill) => {
+        if (fill.kind === 'quote') void this.#onQuoteFill(fill.params, fill.value);
+      }),
+    );
+    const heartbeat = setInterval(() => this.#heartbeat(), options.heartbeatMs);
+    heartbeat.unref();
+    this.#stop.push(() => clearInterval(heartbeat));
+    if (options.refreshIntervalMs > 0) {
+      const refresh = setInterval(() => void this.#refreshTick(), options.refreshIntervalMs);
+      refresh.unref();
+      this.#stop.push(() => clearInterval(refresh));
+    }
+  }
+
+  /** Open streams on this instance. */
+  get size(): number {
+    return this.#clients.size;
+  }
+
+  /**
+   * Opens a stream: checks the limits, reads the current quote of every symbol (through the cache),
+   * then begins the response with `retry:`, a `missing` event naming unknown symbols (if any) and one
+   * `quote` event per known symbol (on a reconnect, only those changed since `lastEventId`). Throws
+   * before anything is sent: `TooManyRequestsError` over the per-address limit, `ServiceBusyError`
+   * over the instance's, `UnknownSymbolError` when no symbol is known, `DataSourceError` when the
+   * upstream fails.
+   */
+  async open(request: StreamRequest): Promise<void> {
+    this.#reserve(request.address);
+    let reserved = true;
+    const release = () => {
+      if (!reserved) return;
+      reserved = false;
+      this.#release(request.address);
+    };
+    let gone = false;
+    request.sink.onClose(() => {
+      gone = true;
+    });
+    try {
+      const quotes = await Promise.all(request.symbols.map(async (symbol) => ({ symbol, quote: await this.#o.market.quoteOf(symbol) })));
+      const missing = quotes.filter((q) => q.quote === undefined).map((q) => q.symbol);
+      if (missing.length === request.symbols.length) throw new UnknownSymbolError(missing);
+      const snapshot: Array<{ symbol: string; quote: Quote; version: number }> = [];
+      for (const { symbol, quote } of quotes) {
+        if (quote === undefined) continue;
+        await this.#reconcile(symbol, quote);
+        // What the symbol's subscribers were last sent is this quote or a later one; without
+        // subscribers, the fleet's record dates the quote.
+        const known = this.#known.get(symbol);
+        snapshot.push(known !== undefined ? { symbol, quote: known.quote, version: known.version } : { symbol, quote, version: await this.#versionOf(symbol, quote) });
+      }
+      if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
+      if (gone) {
+        release();
+        return;
+      }
+      const client: Client = { sink: request.sink, symbols: request.symbols, address: request.address, lastId: request.lastEventId ?? 0, closed: false };
+      request.sink.begin();
+      request.sink.write(`retry: ${this.#o.retryMs}\n\n`);
+      if (missing.length > 0) this.#send(client, 'missing', JSON.stringify({ missing }), client.lastId);
+      const since = request.lastEventId === undefined ? -Infinity : request.lastEventId - this.#o.reconnectMarginMs;
+      snapshot.sort((a, b) => a.version - b.version);
+      for (const { symbol, quote, version } of snapshot) {
+        if (!this.#known.has(symbol)) this.#known.set(symbol, { fingerprint: fingerprintOf(quote), version, quote });
+        if (version > since) this.#send(client, 'quote', JSON.stringify(quote), version);
+      }
+      reserved = false;
+      this.#attach(client);
+      request.sink.onClose(() => this.#detach(client));
+      // A stream dropped while its first events were written is already closed.
+      if (client.closed) this.#detach(client);
+    } catch (err) {
+      release();
+      throw err;
+    }
+  }
+
+  /** Ends every stream (they reconnect elsewhere after `retry:`), stops the timers and the listeners. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const stop of this.#stop.splice(0)) stop();
+    for (const client of [...this.#clients]) {
+      client.sink.end();
+      this.#detach(client);
+    }
+  }
+
+  #reserve(address: string): void {
+    if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
+    const perAddress = this.#perAddress.get(address) ?? 0;
+    if (this.#o.maxPerAddress > 0 && perAddress >= this.#o.maxPerAddress) {
+      throw new TooManyRequestsError(`Too many open streams from this address (at most ${this.#o.maxPerAddress}); close one first`, 30);
+    }
+    if (this.#reserved >= this.#o.maxClients) {
+      throw new ServiceBusyError('This instance serves as many streams as it may; retry later', 30);
+    }
+    this.#reserved += 1;
+    this.#perAddress.set(address, perAddress + 1);
+  }
+
+  #release(address: string): void {
+    this.#reserved -= 1;
+    const left = (this.#perAddress.get(address) ?? 1) - 1;
+    if (left > 0) this.#perAddress.set(address, left);
+    else this.#perAddress.delete(address);
+  }
+
+  #attach(client: Client): void {
+    this.#clients.add(client);
+    for (const symbol of client.symbols) {
+      let set = this.#bySymbol.get(symbol);
+      if (set === undefined) {
+        set = new Set();
+        this.#bySymbol.set(symbol, set);
+      }
+      set.add(client);
+    }
+    this.#o.observer.clients?.(1);
+  }
+
+  #detach(client: Client): void {
+    client.closed = true;
+    if (!this.#clients.delete(client)) return;
+    for (const symbol of client.symbols) {
+      const set = this.#bySymbol.get(symbol);
+      if (set === undefined) continue;
+      set.delete(client);
+      if (set.size === 0) {
+        this.#bySymbol.delete(symbol);
+        this.#known.delete(symbol);
+      }
+    }
+    this.#release(client.address);
+    this.#o.observer.clients?.(-1);
+  }
+
+  /** Writes one event; drops the client when its unsent bytes pass the bound. */
+  #send(client: Client, event: string, data: string, version: number): void {
+    if (client.closed) return;
+    client.lastId = Math.max(client.lastId, version);
+    this.#write(client, `event: ${event}\nid: ${client.lastId}\ndata: ${data}\n\n`);
+    this.#o.observer.event?.();
+  }
+
+  #write(client: Client, chunk: string): void {
+    if (client.closed) return;
+    client.sink.write(chunk);
+    if (client.sink.writableLength > this.#o.maxBufferedBytes) {
+      this.#o.logger.warn({ address: client.address, bufferedBytes: client.sink.writableLength }, 'stream client dropped: it stopped reading');
+      client.closed = true;
+      client.sink.destroy();
+      this.#detach(client);
+    }
+  }
+
+  #heartbeat(): void {
+    for (const client of [...this.#clients]) this.#write(client, ': keep-alive\n\n');
+  }
+
+  #onMessage(message: string): void {
+    let change: ChangeMessage;
+    try {
+      change = JSON.parse(message) as ChangeMessage;
+    } catch {
+      this.#o.logger.warn('ignoring an unreadable quote event');
+      return;
+    }
+    if (typeof change.s !== 'string' || typeof change.v !== 'number' || typeof change.q !== 'object' || change.q === null) return;
+    void this.#reconcile(change.s, change.q, change.v);
+  }
+
+  /**
+   * Delivers `quote` to the symbol's subscribers when it differs from what they were last sent and is
+   * not older. Without a `version` (a quote read here rather than announced), the symbol's record
+   * dates it, and a quote the record does not name is left alone.
+   */
+  async #reconcile(symbol: string, quote: Quote, version?: number): Promise<void> {
+    const subscribers = this.#bySymbol.get(symbol);
+    if (subscribers === undefined) return;
+    const fingerprint = fingerprintOf(quote);
+    const known = this.#known.get(symbol);
+    if (known?.fingerprint === fingerprint) return;
+    let v = version;
+    if (v === undefined) {
+      const record = await this.#readRecord(symbol);
+      // The fleet has seen a later quote than this one (a copy read a moment before the change): its
+      // announcement, or the next refresh, brings that one.
+      if (record !== undefined && record.f !== fingerprint) return;
+      v = record?.v ?? this.#o.now();
+    }
+    const latest = this.#known.get(symbol);
+    if (latest?.fingerprint === fingerprint || (latest !== undefined && v < latest.version)) return;
+    this.#known.set(symbol, { fingerprint, version: v, quote });
+    const data = JSON.stringify(quote);
+    for (const client of [...(this.#bySymbol.get(symbol) ?? [])]) this.#send(client, 'quote', data, v);
+  }
+
+  /** The fleet's version of this exact quote, or now when the record names another (or none). */
+  async #versionOf(symbol: string, quote: Quote): Promise<number> {
+    const record = await this.#readRecord(symbol);
+    return record !== undefined && record.f === fingerprintOf(quote) ? record.v : this.#o.now();
+  }
+
+  async #readRecord(symbol: string): Promise<{ v: number; f: string } | undefined> {
+    try {
+      const entry = await this.#o.store.get(`${VERSION_PREFIX}${symbol}`);
+      return entry === undefined ? undefined : (JSON.parse(entry.value) as { v: number; f: string });
+    } catch (err) {
+      this.#o.logger.warn({ err: (err as Error).message, symbol }, 'quote version unreadable: treating the quote as changed');
+      return undefined;
+    }
+  }
+
+  /** After a quote fill here: when it differs from the fleet's record, record and announce it. */
+  async #onQuoteFill(symbol: string, value: string): Promise<void> {
+    if (value.startsWith('!')) return;
+    try {
+      const quote = (JSON.parse(value) as { data: Quote }).data;
+      const fingerprint = fingerprintOf(quote);
+      const record = await this.#readRecord(symbol);
+      if (record?.f === fingerprint) return;
+      const message: ChangeMessage = { s: symbol, v: Math.max(this.#o.now(), (record?.v ?? 0) + 1), q: quote };
+      await this.#o.store.set(`${VERSION_PREFIX}${symbol}`, JSON.stringify({ v: message.v, f: fingerprint }), VERSION_TTL_MS);
+      await this.#o.broadcast.publish(QUOTE_EVENTS_CHANNEL, JSON.stringify(message));
+    } catch (err) {
+      this.#o.logger.warn({ err: (err as Error).message, symbol }, 'could not announce a quote change');
+    }
+  }
+
+  /**
+   * Keeps subscribed symbols fresh ahead of expiry (the fleet lock makes one instance load each), then
+   * compares each cached quote with the last one sent, which heals a lost broadcast message.
+   */
+  async #refreshTick(): Promise<void> {
+    if (this.#refreshing || this.#closed) return;
+    this.#refreshing = true;
+    try {
+      const symbols = [...this.#bySymbol.keys()];
+      const horizonMs = this.#o.refreshIntervalMs * 2;
+      let next = 0;
+      const worker = async () => {
+        while (next < symbols.length && !this.#closed) {
+          const symbol = symbols[next++] as string;
+          try {
+            await this.#o.market.refreshQuote(symbol, horizonMs);
+            const quote = await this.#o.market.quoteOf(symbol);
+            if (quote !== undefined) await this.#reconcile(symbol, quote);
+          } catch (err) {
+            this.#o.logger.debug({ err: (err as Error).message, symbol }, 'stream refresh failed; the next tick retries');
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(REFRESH_CONCURRENCY, symbols.length) }, worker));
+    } finally {
+      this.#refreshing = false;
+    }
+  }
+}
+
+/** What makes a quote different for a subscriber: every field but the market time of the price. */
+function fingerprintOf(quote: Quote): string {
+  const { timestamp: _timestamp, ...rest } = quote;
+  return JSON.stringify(rest);
+}
