@@ -64,6 +64,11 @@ const schema = z.object({
   CORS_ORIGINS: csv
     .default([])
     .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be * or origins like https://app.example.com, comma-separated'),
+
+  /** Address of the Prometheus metrics listener; loopback, so metrics are not public unless chosen. */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Port of the metrics listener, never the API's; 0 turns metrics off (no listener, nothing recorded). */
+  METRICS_PORT: int(0, 65535).default(9464),
 });
 
 export type Env = Record<string, string | undefined>;
@@ -122,6 +127,10 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
     throw new ConfigError('Invalid configuration: SECRET_KEY must be set when NODE_ENV=production (a long random string)');
   }
 
+  if (v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT) {
+    throw new ConfigError(`Invalid configuration: METRICS_PORT=${v.METRICS_PORT} must differ from PORT (metrics have their own listener; 0 turns them off)`);
+  }
+
   const config = {
     env: v.NODE_ENV,
     server: { host: v.HOST, port: v.PORT, bodyLimitBytes: v.BODY_LIMIT_BYTES, trustProxy: v.TRUST_PROXY, corsOrigins: v.CORS_ORIGINS },
@@ -151,6 +160,12 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       /** How long the circuit breaker stays open before probing the upstream again. */
       breakerResetMs: v.MARKET_DATA_BREAKER_RESET_SECONDS * 1000,
       refreshIntervalMs: v.REFRESH_INTERVAL_SECONDS * 1000,
+    },
+    metrics: {
+      /** False when METRICS_PORT=0: no listener, and every service gets the no-op metrics. */
+      enabled: v.METRICS_PORT !== 0,
+      host: v.METRICS_HOST,
+      port: v.METRICS_PORT,
     },
   };
   return deepFreeze(config);

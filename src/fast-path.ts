@@ -12,6 +12,7 @@ import { createCors } from './cors.js';
 import { toErrorResponse } from './errors.js';
 import { indicesReply } from './handlers/indices.js';
 import type { Logger } from './logger.js';
+import { NO_METRICS, type Metrics } from './ports.js';
 import type { MarketDataService } from './services/market-data.js';
 
 /** The contract's `maxLength` of the `If-None-Match` parameter of getIndices. */
@@ -23,11 +24,18 @@ function takesFastPath(req: IncomingMessage): boolean {
   return inm === undefined || inm.length <= IF_NONE_MATCH_MAX_LENGTH;
 }
 
-export function withFastPath(app: RequestListener, deps: { market: MarketDataService; logger: Logger; corsOrigins?: readonly string[] }): RequestListener {
+/** The route label of every fast-path response: the operation's template, as Express would report it. */
+const ROUTE = '/api/indices';
+
+export function withFastPath(
+  app: RequestListener,
+  deps: { market: MarketDataService; logger: Logger; corsOrigins?: readonly string[]; metrics?: Metrics },
+): RequestListener {
   const { market, logger } = deps;
+  const metrics = deps.metrics ?? NO_METRICS;
   const cors = createCors(deps.corsOrigins ?? []);
 
-  const fail = (req: IncomingMessage, res: ServerResponse, reqId: string, err: unknown) => {
+  const fail = (req: IncomingMessage, res: ServerResponse, reqId: string, err: unknown, startedAt: number) => {
     const r = toErrorResponse(err, { method: 'GET', path: '/api/indices' });
     const level = r.status >= 500 ? 'error' : 'warn';
     logger[level]({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: r.status }, err: r.unexpected ? err : undefined }, r.unexpected ? 'unexpected failure' : 'request failed');
@@ -38,6 +46,7 @@ export function withFastPath(app: RequestListener, deps: { market: MarketDataSer
     const body = JSON.stringify(r.body);
     res.writeHead(r.status, { ...r.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
+    metrics.httpRequest(req.method ?? 'GET', ROUTE, r.status, (performance.now() - startedAt) / 1000);
   };
 
   return (req, res) => {
@@ -45,6 +54,7 @@ export function withFastPath(app: RequestListener, deps: { market: MarketDataSer
       app(req, res);
       return;
     }
+    const startedAt = performance.now();
     const reqId = requestId(req, res);
     cors.handle(req, res);
     market.getIndices().then(
@@ -52,11 +62,12 @@ export function withFastPath(app: RequestListener, deps: { market: MarketDataSer
         const reply = indicesReply(rep, req.headers['if-none-match']);
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body);
+        metrics.httpRequest(req.method ?? 'GET', ROUTE, reply.status, (performance.now() - startedAt) / 1000);
         // Hits are counted in the admin status; a line per hit would cost more than the hit itself.
         if (rep.cacheStatus !== 'HIT') logger.info({ reqId, req: { method: req.method, url: '/api/indices' }, res: { statusCode: reply.status }, cache: rep.cacheStatus }, 'request completed');
         else if (logger.isLevelEnabled('debug')) logger.debug({ reqId, res: { statusCode: reply.status }, cache: 'HIT' }, 'request completed');
       },
-      (err: unknown) => fail(req, res, reqId, err),
+      (err: unknown) => fail(req, res, reqId, err, startedAt),
     );
   };
 }

@@ -12,6 +12,7 @@ import type { Request } from 'express';
 import { createApp } from './app.js';
 import { withFastPath } from './fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
+import { StartupError } from './errors.js';
 import { loadContract, type Contract } from './contract.js';
 import { createHandlers } from './handlers/index.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
@@ -20,8 +21,10 @@ import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
 import { createMarketDataProvider } from './infra/market/index.js';
+import { PrometheusMetrics, startMetricsServer, type MetricsServer } from './infra/metrics/index.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './logger.js';
+import { NO_METRICS } from './ports.js';
 import { AccountService } from './services/accounts.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
@@ -33,12 +36,19 @@ export interface StartOptions {
   /** Run the refresh scheduler in this process (default: when REFRESH_INTERVAL_SECONDS > 0). */
   scheduler?: boolean;
   contract?: Contract;
+  /**
+   * Open the metrics listener when metrics are on (default true). False in a `serve --workers N`
+   * worker: metrics are still recorded, and the primary serves the sum of all workers.
+   */
+  metricsListener?: boolean;
 }
 
 export interface RunningService {
   server: Server;
   /** `http://host:port` the server listens on. */
   url: string;
+  /** `http://host:port/metrics` when this process serves metrics itself; undefined otherwise. */
+  metricsUrl?: string;
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
   close(): Promise<void>;
 }
@@ -92,6 +102,9 @@ export async function startService(config: Config, logger: Logger, options: Star
 
   const cache = createCache(config.cache, logger);
   await cache.start();
+  const prometheus = config.metrics.enabled ? new PrometheusMetrics() : undefined;
+  prometheus?.watch({ cacheMode: () => cache.status().mode });
+  const metrics = prometheus ?? NO_METRICS;
 
   const db = await openUserStore(config.database.url, { runMigrations: true }).catch(async (err: unknown) => {
     await cache.close();
@@ -105,6 +118,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     redis: cache.redisClient(),
     maxFailures: config.auth.loginMaxFailures,
     blockMs: config.auth.loginBlockMs,
+    metrics,
   });
   const accounts = new AccountService({
     userStore: db.store,
@@ -125,7 +139,8 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger.warn({ username: adminName }, `default administrator '${adminName}' does not exist: run \`mds init\``);
   }
 
-  const provider = createMarketDataProvider(config.market, logger);
+  const provider = createMarketDataProvider(config.market, logger, { metrics });
+  prometheus?.watch({ breakerState: () => provider.state });
   const market = new MarketDataService({
     cache,
     provider,
@@ -133,6 +148,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     staleIfErrorMs: config.cache.staleIfErrorMs,
     broadcast: cache,
     logger,
+    metrics,
   });
 
   const scheduler = new Scheduler({ locks: cache, logger });
@@ -170,20 +186,33 @@ export async function startService(config: Config, logger: Logger, options: Star
     trustProxy: config.server.trustProxy,
     corsOrigins: config.server.corsOrigins,
     onResponseViolation: options.onResponseViolation,
+    metrics,
   });
 
-  const server = createServer(withFastPath(app, { market, logger, corsOrigins: config.server.corsOrigins }));
+  const server = createServer(withFastPath(app, { market, logger, corsOrigins: config.server.corsOrigins, metrics }));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(config.server.port, config.server.host, () => {
-      server.off('error', reject);
-      resolveListen();
+  let metricsServer: MetricsServer | undefined;
+  await (async () => {
+    if (prometheus && options.metricsListener === false) prometheus.shareWithClusterPrimary();
+    else if (prometheus) {
+      const { host, port } = config.metrics;
+      metricsServer = await startMetricsServer({ host, port, source: prometheus, logger }).catch((err: unknown) => {
+        throw new StartupError(`Metrics listener on ${host}:${port}: ${err instanceof Error ? err.message : String(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`);
+      });
+      logger.info({ url: metricsServer.url }, `metrics on ${metricsServer.url}`);
+    } else logger.info('metrics off (METRICS_PORT=0)');
+    await new Promise<void>((resolveListen, reject) => {
+      server.once('error', reject);
+      server.listen(config.server.port, config.server.host, () => {
+        server.off('error', reject);
+        resolveListen();
+      });
     });
-  }).catch(async (err: unknown) => {
+  })().catch(async (err: unknown) => {
     // Nothing listens: release what startup opened, so the caller's process can end.
+    await metricsServer?.close();
     scheduler.stop();
     provider.close();
     await cache.close();
@@ -211,6 +240,7 @@ export async function startService(config: Config, logger: Logger, options: Star
         });
         server.closeIdleConnections();
       });
+      await metricsServer?.close();
       scheduler.stop();
       provider.close();
       await cache.close();
@@ -218,5 +248,5 @@ export async function startService(config: Config, logger: Logger, options: Star
       logger.info('stopped');
     })());
 
-  return { server, url, close };
+  return { server, url, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
 }

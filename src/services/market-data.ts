@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { CacheUnavailableError, DataSourceError } from '../errors.js';
 import type { components } from '../generated/api.js';
 import type { Logger } from '../logger.js';
-import type { Broadcast, CacheEntry, CacheStore, MarketDataProvider } from '../ports.js';
+import { NO_METRICS, type Broadcast, type CacheEntry, type CacheResult, type CacheStore, type MarketDataProvider, type Metrics } from '../ports.js';
 
 type IndicesResponse = components['schemas']['IndicesResponse'];
 
@@ -55,6 +55,8 @@ export interface MarketDataServiceOptions {
   broadcast?: Broadcast;
   /** Clock for `updated_at` and the in-process copy's age; `Date.now` by default. */
   now?: () => number;
+  /** Counts every read by its result; none by default. */
+  metrics?: Metrics;
 }
 
 /** Every key of the service starts with this (login throttling and job locks too). */
@@ -64,6 +66,8 @@ const FLUSHED_PREFIXES = [`${MARKET_CACHE_PREFIX}indices:`, `${MARKET_CACHE_PREF
 
 /** The channel on which `flush()` tells every instance to drop its in-process copy. */
 export const INVALIDATE_CHANNEL = `${MARKET_CACHE_PREFIX}invalidate`;
+/** The metrics result of each `X-Cache` value; a read that fails counts as a miss. */
+const CACHE_RESULT: Record<CacheStatusHeader, CacheResult> = { HIT: 'hit', MISS: 'miss', STALE: 'stale' };
 const POLL_FIRST_MS = 20;
 const POLL_MAX_MS = 100;
 
@@ -90,6 +94,7 @@ export class MarketDataService {
   readonly #now: () => number;
   readonly #localMaxAgeMs: number;
   readonly #broadcast: Broadcast | undefined;
+  readonly #metrics: Metrics;
   readonly #key: string;
   readonly #staleKey: string;
   readonly #lockKey: string;
@@ -110,6 +115,7 @@ export class MarketDataService {
     this.#now = options.now ?? Date.now;
     this.#localMaxAgeMs = Math.max(0, options.localMaxAgeMs ?? 1000);
     this.#broadcast = options.broadcast;
+    this.#metrics = options.metrics ?? NO_METRICS;
     this.#broadcast?.subscribe(INVALIDATE_CHANNEL, () => {
       this.#local = undefined;
     });
@@ -125,6 +131,17 @@ export class MarketDataService {
    * cached can answer (with stale-if-error, an expired copy answers as STALE).
    */
   async getIndices(): Promise<CachedRepresentation> {
+    let result: CacheResult = 'miss';
+    try {
+      const rep = await this.#readIndices();
+      result = CACHE_RESULT[rep.cacheStatus];
+      return rep;
+    } finally {
+      this.#metrics.cacheRequest('indices', result);
+    }
+  }
+
+  async #readIndices(): Promise<CachedRepresentation> {
     const now = this.#now();
     const local = this.#local;
     if (local !== undefined && now - local.readAt < this.#localMaxAgeMs && now < local.expiresAt) {

@@ -59,6 +59,7 @@ describe('chaos under traffic', () => {
       CACHE_TTL_SECONDS: '2',
       REFRESH_INTERVAL_SECONDS: '1',
       LOG_LEVEL: 'info',
+      METRICS_PORT: '0',
     };
     expect(spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' }).status).toBe(0);
     serve = await spawnServe(['--port', String(await freePort())], { env, stdout: openSync(join(dir, 'service.log'), 'w') });

@@ -54,6 +54,8 @@ export function testEnv(dir: string, env: Record<string, string> = {}): Record<s
     LOGIN_MAX_FAILURES: '1000',
     REFRESH_INTERVAL_SECONDS: '0',
     LOG_LEVEL: 'info',
+    // Off unless a test asks for it with a free port: suites run in parallel.
+    METRICS_PORT: '0',
     ...env,
   };
 }

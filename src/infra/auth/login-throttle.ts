@@ -6,6 +6,7 @@
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TooManyRequestsError } from '../../errors.js';
+import type { Metrics } from '../../ports.js';
 
 /** Every throttle key starts with this (`mds:v1:throttle:user:<name>`, `mds:v1:throttle:ip:<address>`). */
 export const THROTTLE_KEY_PREFIX = 'mds:v1:throttle:';
@@ -25,6 +26,8 @@ export interface LoginThrottleOptions {
   maxFailuresPerIp?: number;
   /** A connected (or connecting) ioredis client to share counters through; absent = memory only. */
   redis?: Redis | undefined;
+  /** Counts every refused attempt as a rejection of the `login` policy. */
+  metrics?: Pick<Metrics, 'rateLimitRejected'>;
 }
 
 /** Whole seconds for rate-limiter-flexible, never zero (zero would mean "forever"). */
@@ -89,6 +92,7 @@ class FailureCounter {
 export class LoginThrottle {
   readonly #users: FailureCounter;
   readonly #ips: FailureCounter;
+  readonly #metrics: Pick<Metrics, 'rateLimitRejected'> | undefined;
 
   constructor(options: LoginThrottleOptions) {
     if (!Number.isInteger(options.maxFailures) || options.maxFailures < 1) {
@@ -98,6 +102,7 @@ export class LoginThrottle {
     const common = { windowMs, blockMs: options.blockMs, redis: options.redis };
     this.#users = new FailureCounter({ kind: 'user', max: options.maxFailures, ...common });
     this.#ips = new FailureCounter({ kind: 'ip', max: options.maxFailuresPerIp ?? options.maxFailures * 4, ...common });
+    this.#metrics = options.metrics;
   }
 
   /**
@@ -109,6 +114,7 @@ export class LoginThrottle {
     const waitMs = Math.max(userMs, ipMs);
     if (waitMs > 0) {
       const retryAfterSeconds = Math.ceil(waitMs / 1000);
+      this.#metrics?.rateLimitRejected('login');
       throw new TooManyRequestsError(`Too many failed login attempts: retry in ${retryAfterSeconds} seconds`, retryAfterSeconds);
     }
   }

@@ -7,7 +7,7 @@ import CircuitBreaker from 'opossum';
 import type { components } from '../../generated/api.js';
 import { DataSourceError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { MarketDataProvider, Quote } from '../../ports.js';
+import type { MarketDataProvider, Metrics, Quote, UpstreamOutcome } from '../../ports.js';
 
 /** The provider's health as the admin status reports it. */
 export type DatasourceHealth = components['schemas']['DatasourceStatus'];
@@ -39,6 +39,8 @@ export interface ResilientMarketDataProviderOptions {
   logger?: Logger;
   /** Called after every breaker transition. */
   onStateChange?: (state: BreakerState) => void;
+  /** Times every call and counts its outcome, refusals by the open breaker included. */
+  metrics?: Pick<Metrics, 'upstreamRequest'>;
   /** Clock in epoch milliseconds (default `Date.now`). */
   now?: () => number;
 }
@@ -73,6 +75,7 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
   private readonly breakerTimeoutMs: number;
   private readonly logger: Logger | undefined;
   private readonly now: () => number;
+  private readonly metrics: Pick<Metrics, 'upstreamRequest'> | undefined;
   private healthy: boolean;
   private lastSuccessAt: string | null = null;
   private lastError: string | null = null;
@@ -86,6 +89,7 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
     this.resetTimeoutMs = options.resetTimeoutMs ?? 10_000;
     this.logger = options.logger;
     this.now = options.now ?? Date.now;
+    this.metrics = options.metrics;
     this.healthy = inner.local === true;
     this.breakerTimeoutMs = options.timeoutMs + (options.timeoutMarginMs ?? 1000);
 
@@ -124,12 +128,15 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
    * call the breaker abandoned after its timeout, or `CircuitOpenError` while the breaker is open.
    */
   async getIndices(): Promise<Quote[]> {
+    const startedAt = performance.now();
     let quotes: Quote[];
     try {
       quotes = await this.breaker.fire();
     } catch (err) {
+      this.metrics?.upstreamRequest(outcomeOf(err), (performance.now() - startedAt) / 1000);
       throw this.onFailure(err);
     }
+    this.metrics?.upstreamRequest('success', (performance.now() - startedAt) / 1000);
     this.onSuccess();
     return quotes;
   }
@@ -193,6 +200,11 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
     this.lastError = error.message;
     return error;
   }
+}
+
+function outcomeOf(err: unknown): UpstreamOutcome {
+  if (isBreakerError(err, 'EOPENBREAKER') || isBreakerError(err, 'ESHUTDOWN')) return 'rejected';
+  return isBreakerError(err, 'ETIMEDOUT') ? 'timeout' : 'failure';
 }
 
 function isBreakerError(err: unknown, code: string): boolean {
