@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { Command, Flags } from '@oclif/core';
 import { failure, loadCliConfig } from '../cli/context.js';
 import type { Config } from '../config.js';
-import { clusterMetricsSource, startMetricsServer, type MetricsServer } from '../infra/metrics/index.js';
+import { answerClusterScrapes, clusterMetricsSource, startMetricsServer, type MetricsServer } from '../infra/metrics/index.js';
 import { createLogger, type Logger } from '../logger.js';
 import { startService } from '../main.js';
 
@@ -47,6 +47,7 @@ export default class Serve extends Command {
       await metrics?.close();
       return;
     }
+    if (cluster.isWorker && config.metrics.enabled) answerClusterScrapes();
     let service;
     try {
       // Workers share the API port, not the metrics one: the primary serves their sum.

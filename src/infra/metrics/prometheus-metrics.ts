@@ -126,6 +126,7 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
 
   /** In a cluster worker: answer the primary's scrapes with this registry (see `clusterMetricsSource`). */
   shareWithClusterPrimary(): void {
+    answerClusterScrapes();
     AggregatorRegistry.setRegistries([this.#registry]);
   }
 
@@ -155,6 +156,16 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
   streamEvent(): void {
     this.#streamEvents.inc();
   }
+}
+
+/**
+ * In a cluster worker, as early as possible: answer the primary's scrapes from now on (with nothing
+ * until `shareWithClusterPrimary`). A worker that does not answer makes the whole scrape wait for
+ * prom-client's 5 s timeout and fail, which is what a starting or restarted worker would do.
+ */
+export function answerClusterScrapes(): void {
+  // prom-client installs its worker-side listener when the first AggregatorRegistry is made.
+  new AggregatorRegistry();
 }
 
 /**
