@@ -5,6 +5,7 @@
  */
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CacheResult, Metrics, UpstreamOutcome } from '../../ports.js';
+import { SeriesHistogram } from './series-histogram.js';
 
 /**
  * prom-client's defaults that `promtool check metrics` rejects: gauges named `_total`. Each one is the
@@ -43,8 +44,9 @@ export interface MetricsSource {
 export class PrometheusMetrics implements Metrics, MetricsSource {
   readonly #registry = new Registry();
   readonly #watched: WatchedState = {};
-  readonly #http: Histogram<'http_request_method' | 'http_route' | 'http_response_status_code'>;
-  readonly #cache: Counter<'kind' | 'result'>;
+  readonly #http: SeriesHistogram;
+  /** Cache reads by `kind result`, counted in plain numbers on the hot path and handed to prom-client at scrape time. */
+  readonly #cacheReads = new Map<string, { labels: { kind: string; result: CacheResult }; count: number }>();
   readonly #upstream: Histogram<'outcome'>;
   readonly #rateLimited: Counter<'policy'>;
   readonly #streamClients: Gauge;
@@ -55,18 +57,23 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
     collectDefaultMetrics({ register: this.#registry });
     for (const name of DROPPED_DEFAULTS) this.#registry.removeSingleMetric(name);
 
-    this.#http = new Histogram({
-      name: 'http_server_request_duration_seconds',
-      help: 'Duration of HTTP server requests, by method, route template and status (fast path included).',
-      labelNames: ['http_request_method', 'http_route', 'http_response_status_code'],
-      buckets: HTTP_BUCKETS_S,
-      registers,
-    });
-    this.#cache = new Counter({
+    this.#http = new SeriesHistogram(
+      'http_server_request_duration_seconds',
+      'Duration of HTTP server requests, by method, route template and status (fast path included).',
+      HTTP_BUCKETS_S,
+    );
+    // The registry formats any metric with prom-client's `get()` shape; its types list only its own classes.
+    this.#registry.registerMetric(this.#http as unknown as Histogram);
+    const cacheReads = this.#cacheReads;
+    new Counter({
       name: 'mds_cache_requests_total',
       help: 'Reads of cached representations, by kind (indices, ...) and result (hit, miss, stale).',
       labelNames: ['kind', 'result'],
       registers,
+      collect() {
+        this.reset();
+        for (const { labels, count } of cacheReads.values()) this.inc(labels, count);
+      },
     });
     this.#upstream = new Histogram({
       name: 'mds_upstream_request_duration_seconds',
@@ -131,14 +138,19 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
   }
 
   httpRequest(method: string, route: string, status: number, seconds: number): void {
+    const known = KNOWN_METHODS.has(method) ? method : '_OTHER';
     this.#http.observe(
-      { http_request_method: KNOWN_METHODS.has(method) ? method : '_OTHER', http_route: route, http_response_status_code: status },
+      `${known} ${status} ${route}`,
+      () => ({ http_request_method: known, http_route: route, http_response_status_code: String(status) }),
       seconds,
     );
   }
 
   cacheRequest(kind: string, result: CacheResult): void {
-    this.#cache.inc({ kind, result });
+    const key = `${kind} ${result}`;
+    const entry = this.#cacheReads.get(key);
+    if (entry) entry.count += 1;
+    else this.#cacheReads.set(key, { labels: { kind, result }, count: 1 });
   }
 
   upstreamRequest(outcome: UpstreamOutcome, seconds: number): void {
