@@ -6,7 +6,7 @@
  * is not the bottleneck), else from autocannon. Every address is on loopback.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
@@ -18,6 +18,9 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 /** Rounds per scenario, each paired with its own baseline run; medians are reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+/** Only the scenarios whose name matches this regular expression (all by default), e.g. `metrics`. */
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, 'i') : undefined;
+const wanted = (name: string) => ONLY === undefined || ONLY.test(name);
 const API_KEY = 'bench-api-key-0123456789';
 const ADMIN = { username: 'admin', password: 'bench-admin-password' };
 
@@ -55,6 +58,7 @@ function median(values: number[]): number {
 }
 
 const hasWrk = spawnSync('wrk', ['--version']).error === undefined;
+const CLOCK_TICKS_PER_S = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 /**
  * With taskset and 2+ cores, each server runs on core 1 and wrk on core 0, as "one core" figures
  * mean; without it everything shares whatever cores there are (said in the output).
@@ -142,6 +146,18 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** CPU time (user + system) process `pid` has used so far, in seconds; NaN where /proc is missing. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th of the line.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 function fmt(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toFixed(digits) : '-';
 }
@@ -164,6 +180,8 @@ async function main(): Promise<void> {
       DEFAULT_ADMIN_PASSWORD: ADMIN.password,
       LOG_LEVEL: 'info',
       CACHE_TTL_SECONDS: '600',
+      // Off unless a scenario turns them on: every server here would otherwise want port 9464.
+      METRICS_PORT: '0',
     };
     const init = spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' });
     if (init.status !== 0) throw new Error(`mds init failed: ${init.stderr}`);
@@ -172,6 +190,9 @@ async function main(): Promise<void> {
     children.push(redisMode.child);
     const memoryMode = await startServer({ ...env, CACHE_URL: `redis://127.0.0.1:${await freePort()}/0` });
     children.push(memoryMode.child);
+    const metricsPort = await freePort();
+    const withMetrics = await startServer({ ...env, METRICS_PORT: String(metricsPort) });
+    children.push(withMetrics.child);
 
     const first = await fetch(`${redisMode.url}/api/indices`);
     const body = Buffer.from(await first.arrayBuffer());
@@ -185,6 +206,7 @@ async function main(): Promise<void> {
     });
     children.push(baseline.child);
     await fetch(`${memoryMode.url}/api/indices`);
+    await fetch(`${withMetrics.url}/api/indices`);
 
     const login = await fetch(`${redisMode.url}/api/auth/login`, {
       method: 'POST',
@@ -196,6 +218,55 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     const baselineLoad: Load = { url: baseline.url };
     await measure({ ...baselineLoad, durationS: 1 }, dir); // warm-up
+    /**
+     * Metrics on against metrics off: two servers set up alike but for METRICS_PORT, measured back to
+     * back in every round (alternating which goes first, so a drift of the machine's speed favours
+     * neither), while a scraper polls the metrics listener every second as Prometheus would. Reports
+     * the median over the rounds of the req/s ratio and of the CPU time per request ratio (the server's
+     * own CPU time from /proc, which moves less than req/s when other work shares the cores).
+     */
+    const compareMetrics = async (): Promise<{ rpsRatio: number; cpuPerRequestRatio: number }> => {
+      const off: Load = { url: `${redisMode.url}/api/indices` };
+      const on: Load = { url: `${withMetrics.url}/api/indices` };
+      const measureCpu = async (load: Load, pid: number) => {
+        const before = cpuSeconds(pid);
+        const m = await measure(load, dir);
+        return { ...m, cpuUsPerRequest: ((cpuSeconds(pid) - before) * 1e6) / m.requests };
+      };
+      await measure({ ...off, durationS: 1 }, dir);
+      await measure({ ...on, durationS: 1 }, dir);
+      const scraper = setInterval(() => void fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.arrayBuffer(), () => undefined), 1000);
+      const rounds: Array<{ off: Measured & { cpuUsPerRequest: number }; on: Measured & { cpuUsPerRequest: number } }> = [];
+      try {
+        for (let r = 0; r < ROUNDS; r += 1) {
+          if (r % 2 === 0) {
+            const a = await measureCpu(off, redisMode.child.pid!);
+            rounds.push({ off: a, on: await measureCpu(on, withMetrics.child.pid!) });
+          } else {
+            const b = await measureCpu(on, withMetrics.child.pid!);
+            rounds.push({ off: await measureCpu(off, redisMode.child.pid!), on: b });
+          }
+        }
+      } finally {
+        clearInterval(scraper);
+      }
+      const rpsRatio = median(rounds.map((r) => r.on.rps / r.off.rps));
+      const cpuPerRequestRatio = median(rounds.map((r) => r.on.cpuUsPerRequest / r.off.cpuUsPerRequest));
+      const cpu = (side: 'on' | 'off') => fmt(median(rounds.map((r) => r[side].cpuUsPerRequest)), 1);
+      rows.push({
+        scenario: 'indices cached (redis), metrics on',
+        rps: median(rounds.map((r) => r.on.rps)),
+        p50Ms: median(rounds.map((r) => r.on.p50Ms)),
+        p99Ms: median(rounds.map((r) => r.on.p99Ms)),
+        non2xx: rounds.reduce((sum, r) => sum + r.on.non2xx, 0),
+        requests: rounds.reduce((sum, r) => sum + r.on.requests, 0),
+        ratio: null,
+        note: `x metrics off: ${fmt(rpsRatio, 3)} req/s, ${fmt(cpuPerRequestRatio, 3)} CPU per request (${cpu('on')} vs ${cpu('off')} us)`,
+      });
+      process.stderr.write(`  metrics on / off: ${fmt(rpsRatio, 3)} x req/s, ${fmt(cpuPerRequestRatio, 3)} x CPU per request (${cpu('on')} vs ${cpu('off')} us)\n`);
+      return { rpsRatio, cpuPerRequestRatio };
+    };
+
     /**
      * The machine's speed drifts (shared cores), so each round measures the baseline right before
      * the scenario and the ratio is taken per round; the row reports medians over the rounds.
@@ -224,6 +295,7 @@ async function main(): Promise<void> {
       return row;
     };
     const scenario = async (name: string, load: Load, note?: string) => {
+      if (!wanted(name)) return undefined;
       await measure({ ...load, durationS: 1 }, dir); // warm-up
       return paired(name, () => measure(load, dir), note);
     };
@@ -237,10 +309,11 @@ async function main(): Promise<void> {
     await scenario('health', { url: `${redisMode.url}/api/health` });
     await scenario('admin status (bearer)', { url: `${redisMode.url}/api/admin/status`, headers: { Authorization: `Bearer ${token}` } });
     await scenario('admin status (API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': API_KEY } });
+    const metricsCost = wanted('indices cached (redis), metrics on') ? await compareMetrics() : undefined;
 
     // Logins (bcrypt-bound) and cached reads at once: the reads must not starve.
     let logins: Measured[] = [];
-    await paired(
+    if (wanted('indices cached, during logins')) await paired(
       'indices cached, during logins',
       async () => {
         const [login, reads] = await Promise.all([
@@ -252,7 +325,7 @@ async function main(): Promise<void> {
       },
       'cached reads while 4 connections log in',
     );
-    rows.push({
+    if (logins.length > 0) rows.push({
       scenario: 'login (bcrypt cost 12)',
       rps: median(logins.map((l) => l.rps)),
       p50Ms: median(logins.map((l) => l.p50Ms)),
@@ -265,10 +338,13 @@ async function main(): Promise<void> {
 
     await stop(redisMode.child);
     await stop(memoryMode.child);
-    const twoWorkers = await startServer(env, ['--workers', '2'], []);
-    children.push(twoWorkers.child);
-    await fetch(`${twoWorkers.url}/api/indices`);
-    await scenario('indices cached (redis), 2 workers', { url: `${twoWorkers.url}/api/indices` }, 'the load generator shares the 2 cores');
+    await stop(withMetrics.child);
+    if (wanted('indices cached (redis), 2 workers')) {
+      const twoWorkers = await startServer(env, ['--workers', '2'], []);
+      children.push(twoWorkers.child);
+      await fetch(`${twoWorkers.url}/api/indices`);
+      await scenario('indices cached (redis), 2 workers', { url: `${twoWorkers.url}/api/indices` }, 'the load generator shares the 2 cores');
+    }
     const baselineRow: Row = {
       scenario: 'baseline node:http (median of all its runs)',
       ...(await measure(baselineLoad, dir)),
@@ -287,6 +363,8 @@ async function main(): Promise<void> {
       cores: cpus().length,
       node: process.version,
       bodyBytes: body.length,
+      /** Metrics on over metrics off for cached reads: medians of per-round ratios. */
+      metricsCost: metricsCost ?? null,
       rows,
     };
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
@@ -298,6 +376,12 @@ async function main(): Promise<void> {
     const print = (cells: string[]) => console.log(cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
     print(header);
     for (const l of lines) print(l);
+    if (metricsCost !== undefined) {
+      const pct = (ratio: number) => fmt((1 - ratio) * 100, 1);
+      console.log(
+        `\ncost of metrics on cached reads (budget 10 %): ${pct(metricsCost.rpsRatio)} % of req/s, ${fmt((metricsCost.cpuPerRequestRatio - 1) * 100, 1)} % more CPU per request`,
+      );
+    }
     console.log(`\nx baseline: median over ${ROUNDS} rounds of the scenario's req/s over a baseline run made just before it.`);
     console.log(`written to bench/results/latest.json (${result.tool}, ${CONNECTIONS} connections, ${ROUNDS} x ${DURATION_S} s per scenario)`);
   } finally {
