@@ -97,8 +97,10 @@ describe('what the metrics count', () => {
 
   it('when a path matches no operation, then it is counted under one fixed label', async () => {
     for (const path of ['/nothing-here-1', '/api/nothing-here-2']) expect((await service.fetch(path)).status).toBe(404);
+    expect((await service.fetch('/api/indices', { method: 'PUT' })).status).toBe(405);
     const text = await scrape(metricsUrl);
     expect(sampleValue(text, HTTP, { http_route: 'unmatched', http_response_status_code: '404' })).toBeGreaterThanOrEqual(2);
+    expect(sampleValue(text, HTTP, { http_request_method: 'PUT', http_route: 'unmatched', http_response_status_code: '405' })).toBe(1);
     expect(text).not.toMatch(/nothing-here/);
     const routes = new Set(parseSamples(text).filter((s) => s.name === HTTP).map((s) => s.labels.http_route));
     expect([...routes].every((r) => r === 'unmatched' || r?.startsWith('/'))).toBe(true);
