@@ -70,6 +70,7 @@ function median(values: number[]): number {
 }
 
 const hasWrk = spawnSync('wrk', ['--version']).error === undefined;
+const CLOCK_TICKS_PER_S = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 /**
  * With taskset and 2+ cores, each server runs on core 1 and wrk on core 0, as "one core" figures
  * mean; without it everything shares whatever cores there are (said in the output).
@@ -213,6 +214,18 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** CPU time (user + system) process `pid` has used so far, in seconds; NaN where /proc is missing. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th of the line.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 function fmt(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toFixed(digits) : '-';
 }
@@ -308,6 +321,8 @@ async function main(): Promise<void> {
       // Quotas off, except in the scenarios that measure them: one address at this rate would be refused.
       RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
       RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '0',
+      // Off unless a scenario turns them on: every server here would otherwise want port 9464.
+      METRICS_PORT: '0',
     };
     const init = spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' });
     if (init.status !== 0) throw new Error(`mds init failed: ${init.stderr}`);
@@ -320,6 +335,9 @@ async function main(): Promise<void> {
     children.push(limited.child);
     const refusing = await startServer({ ...env, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1' });
     children.push(refusing.child);
+    const metricsPort = await freePort();
+    const withMetrics = await startServer({ ...env, METRICS_PORT: String(metricsPort) });
+    children.push(withMetrics.child);
 
     /** The cached reads measured against a baseline that serves the same bytes on the same path. */
     const CACHED_PATHS = {
@@ -337,6 +355,7 @@ async function main(): Promise<void> {
     children.push(baseline.child);
     await fetch(`${memoryMode.url}/api/indices`);
     await fetch(`${limited.url}/api/indices`);
+    await fetch(`${withMetrics.url}/api/indices`);
 
     const login = await fetch(`${redisMode.url}/api/auth/login`, {
       method: 'POST',
@@ -363,6 +382,55 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     const baselineLoad: Load = { url: `${baseline.url}${CACHED_PATHS.indices}` };
     await measure({ ...baselineLoad, durationS: 1 }, dir); // warm-up
+    /**
+     * Metrics on against metrics off: two servers set up alike but for METRICS_PORT, measured back to
+     * back in every round (alternating which goes first, so a drift of the machine's speed favours
+     * neither), while a scraper polls the metrics listener every second as Prometheus would. Reports
+     * the median over the rounds of the req/s ratio and of the CPU time per request ratio (the server's
+     * own CPU time from /proc, which moves less than req/s when other work shares the cores).
+     */
+    const compareMetrics = async (): Promise<{ rpsRatio: number; cpuPerRequestRatio: number }> => {
+      const off: Load = { url: `${redisMode.url}/api/indices` };
+      const on: Load = { url: `${withMetrics.url}/api/indices` };
+      const measureCpu = async (load: Load, pid: number) => {
+        const before = cpuSeconds(pid);
+        const m = await measure(load, dir);
+        return { ...m, cpuUsPerRequest: ((cpuSeconds(pid) - before) * 1e6) / m.requests };
+      };
+      await measure({ ...off, durationS: 1 }, dir);
+      await measure({ ...on, durationS: 1 }, dir);
+      const scraper = setInterval(() => void fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.arrayBuffer(), () => undefined), 1000);
+      const rounds: Array<{ off: Measured & { cpuUsPerRequest: number }; on: Measured & { cpuUsPerRequest: number } }> = [];
+      try {
+        for (let r = 0; r < ROUNDS; r += 1) {
+          if (r % 2 === 0) {
+            const a = await measureCpu(off, redisMode.child.pid!);
+            rounds.push({ off: a, on: await measureCpu(on, withMetrics.child.pid!) });
+          } else {
+            const b = await measureCpu(on, withMetrics.child.pid!);
+            rounds.push({ off: await measureCpu(off, redisMode.child.pid!), on: b });
+          }
+        }
+      } finally {
+        clearInterval(scraper);
+      }
+      const rpsRatio = median(rounds.map((r) => r.on.rps / r.off.rps));
+      const cpuPerRequestRatio = median(rounds.map((r) => r.on.cpuUsPerRequest / r.off.cpuUsPerRequest));
+      const cpu = (side: 'on' | 'off') => fmt(median(rounds.map((r) => r[side].cpuUsPerRequest)), 1);
+      rows.push({
+        scenario: 'indices cached (redis), metrics on',
+        rps: median(rounds.map((r) => r.on.rps)),
+        p50Ms: median(rounds.map((r) => r.on.p50Ms)),
+        p99Ms: median(rounds.map((r) => r.on.p99Ms)),
+        non2xx: rounds.reduce((sum, r) => sum + r.on.non2xx, 0),
+        requests: rounds.reduce((sum, r) => sum + r.on.requests, 0),
+        ratio: null,
+        note: `x metrics off: ${fmt(rpsRatio, 3)} req/s, ${fmt(cpuPerRequestRatio, 3)} CPU per request (${cpu('on')} vs ${cpu('off')} us)`,
+      });
+      process.stderr.write(`  metrics on / off: ${fmt(rpsRatio, 3)} x req/s, ${fmt(cpuPerRequestRatio, 3)} x CPU per request (${cpu('on')} vs ${cpu('off')} us)\n`);
+      return { rpsRatio, cpuPerRequestRatio };
+    };
+
     /**
      * The machine's speed drifts (shared cores), so each round measures the baseline right before
      * the scenario and the ratio is taken per round; the row reports medians over the rounds.
@@ -423,6 +491,8 @@ async function main(): Promise<void> {
     });
     const managedKey = ((await managed.json()) as { key: string }).key;
     await scenario('admin status (managed API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': managedKey } }, 'database lookup at most every 500 ms per key');
+
+    const metricsCost = selected('indices cached (redis), metrics on') ? await compareMetrics() : undefined;
 
     // Logins (bcrypt-bound) and cached reads at once: the reads must not starve.
     let logins: Measured[] = [];
@@ -499,6 +569,7 @@ async function main(): Promise<void> {
     await stop(memoryMode.child);
     await stop(limited.child);
     await stop(refusing.child);
+    await stop(withMetrics.child);
     if (selected('indices cached (redis), 2 workers')) {
       const twoWorkers = await startServer(env, ['--workers', '2'], []);
       children.push(twoWorkers.child);
@@ -524,6 +595,8 @@ async function main(): Promise<void> {
       cores: cpus().length,
       node: process.version,
       bodyBytes: body.length,
+      /** Metrics on over metrics off for cached reads: medians of per-round ratios. */
+      metricsCost: metricsCost ?? null,
       rows,
     };
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
@@ -535,6 +608,12 @@ async function main(): Promise<void> {
     const print = (cells: string[]) => console.log(cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
     print(header);
     for (const l of lines) print(l);
+    if (metricsCost !== undefined) {
+      const pct = (ratio: number) => fmt((1 - ratio) * 100, 1);
+      console.log(
+        `\ncost of metrics on cached reads (budget 10 %): ${pct(metricsCost.rpsRatio)} % of req/s, ${fmt((metricsCost.cpuPerRequestRatio - 1) * 100, 1)} % more CPU per request`,
+      );
+    }
     console.log(`\nx baseline: median over ${ROUNDS} rounds of the scenario's req/s over a baseline run made just before it:`);
     console.log('node:http = bare node:http writing the cached indices bytes; express = a bare Express 5 route sending a body of the same size as the scenario answer.');
     console.log(`written to bench/results/latest.json (${result.tool}, ${CONNECTIONS} connections, ${ROUNDS} x ${DURATION_S} s per scenario)`);

@@ -13,7 +13,7 @@ import type { Handlers } from './handlers/types.js';
 import type { Logger } from './logger.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
-import type { Principal } from './ports.js';
+import { NO_METRICS, UNMATCHED_ROUTE, type Metrics, type Principal } from './ports.js';
 import { hasCredentials, isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
 declare module 'express-serve-static-core' {
@@ -44,6 +44,8 @@ export interface AppDeps {
   corsOrigins?: readonly string[];
   /** When set, every response is validated against the contract and each violation is reported here. */
   onResponseViolation?: (message: string, req: Request) => void;
+  /** Records every response's duration by route template; none by default. */
+  metrics?: Metrics;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -116,6 +118,11 @@ function acceptsScheme(req: Request, scheme: string): boolean {
   return security?.some((requirement) => scheme in requirement) ?? false;
 }
 
+/** The contract's path template the validator matched (`/api/admin/users/{username}`), else the fixed label. */
+function routeOf(req: Request): string {
+  return (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute ?? UNMATCHED_ROUTE;
+}
+
 export function createApp(deps: AppDeps): express.Express {
   const { contract, handlers, authenticator, logger } = deps;
   assertHandlersComplete(contract, handlers);
@@ -124,6 +131,17 @@ export function createApp(deps: AppDeps): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', deps.trustProxy ?? false);
+
+  const metrics = deps.metrics ?? NO_METRICS;
+  if (metrics !== NO_METRICS) {
+    app.use((req, res, next) => {
+      const startedAt = performance.now();
+      // Taken now: HEAD is rewritten to GET below.
+      const method = req.method;
+      res.once('finish', () => metrics.httpRequest(method, routeOf(req), res.statusCode, (performance.now() - startedAt) / 1000));
+      next();
+    });
+  }
 
   app.use(requestLog(app, logger, requestId));
   const cors = createCors(deps.corsOrigins ?? []);

@@ -96,6 +96,11 @@ const schema = z.object({
   CORS_ORIGINS: csv
     .default([])
     .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be * or origins like https://app.example.com, comma-separated'),
+
+  /** Address of the Prometheus metrics listener; loopback, so metrics are not public unless chosen. */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Port of the metrics listener, never the API's; 0 turns metrics off (no listener, nothing recorded). */
+  METRICS_PORT: int(0, 65535).default(9464),
 });
 
 export type Env = Record<string, string | undefined>;
@@ -184,6 +189,9 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
   }
 
   const topology = cacheTopology(v, input);
+  if (v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT) {
+    throw new ConfigError(`Invalid configuration: METRICS_PORT=${v.METRICS_PORT} must differ from PORT (metrics have their own listener; 0 turns them off)`);
+  }
 
   const config = {
     env: v.NODE_ENV,
@@ -249,6 +257,12 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       refreshIntervalMs: v.STREAM_REFRESH_SECONDS * 1000,
       /** On a reconnect, quotes changed this long before Last-Event-ID are sent again (instances' clocks and delays). */
       reconnectMarginMs: v.STREAM_RECONNECT_MARGIN_SECONDS * 1000,
+    },
+    metrics: {
+      /** False when METRICS_PORT=0: no listener, and every service gets the no-op metrics. */
+      enabled: v.METRICS_PORT !== 0,
+      host: v.METRICS_HOST,
+      port: v.METRICS_PORT,
     },
   };
   return deepFreeze(config);

@@ -19,6 +19,7 @@ import { createCors } from './cors.js';
 import { toErrorResponse } from './errors.js';
 import { representationReply } from './handlers/representation.js';
 import type { Logger } from './logger.js';
+import { NO_METRICS, UNMATCHED_ROUTE, type Metrics } from './ports.js';
 import type { RepresentationCache } from './services/representation-cache.js';
 import { hasCredentials, type RateLimit } from './rate-limit.js';
 
@@ -35,11 +36,15 @@ export interface FastPathOptions {
   maxTargets?: number;
   /** Quotas: requests answered here are counted and limited as in Express. */
   rateLimit?: RateLimit | undefined;
+  /** Request durations, labelled with the operation's route template as Express labels them. */
+  metrics?: Metrics | undefined;
   now?: () => number;
 }
 
 interface Target {
   key: string;
+  /** The operation's route template (the metrics label). */
+  route: string;
   validatedAt: number;
 }
 
@@ -51,6 +56,7 @@ export class FastPath {
   readonly #now: () => number;
   readonly #targets: QuickLRU<string, Target>;
   readonly #rateLimit: RateLimit | undefined;
+  readonly #metrics: Metrics;
 
   constructor(options: FastPathOptions) {
     this.#engine = options.engine;
@@ -60,6 +66,7 @@ export class FastPath {
     this.#now = options.now ?? Date.now;
     this.#targets = new QuickLRU({ maxSize: Math.max(1, options.maxTargets ?? 10_000) });
     this.#rateLimit = options.rateLimit;
+    this.#metrics = options.metrics ?? NO_METRICS;
   }
 
   /**
@@ -68,7 +75,8 @@ export class FastPath {
    */
   readonly remember = (req: Request, key: string): void => {
     if (req.principal !== undefined || hasCredentials(req)) return;
-    this.#targets.set(req.originalUrl, { key, validatedAt: this.#now() });
+    const route = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute ?? UNMATCHED_ROUTE;
+    this.#targets.set(req.originalUrl, { key, route, validatedAt: this.#now() });
   };
 
   /** Wraps the Express app: qualifying requests are answered here, all others are handed to `app`. */
@@ -76,37 +84,46 @@ export class FastPath {
     const cors = createCors(this.#corsOrigins);
     const logger = this.#logger;
     return (req, res) => {
-      const rep = this.#answerable(req);
-      if (rep === undefined) {
+      const answer = this.#answerable(req);
+      if (answer === undefined) {
         app(req, res);
         return;
       }
+      const { rep, route } = answer;
+      const startedAt = this.#metrics === NO_METRICS ? 0 : performance.now();
       const reqId = requestId(req, res);
       cors.handle(req, res);
       const send = () => {
         const reply = representationReply(rep, req.headers['if-none-match']);
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body);
+        if (this.#metrics !== NO_METRICS) this.#metrics.httpRequest(req.method ?? 'GET', route, reply.status, (performance.now() - startedAt) / 1000);
         // Hits are counted in the admin status; a line per hit would cost more than the hit itself.
         if (logger.isLevelEnabled('debug')) logger.debug({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: reply.status }, cache: 'HIT' }, 'request completed');
       };
       // Anonymous callers are counted here exactly as Express would count them.
       if (this.#rateLimit === undefined) send();
-      else this.#rateLimit.apply(req, res).then(send, (err: unknown) => this.#fail(req, res, reqId, err));
+      else
+        this.#rateLimit.apply(req, res).then(send, (err: unknown) => {
+          const status = this.#fail(req, res, reqId, err);
+          if (this.#metrics !== NO_METRICS) this.#metrics.httpRequest(req.method ?? 'GET', route, status, (performance.now() - startedAt) / 1000);
+        });
     };
   }
 
-  #fail(req: IncomingMessage, res: ServerResponse, reqId: string, err: unknown): void {
+  /** Sends the envelope of `err`; resolves to the status sent. */
+  #fail(req: IncomingMessage, res: ServerResponse, reqId: string, err: unknown): number {
     const r = toErrorResponse(err, { method: req.method ?? 'GET', path: req.url ?? '' });
     const level = r.status >= 500 ? 'error' : 'warn';
     this.#logger[level]({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: r.status }, err: r.unexpected ? err : undefined }, r.unexpected ? 'unexpected failure' : 'request failed');
     if (res.headersSent) {
       res.destroy();
-      return;
+      return r.status;
     }
     const body = JSON.stringify(r.body);
     res.writeHead(r.status, { ...r.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
+    return r.status;
   }
 
   #answerable(req: IncomingMessage) {
@@ -115,6 +132,7 @@ export class FastPath {
     if (target === undefined || this.#now() - target.validatedAt >= this.#validForMs) return undefined;
     const inm = req.headers['if-none-match'];
     if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
-    return this.#engine.serveFresh(target.key);
+    const rep = this.#engine.serveFresh(target.key);
+    return rep === undefined ? undefined : { rep, route: target.route };
   }
 }

@@ -12,6 +12,7 @@ import type { Request } from 'express';
 import { createApp } from './app.js';
 import { FastPath } from './fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
+import { StartupError } from './errors.js';
 import { loadContract, withSecurityPolicy, type Contract } from './contract.js';
 import { createHandlers } from './handlers/index.js';
 import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
@@ -28,7 +29,8 @@ import { RedisRequestCounter } from './infra/quota/redis-request-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './logger.js';
 import { createRateLimit } from './rate-limit.js';
-import type { MarketDataProvider } from './ports.js';
+import { NO_METRICS, type MarketDataProvider } from './ports.js';
+import { PrometheusMetrics, startMetricsServer, type MetricsServer } from './infra/metrics/index.js';
 import { AccountService } from './services/accounts.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
@@ -45,6 +47,11 @@ export interface StartOptions {
   contract?: Contract;
   /** The upstream to use instead of the configured one (tests that need to make quotes change); wrapped in the circuit breaker like any. */
   provider?: MarketDataProvider;
+  /**
+   * Open the metrics listener when metrics are on (default true). False in a `serve --workers N`
+   * worker: metrics are still recorded, and the primary serves the sum of all workers.
+   */
+  metricsListener?: boolean;
 }
 
 export interface RunningService {
@@ -53,6 +60,8 @@ export interface RunningService {
   url: string;
   /** The live-quote streams: how many are open now. */
   streams: { readonly size: number };
+  /** `http://host:port/metrics` when this process serves metrics itself; undefined otherwise. */
+  metricsUrl?: string;
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
   close(): Promise<void>;
 }
@@ -122,6 +131,9 @@ export async function startService(config: Config, logger: Logger, options: Star
 
   const cache = createCache(config.cache, logger);
   await cache.start();
+  const prometheus = config.metrics.enabled ? new PrometheusMetrics() : undefined;
+  prometheus?.watch({ cacheMode: () => cache.status().mode });
+  const metrics = prometheus ?? NO_METRICS;
 
   const db = await openUserStore(config.database.url, { runMigrations: true }).catch(async (err: unknown) => {
     await cache.close();
@@ -141,6 +153,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     onRedisError: (cause) => cache.redisFailed(cause),
     maxFailures: config.auth.loginMaxFailures,
     blockMs: config.auth.loginBlockMs,
+    metrics,
   });
   const audit = new PinoAuditLog(logger);
   const accounts = new AccountService({
@@ -165,8 +178,9 @@ export async function startService(config: Config, logger: Logger, options: Star
 
   // The cache's Redis client carries the fleet-wide upstream budget and 429 pause (memory while Redis is away).
   const provider = options.provider
-    ? new ResilientMarketDataProvider(options.provider, { timeoutMs: config.market.timeoutMs, logger })
-    : createMarketDataProvider(config.market, logger, { redis: cache.redisClient() });
+    ? new ResilientMarketDataProvider(options.provider, { timeoutMs: config.market.timeoutMs, logger, metrics })
+    : createMarketDataProvider(config.market, logger, { redis: cache.redisClient(), metrics });
+  prometheus?.watch({ breakerState: () => provider.state });
   const engine = new RepresentationCache({
     cache,
     namespace: provider.name,
@@ -174,6 +188,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     localMaxEntries: config.cache.memoryMaxEntries,
     broadcast: cache,
     logger,
+    metrics,
   });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs });
   const streams = new QuoteStreamHub({
@@ -183,8 +198,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     store: cache,
     logger: logger.child({ component: 'stream' }),
     ...config.stream,
-    // The metrics port plugs in here: clients(delta) -> streamClients(delta), event() -> streamEvent().
-    observer: {},
+    observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent() },
   });
 
   const scheduler = new Scheduler({ locks: cache, logger });
@@ -228,9 +242,10 @@ export async function startService(config: Config, logger: Logger, options: Star
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
     trustProxy: config.server.trustProxy,
+    metrics,
   });
   logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
-  const fastPath = new FastPath({ engine, logger, corsOrigins: config.server.corsOrigins, rateLimit });
+  const fastPath = new FastPath({ engine, logger, corsOrigins: config.server.corsOrigins, rateLimit, metrics });
 
   const app = createApp({
     contract,
@@ -242,21 +257,34 @@ export async function startService(config: Config, logger: Logger, options: Star
     corsOrigins: config.server.corsOrigins,
     rateLimit,
     onResponseViolation: options.onResponseViolation,
+    metrics,
   });
 
   const server = createServer(fastPath.handler(app));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(config.server.port, config.server.host, () => {
-      server.off('error', reject);
-      resolveListen();
+  let metricsServer: MetricsServer | undefined;
+  await (async () => {
+    if (prometheus && options.metricsListener === false) prometheus.shareWithClusterPrimary();
+    else if (prometheus) {
+      const { host, port } = config.metrics;
+      metricsServer = await startMetricsServer({ host, port, source: prometheus, logger }).catch((err: unknown) => {
+        throw new StartupError(`Metrics listener on ${host}:${port}: ${err instanceof Error ? err.message : String(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`);
+      });
+      logger.info({ url: metricsServer.url }, `metrics on ${metricsServer.url}`);
+    } else logger.info('metrics off (METRICS_PORT=0)');
+    await new Promise<void>((resolveListen, reject) => {
+      server.once('error', reject);
+      server.listen(config.server.port, config.server.host, () => {
+        server.off('error', reject);
+        resolveListen();
+      });
     });
-  }).catch(async (err: unknown) => {
+  })().catch(async (err: unknown) => {
     // Nothing listens: release what startup opened, so the caller's process can end.
     streams.close();
+    await metricsServer?.close();
     scheduler.stop();
     keys.close();
     provider.close();
@@ -288,6 +316,7 @@ export async function startService(config: Config, logger: Logger, options: Star
         });
         server.closeIdleConnections();
       });
+      await metricsServer?.close();
       scheduler.stop();
       keys.close();
       provider.close();
@@ -297,5 +326,5 @@ export async function startService(config: Config, logger: Logger, options: Star
       logger.info('stopped');
     })());
 
-  return { server, url, streams, close };
+  return { server, url, streams, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
 }

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { RateLimitedError } from './errors.js';
-import type { Principal, RequestCounter } from './ports.js';
+import { NO_METRICS, type Metrics, type Principal, type RequestCounter } from './ports.js';
 
 export interface RateLimitOptions {
   counter: RequestCounter;
@@ -18,6 +18,8 @@ export interface RateLimitOptions {
   authenticatedPerMinute: number;
   /** Take the client address from X-Forwarded-For (TRUST_PROXY), as Express's `trust proxy: true` does. */
   trustProxy: boolean;
+  /** Counts every refusal under the quota's name (`anonymous`, `authenticated`, `key`). */
+  metrics?: Pick<Metrics, 'rateLimitRejected'> | undefined;
 }
 
 /** Counts requests against quotas; see the module comment. */
@@ -62,6 +64,7 @@ interface Quota {
 
 export function createRateLimit(options: RateLimitOptions): RateLimit {
   const { counter, anonymousPerMinute, authenticatedPerMinute, trustProxy } = options;
+  const metrics = options.metrics ?? NO_METRICS;
   // Configured per minute, counted per window: the same rate when the window is not a minute (tests).
   const perWindow = (perMinute: number) => Math.max(1, Math.round((perMinute * counter.windowMs) / 60_000));
   const windowSeconds = Math.round(counter.windowMs / 1000);
@@ -98,7 +101,10 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
       const resetSeconds = Math.max(0, Math.ceil(usage.resetMs / 1000));
       res.setHeader('RateLimit-Policy', policyHeader(quota.name, quota.limit));
       res.setHeader('RateLimit', `"${quota.name}";r=${usage.remaining};t=${resetSeconds}`);
-      if (!usage.allowed) throw new RateLimitedError(resetSeconds);
+      if (!usage.allowed) {
+        metrics.rateLimitRejected(quota.name);
+        throw new RateLimitedError(resetSeconds);
+      }
     },
   };
 }

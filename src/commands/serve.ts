@@ -1,6 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import { Command, Flags } from '@oclif/core';
 import { failure, loadCliConfig } from '../cli/context.js';
+import type { Config } from '../config.js';
+import { answerClusterScrapes, clusterMetricsSource, startMetricsServer, type MetricsServer } from '../infra/metrics/index.js';
 import { createLogger, type Logger } from '../logger.js';
 import { startService } from '../main.js';
 
@@ -20,7 +22,8 @@ export default class Serve extends Command {
     host: Flags.string({ char: 'H', description: 'Address to listen on (overrides HOST).' }),
     workers: Flags.integer({
       char: 'w',
-      description: 'Worker processes sharing the port (node:cluster), e.g. one per core. The scheduler runs in the first worker only.',
+      description:
+        'Worker processes sharing the port (node:cluster), e.g. one per core. The scheduler runs in the first worker only; the metrics listener (METRICS_PORT) is the primary\'s and shows the sum of all workers.',
       default: 1,
       min: 1,
       max: 64,
@@ -33,12 +36,22 @@ export default class Serve extends Command {
     const config = loadCliConfig(this, overrides);
     const logger = createLogger({ level: config.log.level });
     if (flags.workers > 1 && cluster.isPrimary) {
+      let metrics: MetricsServer | undefined;
+      try {
+        metrics = await primaryMetrics(config, logger);
+      } catch (err) {
+        logger.fatal({ err }, 'startup failed');
+        this.error(`Metrics listener on ${config.metrics.host}:${config.metrics.port}: ${failure(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`, { exit: 1 });
+      }
       await superviseWorkers(flags.workers, logger);
+      await metrics?.close();
       return;
     }
+    if (cluster.isWorker && config.metrics.enabled) answerClusterScrapes();
     let service;
     try {
-      service = await startService(config, logger);
+      // Workers share the API port, not the metrics one: the primary serves their sum.
+      service = await startService(config, logger, cluster.isWorker ? { metricsListener: false } : {});
     } catch (err) {
       logger.fatal({ err }, 'startup failed');
       this.error(failure(err), { exit: 1 });
@@ -63,6 +76,17 @@ export default class Serve extends Command {
     // A worker's IPC channel to the primary would keep it alive after the drain.
     if (cluster.isWorker) cluster.worker?.disconnect();
   }
+}
+
+/** The primary's metrics listener, answering each scrape with the sum of every worker's registry. */
+async function primaryMetrics(config: Config, logger: Logger): Promise<MetricsServer | undefined> {
+  if (!config.metrics.enabled) {
+    logger.info('metrics off (METRICS_PORT=0)');
+    return undefined;
+  }
+  const server = await startMetricsServer({ ...config.metrics, source: clusterMetricsSource(), logger });
+  logger.info({ url: server.url }, `metrics of all workers on ${server.url}`);
+  return server;
 }
 
 /**

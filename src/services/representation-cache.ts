@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import QuickLRU from 'quick-lru';
 import { CacheUnavailableError, DataSourceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Broadcast, CacheEntry, CacheStore } from '../ports.js';
+import { NO_METRICS, type Broadcast, type CacheEntry, type CacheResult, type CacheStore, type Metrics } from '../ports.js';
 
 /** The `X-Cache` value: from the cache, fetched upstream now, or an expired copy standing in for a failed upstream. */
 export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';
@@ -104,9 +104,14 @@ export interface RepresentationCacheOptions {
   localMaxEntries?: number;
   /** Tells the other instances that share the store to drop their copies on `flush()`. */
   broadcast?: Broadcast;
+  /** Counts every read by kind and result (hit, miss, stale). */
+  metrics?: Pick<Metrics, 'cacheRequest'> | undefined;
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
 }
+
+/** The metrics result of each stats counter. */
+const RESULT: Record<keyof KindStats, CacheResult> = { hits: 'hit', misses: 'miss', stale: 'stale' };
 
 /** The last value seen for a key, ready to send: bytes and ETag are computed once per value. */
 interface LocalCopy {
@@ -137,6 +142,7 @@ export class RepresentationCache {
   readonly #inflight = new Map<string, Promise<CachedRepresentation>>();
   readonly #stats = new Map<CacheKind, KindStats>(CACHE_KINDS.map((kind) => [kind, { hits: 0, misses: 0, stale: 0 }]));
   readonly #fillListeners = new Set<FillListener>();
+  readonly #metrics: Pick<Metrics, 'cacheRequest'>;
 
   constructor(options: RepresentationCacheOptions) {
     this.#cache = options.cache;
@@ -149,6 +155,7 @@ export class RepresentationCache {
     this.#localMaxAgeMs = Math.max(0, options.localMaxAgeMs ?? 1000);
     this.#local = new QuickLRU({ maxSize: Math.max(1, options.localMaxEntries ?? 10_000) });
     this.#broadcast = options.broadcast;
+    this.#metrics = options.metrics ?? NO_METRICS;
     this.#broadcast?.subscribe(INVALIDATE_CHANNEL, () => this.#local.clear());
   }
 
@@ -268,6 +275,7 @@ export class RepresentationCache {
   #count(kind: CacheKind, result: keyof KindStats): void {
     const s = this.#stats.get(kind);
     if (s !== undefined) s[result] += 1;
+    this.#metrics.cacheRequest(kind, RESULT[result]);
   }
 
   async #fill(read: CacheRead, key: string): Promise<CachedRepresentation> {

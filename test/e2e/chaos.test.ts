@@ -62,6 +62,7 @@ describe('chaos under traffic', () => {
       // The traffic comes from one address at a rate far past the default quota; quotas have their own tests.
       RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
       RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '0',
+      METRICS_PORT: '0',
     };
     expect(spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' }).status).toBe(0);
     serve = await spawnServe(['--port', String(await freePort())], { env, stdout: openSync(join(dir, 'service.log'), 'w') });

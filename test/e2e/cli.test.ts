@@ -30,6 +30,8 @@ beforeEach(() => {
     DEFAULT_ADMIN_PASSWORD: 'admin-password-1',
     SECRET_KEY: 'cli-test-secret-key-0123456789abcdef',
     REFRESH_INTERVAL_SECONDS: '0',
+    // Files run in parallel: the default metrics port would be taken by whichever started first.
+    METRICS_PORT: '0',
   };
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));

@@ -62,6 +62,8 @@ export function testEnv(dir: string, env: Record<string, string> = {}): Record<s
     RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '0',
     REFRESH_INTERVAL_SECONDS: '0',
     LOG_LEVEL: 'info',
+    // Off unless a test asks for it with a free port: suites run in parallel.
+    METRICS_PORT: '0',
     ...env,
   };
 }

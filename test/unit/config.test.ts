@@ -21,6 +21,15 @@ describe('config', () => {
     expect(c.market.provider).toBe('simulated');
     expect(c.market.refreshIntervalMs).toBe(30_000);
     expect(c.auth.secretKey).toBeUndefined();
+    expect(c.metrics).toEqual({ enabled: true, host: '127.0.0.1', port: 9464 });
+  });
+
+  it('when METRICS_PORT is 0, then metrics are off', () => {
+    expect(loadConfig({ METRICS_PORT: '0' }, noFile).metrics.enabled).toBe(false);
+  });
+
+  it('when METRICS_PORT equals PORT, then loading fails naming both', () => {
+    expect(() => loadConfig({ PORT: '9000', METRICS_PORT: '9000' }, noFile)).toThrow(/METRICS_PORT=9000 must differ from PORT/);
   });
 
   it('when no STREAM_* variable is set, then the live-quote limits take their documented defaults; when bad, loading names them', () => {

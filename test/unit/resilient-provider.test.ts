@@ -4,7 +4,7 @@ import { createMarketDataProvider } from '../../src/infra/market/index.js';
 import { ResilientMarketDataProvider } from '../../src/infra/market/resilient-market-data-provider.js';
 import { createLogger } from '../../src/logger.js';
 import { UpstreamBusyError } from '../../src/infra/market/upstream-guard-errors.js';
-import type { MarketDataProvider, Quote } from '../../src/ports.js';
+import type { MarketDataProvider, Quote, UpstreamOutcome } from '../../src/ports.js';
 
 function captureLogger() {
   const lines: Array<{ level: number; msg: string; provider?: string }> = [];
@@ -115,6 +115,28 @@ describe('createMarketDataProvider', () => {
     expect(provider.name).toBe('yahoo');
     expect(provider.health()).toEqual({ provider: 'yahoo', healthy: false, last_success_at: null, last_error: null });
     expect(lines.find((l) => /Yahoo Finance/.test(l.msg))).toMatchObject({ maxRps: 7, maxConcurrency: 2, sharedBudget: false });
+    provider.close();
+  });
+
+  it('when calls succeed, fail, time out and meet the open breaker, then each is measured with its outcome', async () => {
+    const measured: Array<{ outcome: UpstreamOutcome; seconds: number }> = [];
+    const metrics = { upstreamRequest: (outcome: UpstreamOutcome, seconds: number) => void measured.push({ outcome, seconds }) };
+    let behaviour: 'ok' | 'fail' | 'hang' = 'ok';
+    const provider = new ResilientMarketDataProvider(
+      scripted(() => (behaviour === 'ok' ? Promise.resolve(undefined) : behaviour === 'fail' ? Promise.reject(new DataSourceError('down')) : new Promise<Quote | undefined>(() => {}))),
+      { timeoutMs: 50, timeoutMarginMs: 0, volumeThreshold: 3, errorThresholdPercentage: 50, metrics },
+    );
+    await provider.getQuote('X');
+    behaviour = 'fail';
+    await provider.getQuote('X').catch(() => undefined);
+    behaviour = 'hang';
+    await provider.getQuote('X').catch(() => undefined);
+    expect(provider.state).toBe('open');
+    await provider.getQuote('X').catch(() => undefined);
+
+    expect(measured.map((m) => m.outcome)).toEqual(['success', 'failure', 'timeout', 'rejected']);
+    expect(measured[2]!.seconds).toBeGreaterThanOrEqual(0.04);
+    expect(measured.every((m) => m.seconds >= 0 && m.seconds < 5)).toBe(true);
     provider.close();
   });
 });

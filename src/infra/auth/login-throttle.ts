@@ -6,7 +6,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TooManyRequestsError } from '../../errors.js';
-import type { LoginAttempts } from '../../ports.js';
+import type { LoginAttempts, Metrics } from '../../ports.js';
 
 /** Every throttle key starts with this (`mds:v1:throttle:user:<name>`, `mds:v1:throttle:ip:<address>`). */
 export const THROTTLE_KEY_PREFIX = 'mds:v1:throttle:';
@@ -34,6 +34,8 @@ export interface LoginThrottleOptions {
   redisAvailable?: () => boolean;
   /** Told of every Redis failure, so the cache can fall back to memory at once for everyone. */
   onRedisError?: (cause: unknown) => void;
+  /** Counts every refused attempt as a rejection of the `login` policy. */
+  metrics?: Pick<Metrics, 'rateLimitRejected'>;
 }
 
 /** Whole seconds for rate-limiter-flexible, never zero (zero would mean "forever"). */
@@ -128,6 +130,7 @@ class FailureCounter {
 export class LoginThrottle implements LoginAttempts {
   readonly #users: FailureCounter;
   readonly #ips: FailureCounter;
+  readonly #metrics: Pick<Metrics, 'rateLimitRejected'> | undefined;
 
   constructor(options: LoginThrottleOptions) {
     if (!Number.isInteger(options.maxFailures) || options.maxFailures < 1) {
@@ -143,6 +146,7 @@ export class LoginThrottle implements LoginAttempts {
     };
     this.#users = new FailureCounter({ kind: 'user', max: options.maxFailures, ...common });
     this.#ips = new FailureCounter({ kind: 'ip', max: options.maxFailuresPerIp ?? options.maxFailures * 4, ...common });
+    this.#metrics = options.metrics;
   }
 
   /**
@@ -154,6 +158,7 @@ export class LoginThrottle implements LoginAttempts {
     const waitMs = Math.max(userMs, ipMs);
     if (waitMs > 0) {
       const retryAfterSeconds = Math.ceil(waitMs / 1000);
+      this.#metrics?.rateLimitRejected('login');
       throw new TooManyRequestsError(`Too many failed login attempts: retry in ${retryAfterSeconds} seconds`, retryAfterSeconds);
     }
   }

@@ -7,7 +7,7 @@ import CircuitBreaker from 'opossum';
 import type { components } from '../../generated/api.js';
 import { DataSourceError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../ports.js';
+import type { History, HistoryQuery, MarketDataProvider, Metrics, Quote, SearchResult, UpstreamOutcome } from '../../ports.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 /** The provider's health as the admin status reports it. */
@@ -43,6 +43,8 @@ export interface ResilientMarketDataProviderOptions {
   logger?: Logger;
   /** Called after every breaker transition. */
   onStateChange?: (state: BreakerState) => void;
+  /** Times every call and counts its outcome, refusals by the open breaker included. */
+  metrics?: Pick<Metrics, 'upstreamRequest'>;
   /** Clock in epoch milliseconds (default `Date.now`). */
   now?: () => number;
 }
@@ -86,6 +88,7 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
   private readonly breakerTimeoutMs: number;
   private readonly logger: Logger | undefined;
   private readonly now: () => number;
+  private readonly metrics: Pick<Metrics, 'upstreamRequest'> | undefined;
   private healthy: boolean;
   private lastSuccessAt: string | null = null;
   private lastError: string | null = null;
@@ -99,6 +102,7 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
     this.resetTimeoutMs = options.resetTimeoutMs ?? 10_000;
     this.logger = options.logger;
     this.now = options.now ?? Date.now;
+    this.metrics = options.metrics;
     this.healthy = inner.local === true;
     this.breakerTimeoutMs = options.timeoutMs + (options.timeoutMarginMs ?? 1000);
 
@@ -169,12 +173,15 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
   }
 
   private async fire<T>(call: () => Promise<T>): Promise<T> {
+    const startedAt = performance.now();
     let value: T;
     try {
       value = (await this.breaker.fire(call)) as T;
     } catch (err) {
+      this.metrics?.upstreamRequest(outcomeOf(err), (performance.now() - startedAt) / 1000);
       throw this.onFailure(err);
     }
+    this.metrics?.upstreamRequest('success', (performance.now() - startedAt) / 1000);
     this.onSuccess();
     return value;
   }
@@ -225,6 +232,11 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
     this.lastError = error.message;
     return error;
   }
+}
+
+function outcomeOf(err: unknown): UpstreamOutcome {
+  if (isBreakerError(err, 'EOPENBREAKER') || isBreakerError(err, 'ESHUTDOWN') || err instanceof UpstreamBusyError) return 'rejected';
+  return isBreakerError(err, 'ETIMEDOUT') ? 'timeout' : 'failure';
 }
 
 function isBreakerError(err: unknown, code: string): boolean {
