@@ -9,12 +9,11 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startRedis } from '../test/helpers/redis-server.js';
+import { ADMIN, API_KEY, benchEnv, initService } from './setup.js';
 import { MDS_BIN } from '../test/helpers/serve-process.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const TOP = Number(process.env.PROFILE_TOP ?? 25);
-const API_KEY = 'bench-api-key-0123456789';
-const ADMIN = { username: 'admin', password: 'bench-admin-password' };
 
 interface ProfileNode {
   id: number;
@@ -88,20 +87,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'mds-profile-'));
   const redis = await startRedis();
   try {
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: dir,
-      NODE_ENV: 'production',
-      SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
-      DATABASE_URL: `sqlite:${join(dir, 'mds.sqlite')}`,
-      CACHE_URL: redis.url,
-      API_KEYS: API_KEY,
-      DEFAULT_ADMIN_USERNAME: ADMIN.username,
-      DEFAULT_ADMIN_PASSWORD: ADMIN.password,
-      LOG_LEVEL: 'info',
-    };
-    const init = spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' });
-    if (init.status !== 0) throw new Error(`mds init failed: ${init.stderr}`);
+    const env = benchEnv(dir, redis.url);
+    initService(env);
 
     for (const name of ['health', 'bearer', 'apikey'] as const) {
       const port = await freePort();

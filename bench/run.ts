@@ -15,7 +15,8 @@ import autocannon from 'autocannon';
 import { createParser } from 'eventsource-parser';
 import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisProcess } from '../test/helpers/redis-server.js';
-import { MDS_BIN, spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
+import { ADMIN, API_KEY, benchEnv, initService } from './setup.js';
+import { spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -24,11 +25,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 /** A per-minute quota the bench cannot reach: every request is counted, none is refused. */
 const UNREACHABLE_QUOTA = '10000000';
-const API_KEY = 'bench-api-key-0123456789';
 /** `;`-separated substrings; when set, only scenarios whose name contains one of them run (`BENCH_SCENARIOS='quote;health'`). */
 const ONLY = (process.env.BENCH_SCENARIOS ?? '').split(';').map((s) => s.trim()).filter((s) => s.length > 0);
 const selected = (name: string) => ONLY.length === 0 || ONLY.some((s) => name.includes(s));
-const ADMIN = { username: 'admin', password: 'bench-admin-password' };
 /** Live-quote subscribers held open on one process in the stream scenarios. */
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 2000);
 /** Quote changes announced in the fan-out scenario. */
@@ -306,26 +305,8 @@ async function main(): Promise<void> {
   let redis: RedisProcess | undefined;
   try {
     redis = await startRedis();
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: dir,
-      NODE_ENV: 'production',
-      SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
-      DATABASE_URL: `sqlite:${join(dir, 'mds.sqlite')}`,
-      CACHE_URL: redis.url,
-      API_KEYS: API_KEY,
-      DEFAULT_ADMIN_USERNAME: ADMIN.username,
-      DEFAULT_ADMIN_PASSWORD: ADMIN.password,
-      LOG_LEVEL: 'info',
-      CACHE_TTL_SECONDS: '600',
-      // Quotas off, except in the scenarios that measure them: one address at this rate would be refused.
-      RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
-      RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '0',
-      // Off unless a scenario turns them on: every server here would otherwise want port 9464.
-      METRICS_PORT: '0',
-    };
-    const init = spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' });
-    if (init.status !== 0) throw new Error(`mds init failed: ${init.stderr}`);
+    const env = benchEnv(dir, redis.url);
+    initService(env);
 
     const redisMode = await startServer(env);
     children.push(redisMode.child);

@@ -52,6 +52,8 @@ beforeAll(async () => {
     DEFAULT_ADMIN_PASSWORD: 'admin-password-1',
     SECRET_KEY: 'keys-cli-test-secret-0123456789abcdef',
     REFRESH_INTERVAL_SECONDS: '0',
+    // Other suites' servers run at the same time: no fixed metrics port to fight over.
+    METRICS_PORT: '0',
   };
   expect(mds(['init']).code).toBe(0);
   serve = await spawnServe(['--port', '0', '--host', '127.0.0.1'], { cwd: dir, env });

@@ -5,6 +5,8 @@
  * operation stays whole whichever store it belongs to.
  */
 import type { DataSource } from 'typeorm';
+import { AppError } from '../../errors.js';
+import { isMissingTable, reasonOf } from './db-errors.js';
 
 /** Runs async jobs one at a time. */
 export class SerialQueue {
@@ -28,4 +30,38 @@ export function serialQueueFor(dataSource: DataSource): SerialQueue | undefined 
     queues.set(dataSource, queue);
   }
   return queue;
+}
+
+/** What a store calls its table and itself, for the errors its queries turn into. */
+export interface StoreNames {
+  /** The table the migrations create (`users`, `api_keys`). */
+  table: string;
+  /** How a failure names the store (`User store`). */
+  store: string;
+}
+
+/**
+ * Runs one store operation: queued on SQLite (see above), and whatever its query threw turned into
+ * one of our errors, so no TypeORM error leaves `src/infra/db`. An operation that knows a failure
+ * better (a unique violation is "name taken") throws its own `AppError`, which passes unchanged.
+ */
+export function storeOperations(dataSource: DataSource, names: StoreNames): <T>(job: () => Promise<T>) => Promise<T> {
+  const queue = serialQueueFor(dataSource);
+  const toAppError = (err: unknown): AppError => {
+    if (err instanceof AppError) return err;
+    if (isMissingTable(err)) {
+      return new AppError('DATABASE_NOT_INITIALIZED', `The database has no ${names.table} table yet: run 'mds init' (it runs the migrations)`, { cause: err });
+    }
+    return new AppError('DATABASE_ERROR', `${names.store} query failed: ${reasonOf(err)}`, { cause: err });
+  };
+  return (job) => {
+    const guarded = async () => {
+      try {
+        return await job();
+      } catch (err) {
+        throw toAppError(err);
+      }
+    };
+    return queue ? queue.run(guarded) : guarded();
+  };
 }

@@ -3,19 +3,9 @@
  * and errors stop here: callers get `ApiKeyRecord` values and the errors of `src/errors.ts`.
  */
 import { Brackets, type DataSource, type Repository } from 'typeorm';
-import { AppError } from '../../errors.js';
 import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore } from '../../ports.js';
 import { API_KEY_ENTITY, type ApiKeyRow } from './api-key-entity.js';
-import { isMissingTable, reasonOf } from './db-errors.js';
-import { serialQueueFor, type SerialQueue } from './serial-queue.js';
-
-function translate(err: unknown): AppError {
-  if (err instanceof AppError) return err;
-  if (isMissingTable(err)) {
-    return new AppError('DATABASE_NOT_INITIALIZED', "The database has no api_keys table yet: run 'mds init' (it runs the migrations)", { cause: err });
-  }
-  return new AppError('DATABASE_ERROR', `API key store query failed: ${reasonOf(err)}`, { cause: err });
-}
+import { storeOperations } from './serial-queue.js';
 
 function toRecord(row: ApiKeyRow): ApiKeyRecord {
   return {
@@ -35,28 +25,18 @@ function toRecord(row: ApiKeyRow): ApiKeyRecord {
 /** Managed API keys in a TypeORM DataSource that `runMigrations()` has brought up to date. */
 export class TypeormApiKeyStore implements ApiKeyStore {
   readonly #dataSource: DataSource;
-  readonly #queue: SerialQueue | undefined;
+  readonly #op: <T>(job: () => Promise<T>) => Promise<T>;
 
   /** `dataSource` must be initialized; the store never closes it. */
   constructor(dataSource: DataSource) {
     this.#dataSource = dataSource;
-    this.#queue = serialQueueFor(dataSource);
+    this.#op = storeOperations(dataSource, { table: 'api_keys', store: 'API key store' });
   }
 
   #repo(): Repository<ApiKeyRow> {
     return this.#dataSource.getRepository<ApiKeyRow>(API_KEY_ENTITY);
   }
 
-  async #op<T>(job: () => Promise<T>): Promise<T> {
-    const guarded = async () => {
-      try {
-        return await job();
-      } catch (err) {
-        throw translate(err);
-      }
-    };
-    return this.#queue ? this.#queue.run(guarded) : guarded();
-  }
 
   /** Inserts the key as given (its id and digest must be fresh). */
   create(record: ApiKeyRecord): Promise<ApiKeyRecord> {

@@ -3,22 +3,13 @@
  * here: callers get `User` values and the errors of `src/errors.ts`.
  */
 import type { DataSource, Repository } from 'typeorm';
-import { isMissingTable, isUniqueViolation, reasonOf } from './db-errors.js';
+import { isUniqueViolation, reasonOf } from './db-errors.js';
 import { AppError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../errors.js';
 import type { User, UserStore } from '../../ports.js';
 import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
 import { createDataSource, databaseKindOf, parseDatabaseUrl, redactDatabaseUrl, type DataSourceOptions } from './data-source.js';
-import { serialQueueFor, type SerialQueue } from './serial-queue.js';
+import { storeOperations } from './serial-queue.js';
 import { USER_ENTITY, type DatabaseKind, type UserRow } from './user-entity.js';
-
-/** Turns anything a query threw into one of ours, so no TypeORM error leaves this folder. */
-function translate(err: unknown): AppError {
-  if (err instanceof AppError) return err;
-  if (isMissingTable(err)) {
-    return new AppError('DATABASE_NOT_INITIALIZED', "The database has no users table yet: run 'mds init' (it runs the migrations)", { cause: err });
-  }
-  return new AppError('DATABASE_ERROR', `User store query failed: ${reasonOf(err)}`, { cause: err });
-}
 
 function toUser(row: UserRow): User {
   return {
@@ -34,29 +25,19 @@ function toUser(row: UserRow): User {
 export class TypeormUserStore implements UserStore {
   readonly #dataSource: DataSource;
   readonly #kind: DatabaseKind;
-  readonly #queue: SerialQueue | undefined;
+  readonly #op: <T>(job: () => Promise<T>) => Promise<T>;
 
   /** `dataSource` must be initialized; the store never closes it. */
   constructor(dataSource: DataSource) {
     this.#dataSource = dataSource;
     this.#kind = databaseKindOf(dataSource);
-    this.#queue = serialQueueFor(dataSource);
+    this.#op = storeOperations(dataSource, { table: 'users', store: 'User store' });
   }
 
   #repo(): Repository<UserRow> {
     return this.#dataSource.getRepository<UserRow>(USER_ENTITY);
   }
 
-  async #op<T>(job: () => Promise<T>): Promise<T> {
-    const guarded = async () => {
-      try {
-        return await job();
-      } catch (err) {
-        throw translate(err);
-      }
-    };
-    return this.#queue ? this.#queue.run(guarded) : guarded();
-  }
 
   /** The user named `username` (exact, case-sensitive match), or `undefined`. */
   findByUsername(username: string): Promise<User | undefined> {
