@@ -2018,7 +2018,9 @@ export interface operations {
             200: {
                 headers: {
                     /** @description `no-cache, no-transform`: proxies must neither store nor buffer the stream. */
-                    "Cache-Control"?: string;
+                    "Cache-Control"?: "no-cache, no-transform";
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2038,12 +2040,15 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["UnknownSymbol"];
             422: components["responses"]["UnprocessableEntity"];
-            /** @description This address has as many open streams as it may (STREAM_MAX_PER_ADDRESS); close one first. */
+            /** @description This address has as many open streams as it may (STREAM_MAX_PER_ADDRESS), or the caller's request quota is used up. */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -123,7 +123,7 @@ describe('docs', () => {
       await page.locator('main h1').filter({ hasText: spec.info.title }).waitFor();
       // Redoc hydrates after load; until then its links are plain server-rendered anchors.
       await page.waitForFunction(`[...document.querySelectorAll('#redoc a')].some((a) => Object.keys(a).some((k) => k.startsWith('__reactProps$')))`);
-      for (const heading of ['Getting started', 'Errors', 'Live quotes', 'Caching']) {
+      for (const heading of ['Getting started', 'Quotes, history and search', 'Errors', 'Live quotes', 'Rate limits', 'Caching']) {
         await page.locator('main h2').filter({ hasText: exactText(heading) }).waitFor();
       }
 
