@@ -471,7 +471,7 @@ async function main(): Promise<void> {
       body: JSON.stringify({ name: 'bench', role: 'admin' }),
     });
     const managedKey = ((await managed.json()) as { key: string }).key;
-    await scenario('admin status (managed API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': managedKey } }, 'database lookup at most every 500 ms per key');
+    await scenario('admin status (managed API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': managedKey } }, 'database lookup at most every 500 ms per key', expressFor('apikey'));
 
     const metricsCost = selected('indices cached (redis), metrics on') ? await compareMetrics() : undefined;
 

@@ -52,10 +52,15 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The incoming `X-Request-Id` when it is sane, else a fresh UUID; echoed in the response. */
 export function requestId(req: IncomingMessage, res: ServerResponse): string {
-  const incoming = req.headers['x-request-id'];
-  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  const id = requestIdOf(req);
   res.setHeader('X-Request-Id', id);
   return id;
+}
+
+/** `requestId` without setting the header, for a caller that writes all its headers at once. */
+export function requestIdOf(req: IncomingMessage): string {
+  const incoming = req.headers['x-request-id'];
+  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 
 /** Verifies that every operation of the contract has a handler; throws StartupError naming the missing ones. */
@@ -164,7 +169,8 @@ export function createApp(deps: AppDeps): express.Express {
         return;
       }
       counted.add(req);
-      rateLimit.apply(req, res).then(() => next(), next);
+      if (rateLimit.tryApply(req, res)) next();
+      else rateLimit.apply(req, res).then(() => next(), next);
     });
   }
   app.use(express.json({ limit: deps.bodyLimitBytes }));
@@ -199,7 +205,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
   if (rateLimit) {
     app.use((req, res, next) => {
-      if (counted.has(req) || !isRateLimitedPath(req.path)) next();
+      if (counted.has(req) || !isRateLimitedPath(req.path) || rateLimit.tryApply(req, res, req.principal)) next();
       else rateLimit.apply(req, res, req.principal).then(() => next(), next);
     });
   }

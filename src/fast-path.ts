@@ -14,7 +14,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
-import { requestId } from './app.js';
+import { requestIdOf } from './app.js';
 import { createCors } from './cors.js';
 import { toErrorResponse } from './errors.js';
 import { representationReply } from './handlers/representation.js';
@@ -46,6 +46,8 @@ interface Target {
   /** The operation's route template (the metrics label). */
   route: string;
   validatedAt: number;
+  /** One request was let through to Express to validate this target again. */
+  revalidating?: boolean;
 }
 
 export class FastPath {
@@ -91,10 +93,12 @@ export class FastPath {
       }
       const { rep, route } = answer;
       const startedAt = this.#metrics === NO_METRICS ? 0 : performance.now();
-      const reqId = requestId(req, res);
+      const reqId = requestIdOf(req);
       cors.handle(req, res);
       const send = () => {
         const reply = representationReply(rep, req.headers['if-none-match']);
+        // One header object for writeHead: headers set one by one before it must be merged in.
+        reply.headers['X-Request-Id'] = reqId;
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body);
         if (this.#metrics !== NO_METRICS) this.#metrics.httpRequest(req.method ?? 'GET', route, reply.status, (performance.now() - startedAt) / 1000);
@@ -102,7 +106,7 @@ export class FastPath {
         if (logger.isLevelEnabled('debug')) logger.debug({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: reply.status }, cache: 'HIT' }, 'request completed');
       };
       // Anonymous callers are counted here exactly as Express would count them.
-      if (this.#rateLimit === undefined) send();
+      if (this.#rateLimit === undefined || this.#rateLimit.tryApply(req, res)) send();
       else
         this.#rateLimit.apply(req, res).then(send, (err: unknown) => {
           const status = this.#fail(req, res, reqId, err);
@@ -121,7 +125,7 @@ export class FastPath {
       return r.status;
     }
     const body = JSON.stringify(r.body);
-    res.writeHead(r.status, { ...r.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+    res.writeHead(r.status, { ...r.headers, 'X-Request-Id': reqId, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
     return r.status;
   }
@@ -129,7 +133,15 @@ export class FastPath {
   #answerable(req: IncomingMessage) {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url === undefined || hasCredentials(req)) return undefined;
     const target = this.#targets.get(req.url);
-    if (target === undefined || this.#now() - target.validatedAt >= this.#validForMs) return undefined;
+    if (target === undefined) return undefined;
+    const age = this.#now() - target.validatedAt;
+    if (age >= this.#validForMs) return undefined;
+    // Half-way through, one request goes through Express to validate the target again while the
+    // others are still answered here, so under steady traffic it never lapses into a burst.
+    if (age >= this.#validForMs / 2 && !target.revalidating) {
+      target.revalidating = true;
+      return undefined;
+    }
     const inm = req.headers['if-none-match'];
     if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
     const rep = this.#engine.serveFresh(target.key);

@@ -37,6 +37,7 @@ import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
+import { recently } from './services/recently.js';
 import { StatusService } from './services/status.js';
 
 export interface StartOptions {
@@ -223,7 +224,8 @@ export async function startService(config: Config, logger: Logger, options: Star
   const health = new HealthService({
     datasource: () => provider.health().healthy,
     cache: () => cache.status().connected,
-    auth: () => db.store.ping(),
+    // A second-old answer is as true for a monitor; one query a second replaces one per request.
+    auth: recently(() => db.store.ping(), 1000),
   });
   const status = new StatusService({
     version: contract.version,
@@ -233,7 +235,7 @@ export async function startService(config: Config, logger: Logger, options: Star
       return { ...market.stats(), topology, node };
     },
     datasource: () => provider.health(),
-    userCount: () => db.store.count(),
+    userCount: recently(() => db.store.count(), 1000),
     schedulerJobs: () => scheduler.status(),
   });
 

@@ -264,6 +264,12 @@ export interface RequestCounter {
   readonly windowMs: number;
   /** Counts `points` requests (default 1) of `key` against `limit` requests per window. */
   consume(key: string, limit: number, points?: number): Promise<QuotaUsage>;
+  /**
+   * Counts one request of `key` at once when this instance can answer without asking the shared
+   * counter (an allowed request far from the limit); `undefined` when it cannot, and then nothing
+   * was counted: call `consume`.
+   */
+  consumeNow?(key: string, limit: number): QuotaUsage | undefined;
 }
 
 /** What a cache read answered with: the cached entry, a fresh fetch, or an expired copy standing in for a failed upstream. */

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { RateLimitedError } from './errors.js';
-import { NO_METRICS, type Metrics, type Principal, type RequestCounter } from './ports.js';
+import { NO_METRICS, type Metrics, type Principal, type QuotaUsage, type RequestCounter } from './ports.js';
 
 export interface RateLimitOptions {
   counter: RequestCounter;
@@ -30,6 +30,12 @@ export interface RateLimit {
    * `RateLimitedError` when it is over the quota. Resolves at once, without headers, when that quota is off.
    */
   apply(req: IncomingMessage, res: ServerResponse, principal?: Principal): Promise<void>;
+  /**
+   * `apply` without waiting, for the hot paths: true when the request may go on now (its quota is
+   * off, or it was counted and allowed from what this instance knows; the headers are set); false
+   * when the answer needs the shared counter, and then nothing was counted: call `apply`.
+   */
+  tryApply(req: IncomingMessage, res: ServerResponse, principal?: Principal): boolean;
 }
 
 /** True for the requests quotas apply to: every /api path except health. */
@@ -93,14 +99,27 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
     return { name: 'authenticated', key, limit: perWindow(authenticatedPerMinute) };
   };
 
+  const setHeaders = (res: ServerResponse, quota: Quota, usage: QuotaUsage): number => {
+    const resetSeconds = Math.max(0, Math.ceil(usage.resetMs / 1000));
+    res.setHeader('RateLimit-Policy', policyHeader(quota.name, quota.limit));
+    res.setHeader('RateLimit', `"${quota.name}";r=${usage.remaining};t=${resetSeconds}`);
+    return resetSeconds;
+  };
+
   return {
+    tryApply(req, res, principal) {
+      const quota = quotaOf(req, principal);
+      if (!quota) return true;
+      const usage = counter.consumeNow?.(quota.key, quota.limit);
+      if (usage === undefined || !usage.allowed) return false;
+      setHeaders(res, quota, usage);
+      return true;
+    },
     async apply(req, res, principal) {
       const quota = quotaOf(req, principal);
       if (!quota) return;
       const usage = await counter.consume(quota.key, quota.limit);
-      const resetSeconds = Math.max(0, Math.ceil(usage.resetMs / 1000));
-      res.setHeader('RateLimit-Policy', policyHeader(quota.name, quota.limit));
-      res.setHeader('RateLimit', `"${quota.name}";r=${usage.remaining};t=${resetSeconds}`);
+      const resetSeconds = setHeaders(res, quota, usage);
       if (!usage.allowed) {
         metrics.rateLimitRejected(quota.name);
         throw new RateLimitedError(resetSeconds);

@@ -122,6 +122,8 @@ interface LocalCopy {
   readAt: number;
   /** When the entry expires in the store (ms). */
   expiresAt: number;
+  /** A background confirmation of this copy is under way. */
+  confirming?: boolean;
 }
 
 const POLL_FIRST_MS = 20;
@@ -142,6 +144,8 @@ export class RepresentationCache {
   readonly #inflight = new Map<string, Promise<CachedRepresentation>>();
   readonly #stats = new Map<CacheKind, KindStats>(CACHE_KINDS.map((kind) => [kind, { hits: 0, misses: 0, stale: 0 }]));
   readonly #fillListeners = new Set<FillListener>();
+  /** Bumped by every flush, so an in-flight confirmation from before it is ignored. */
+  #generation = 0;
   readonly #metrics: Pick<Metrics, 'cacheRequest'>;
 
   constructor(options: RepresentationCacheOptions) {
@@ -156,7 +160,7 @@ export class RepresentationCache {
     this.#local = new QuickLRU({ maxSize: Math.max(1, options.localMaxEntries ?? 10_000) });
     this.#broadcast = options.broadcast;
     this.#metrics = options.metrics ?? NO_METRICS;
-    this.#broadcast?.subscribe(INVALIDATE_CHANNEL, () => this.#local.clear());
+    this.#broadcast?.subscribe(INVALIDATE_CHANNEL, () => this.#dropCopies());
   }
 
   /** The store key of a read: `mds:v1:<kind>:<namespace>:<params>`. */
@@ -208,10 +212,17 @@ export class RepresentationCache {
     return { key, value: local.value, body: local.body, etag: local.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000) };
   }
 
-  /** `fresh(key)` for a caller that answers with the copy (the fast path): counts it as a hit of the key's kind. */
+  /**
+   * `fresh(key)` for a caller that answers with the copy (the fast path): counts it as a hit of the
+   * key's kind. Once the copy is half its allowed age, one background read of the store confirms it
+   * (or drops it), so under steady traffic the copy never ages out and no burst of requests has to
+   * wait on the store together.
+   */
   serveFresh(key: string): CachedRepresentation | undefined {
     const rep = this.fresh(key);
     if (rep !== undefined) {
+      const local = this.#local.peek(key);
+      if (local !== undefined && !local.confirming && this.#now() - local.readAt >= this.#localMaxAgeMs / 2) this.#confirm(key, local);
       const kind = key.slice(KEY_PREFIX.length, key.indexOf(':', KEY_PREFIX.length)) as CacheKind;
       this.#count(kind, 'hits');
     }
@@ -242,7 +253,7 @@ export class RepresentationCache {
    * to how many keys went.
    */
   async flush(): Promise<number> {
-    this.#local.clear();
+    this.#dropCopies();
     let removed = 0;
     for (const kind of CACHE_KINDS) {
       removed += await this.#cache.deleteByPrefix(`${KEY_PREFIX}${kind}:`);
@@ -270,6 +281,29 @@ export class RepresentationCache {
       misses += s.misses;
     }
     return { mode: status.mode, connected: status.connected, hits, misses, kinds };
+  }
+
+  /** Drops every in-process copy; a confirmation started before it cannot bring one back. */
+  #dropCopies(): void {
+    this.#local.clear();
+    this.#generation += 1;
+  }
+
+  /** Reads `key` from the store in the background: a hit renews the copy, a miss drops it. */
+  #confirm(key: string, local: LocalCopy): void {
+    local.confirming = true;
+    const generation = this.#generation;
+    this.#get(key).then(
+      (entry) => {
+        local.confirming = false;
+        if (generation !== this.#generation || this.#local.peek(key) !== local) return;
+        if (entry === undefined) this.#local.delete(key);
+        else this.#represent(key, entry.value, 'HIT', entry.ttlMs);
+      },
+      () => {
+        local.confirming = false;
+      },
+    );
   }
 
   #count(kind: CacheKind, result: keyof KindStats): void {
@@ -346,7 +380,7 @@ export class RepresentationCache {
       const body = Buffer.from(value, 'utf8');
       local = { value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, readAt: now, expiresAt: now + ttlMs };
     } else {
-      local = { ...local, readAt: now, expiresAt: now + ttlMs };
+      local = { ...local, readAt: now, expiresAt: now + ttlMs, confirming: false };
     }
     if (cacheStatus !== 'STALE') this.#local.set(key, local);
     const left = cacheStatus === 'STALE' ? 0 : ttlMs;

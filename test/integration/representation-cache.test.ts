@@ -305,6 +305,32 @@ describe('RepresentationCache.flush', () => {
   });
 });
 
+describe('RepresentationCache background confirmation of the copy the fast path answers from', () => {
+  it('when the copy is served past half its age, then one store read renews it, so it does not lapse under traffic', async () => {
+    let now = 1_000_000;
+    const market = engine(cache, { localMaxAgeMs: 1000, now: () => now });
+    await market.read(provider.read());
+
+    now += 600;
+    expect(market.serveFresh(KEY)?.cacheStatus).toBe('HIT');
+    // 1.5 s after the fill: only a copy the store confirmed since is still fresh.
+    now += 900;
+    await waitFor(() => market.fresh(KEY) !== undefined, { message: 'the renewed copy to outlive its first second' });
+    expect(provider.calls).toBe(1);
+  });
+
+  it('when the store lost the entry, then the confirmation drops the copy instead of renewing it', async () => {
+    let now = 1_000_000;
+    const market = engine(cache, { localMaxAgeMs: 1000, now: () => now });
+    await market.read(provider.read());
+    await cache.delete(KEY);
+
+    now += 600;
+    expect(market.serveFresh(KEY)).toBeDefined();
+    await waitFor(() => market.fresh(KEY) === undefined, { message: 'the copy to be dropped' });
+  });
+});
+
 describe('RepresentationCache across instances', () => {
   it('when two instances sharing one Redis miss the same cold key at once, the loader runs once between them', async () => {
     const a = engine(cache);

@@ -63,7 +63,7 @@ export class BatchedRequestCounter implements RequestCounter {
     this.#estimates = new QuickLRU({ maxSize: options.maxKeys ?? 10_000 });
   }
 
-  async consume(key: string, limit: number): Promise<QuotaUsage> {
+  consumeNow(key: string, limit: number): QuotaUsage | undefined {
     const mapKey = `${limit}:${key}`;
     const now = Date.now();
     const estimate = this.#estimates.get(mapKey);
@@ -73,6 +73,14 @@ export class BatchedRequestCounter implements RequestCounter {
       this.#schedule(mapKey);
       return { allowed: true, remaining: estimate.remaining, resetMs: estimate.resetAt - now };
     }
+    return undefined;
+  }
+
+  async consume(key: string, limit: number): Promise<QuotaUsage> {
+    const now = this.consumeNow(key, limit);
+    if (now !== undefined) return now;
+    const mapKey = `${limit}:${key}`;
+    const estimate = this.#estimates.get(mapKey);
     // Points still waiting for a flush travel with this request, so the shared counter decides on
     // everything this instance has allowed.
     const carried = estimate?.unsent ?? 0;
