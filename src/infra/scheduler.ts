@@ -21,6 +21,8 @@ interface Job {
   lastRunAt: Date | null;
   lastResult: 'ok' | 'skipped' | 'failed' | null;
   lastError: string | null;
+  /** The next run croner reported, kept until it has passed (asking croner costs more than a status read). */
+  nextRunAt?: Date | null;
 }
 
 export class Scheduler {
@@ -67,8 +69,16 @@ export class Scheduler {
   }
 
   stop(): void {
-    for (const job of this.jobs) job.cron?.stop();
+    for (const job of this.jobs) {
+      job.cron?.stop();
+      job.nextRunAt = undefined;
+    }
     this.running = false;
+  }
+
+  private nextRun(job: Job): Date | null {
+    if (job.nextRunAt == null || job.nextRunAt.getTime() <= Date.now()) job.nextRunAt = job.cron?.nextRun() ?? null;
+    return job.nextRunAt;
   }
 
   status(): SchedulerJobStatus[] {
@@ -76,7 +86,7 @@ export class Scheduler {
       name: job.name,
       interval_s: job.intervalMs / 1000,
       last_run_at: job.lastRunAt?.toISOString() ?? null,
-      next_run_at: this.running ? (job.cron?.nextRun()?.toISOString() ?? null) : null,
+      next_run_at: this.running ? (this.nextRun(job)?.toISOString() ?? null) : null,
       last_result: job.lastResult,
       last_error: job.lastError,
     }));
