@@ -95,18 +95,18 @@ export class FastPath {
       const startedAt = this.#metrics === NO_METRICS ? 0 : performance.now();
       const reqId = requestIdOf(req);
       cors.handle(req, res);
+      // One header object for writeHead: headers set one by one before it must be merged in.
+      const extra: Record<string, string> = { 'X-Request-Id': reqId };
       const send = () => {
         const reply = representationReply(rep, req.headers['if-none-match']);
-        // One header object for writeHead: headers set one by one before it must be merged in.
-        reply.headers['X-Request-Id'] = reqId;
-        res.writeHead(reply.status, reply.headers);
+        res.writeHead(reply.status, Object.assign(reply.headers, extra));
         res.end(reply.body);
         if (this.#metrics !== NO_METRICS) this.#metrics.httpRequest(req.method ?? 'GET', route, reply.status, (performance.now() - startedAt) / 1000);
         // Hits are counted in the admin status; a line per hit would cost more than the hit itself.
         if (logger.isLevelEnabled('debug')) logger.debug({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: reply.status }, cache: 'HIT' }, 'request completed');
       };
       // Anonymous callers are counted here exactly as Express would count them.
-      if (this.#rateLimit === undefined || this.#rateLimit.tryApply(req, res)) send();
+      if (this.#rateLimit === undefined || this.#rateLimit.tryApply(req, res, undefined, extra)) send();
       else
         this.#rateLimit.apply(req, res).then(send, (err: unknown) => {
           const status = this.#fail(req, res, reqId, err);

@@ -235,7 +235,7 @@ export async function startService(config: Config, logger: Logger, options: Star
       return { ...market.stats(), topology, node };
     },
     datasource: () => provider.health(),
-    userCount: recently(() => db.store.count(), 1000),
+    userCount: () => db.store.count(),
     schedulerJobs: () => scheduler.status(),
   });
 

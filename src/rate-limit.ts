@@ -33,9 +33,11 @@ export interface RateLimit {
   /**
    * `apply` without waiting, for the hot paths: true when the request may go on now (its quota is
    * off, or it was counted and allowed from what this instance knows; the headers are set); false
-   * when the answer needs the shared counter, and then nothing was counted: call `apply`.
+   * when the answer needs the shared counter, and then nothing was counted: call `apply`. With
+   * `into`, the headers are put there (for a caller that writes all its headers at once) instead of
+   * being set on `res`.
    */
-  tryApply(req: IncomingMessage, res: ServerResponse, principal?: Principal): boolean;
+  tryApply(req: IncomingMessage, res: ServerResponse, principal?: Principal, into?: Record<string, string>): boolean;
 }
 
 /** True for the requests quotas apply to: every /api path except health. */
@@ -99,20 +101,27 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
     return { name: 'authenticated', key, limit: perWindow(authenticatedPerMinute) };
   };
 
-  const setHeaders = (res: ServerResponse, quota: Quota, usage: QuotaUsage): number => {
+  const setHeaders = (res: ServerResponse, quota: Quota, usage: QuotaUsage, into?: Record<string, string>): number => {
     const resetSeconds = Math.max(0, Math.ceil(usage.resetMs / 1000));
-    res.setHeader('RateLimit-Policy', policyHeader(quota.name, quota.limit));
-    res.setHeader('RateLimit', `"${quota.name}";r=${usage.remaining};t=${resetSeconds}`);
+    const policy = policyHeader(quota.name, quota.limit);
+    const state = `"${quota.name}";r=${usage.remaining};t=${resetSeconds}`;
+    if (into) {
+      into['RateLimit-Policy'] = policy;
+      into.RateLimit = state;
+    } else {
+      res.setHeader('RateLimit-Policy', policy);
+      res.setHeader('RateLimit', state);
+    }
     return resetSeconds;
   };
 
   return {
-    tryApply(req, res, principal) {
+    tryApply(req, res, principal, into) {
       const quota = quotaOf(req, principal);
       if (!quota) return true;
       const usage = counter.consumeNow?.(quota.key, quota.limit);
       if (usage === undefined || !usage.allowed) return false;
-      setHeaders(res, quota, usage);
+      setHeaders(res, quota, usage, into);
       return true;
     },
     async apply(req, res, principal) {

@@ -1,7 +1,8 @@
 /**
  * Shares one answer of a slow probe between the callers of a short period: the health check's
- * database ping and the admin status's user count are asked on every request, but an answer a
- * second old is as true for a monitor, and under load one query a second replaces one per request.
+ * database ping is asked on every request, but an answer a second old is as true for a monitor, and
+ * under load one query a second replaces one per request. (Not for values a caller just changed,
+ * such as the user count an administrator reads right after creating a user.)
  */
 
 /**
