@@ -90,7 +90,8 @@ async function main(): Promise<void> {
     const env = benchEnv(dir, redis.url);
     initService(env);
 
-    for (const name of ['health', 'bearer', 'apikey'] as const) {
+    const only = (process.env.PROFILE_SCENARIOS ?? '').split(';').filter((x) => x.length > 0);
+    for (const name of (['health', 'bearer', 'apikey', 'quote'] as const).filter((n) => only.length === 0 || only.includes(n))) {
       const port = await freePort();
       const profDir = join(dir, name);
       const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, MDS_BIN, 'serve', '--port', String(port)], {
@@ -108,7 +109,11 @@ async function main(): Promise<void> {
       const base = `http://127.0.0.1:${port}`;
       const headers: string[] = [];
       let path = '/api/health';
-      if (name !== 'health') {
+      if (name === 'quote') {
+        // A cached read answered by the fast path (the first request fills the cache and validates the target).
+        path = '/api/quotes/AAPL';
+        await fetch(`${base}${path}`).then((r) => r.arrayBuffer());
+      } else if (name !== 'health') {
         path = '/api/admin/status';
         if (name === 'bearer') {
           const login = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
