@@ -208,6 +208,8 @@ async function startExpressBaseline(bodies: Record<string, Buffer>): Promise<{ u
 
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
+  // A server stopped (SIGSTOP) between its scenarios must run again to hear SIGTERM.
+  child.kill('SIGCONT');
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
   await exited;
@@ -320,6 +322,15 @@ async function main(): Promise<void> {
     const withMetrics = await startServer({ ...env, METRICS_PORT: String(metricsPort) });
     children.push(withMetrics.child);
 
+    /**
+     * Only the servers a scenario measures may run: the others are stopped (SIGSTOP) meanwhile, so
+     * their timers (scheduler, stream refresh, Redis reconnects) never take the measured core.
+     */
+    const mdsServers = [redisMode, memoryMode, limited, refusing, withMetrics];
+    const focus = (...measured: ServeProcess[]) => {
+      for (const server of mdsServers) server.child.kill(measured.includes(server) ? 'SIGCONT' : 'SIGSTOP');
+    };
+
     /** The cached reads measured against a baseline that serves the same bytes on the same path. */
     const CACHED_PATHS = {
       indices: '/api/indices',
@@ -337,6 +348,7 @@ async function main(): Promise<void> {
     await fetch(`${memoryMode.url}/api/indices`);
     await fetch(`${limited.url}/api/indices`);
     await fetch(`${withMetrics.url}/api/indices`);
+    focus(redisMode);
 
     const login = await fetch(`${redisMode.url}/api/auth/login`, {
       method: 'POST',
@@ -453,9 +465,13 @@ async function main(): Promise<void> {
       `bench: ${hasWrk ? 'wrk' : 'autocannon'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per scenario, each after its own baseline run, ${cpus().length} cores, ${pinned ? 'servers on core 1 and the client on core 0' : 'not pinned (no taskset)'}\n`,
     );
     await scenario('indices cached (redis)', { url: `${redisMode.url}/api/indices` });
+    focus(limited);
     await scenario('indices cached (redis), rate limited', { url: `${limited.url}/api/indices` }, 'anonymous quota on (counted in Redis), never reached');
+    focus(refusing);
     await scenario('indices over the quota (429)', { url: `${refusing.url}/api/indices` }, 'every answer a 429 envelope: the refusal path');
+    focus(memoryMode);
     await scenario('indices cached (memory)', { url: `${memoryMode.url}/api/indices` });
+    focus(redisMode);
     const nodeFor = (path: string) => ({ load: { url: `${baseline.url}${path}` }, name: 'node:http' as const });
     await scenario('quotes batch cached (AAPL,MSFT)', { url: `${redisMode.url}${CACHED_PATHS.quotes}` }, undefined, nodeFor(CACHED_PATHS.quotes));
     await scenario('quote cached (AAPL)', { url: `${redisMode.url}${CACHED_PATHS.quote}` }, undefined, nodeFor(CACHED_PATHS.quote));
@@ -473,7 +489,9 @@ async function main(): Promise<void> {
     const managedKey = ((await managed.json()) as { key: string }).key;
     await scenario('admin status (managed API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': managedKey } }, 'database lookup at most every 500 ms per key', expressFor('apikey'));
 
+    focus(redisMode, withMetrics);
     const metricsCost = selected('indices cached (redis), metrics on') ? await compareMetrics() : undefined;
+    focus(redisMode);
 
     // Logins (bcrypt-bound) and cached reads at once: the reads must not starve.
     let logins: Measured[] = [];
@@ -501,6 +519,7 @@ async function main(): Promise<void> {
     });
 
     if (selected('streams')) {
+      focus();
       // Live quotes: SUBSCRIBERS streams of one symbol on one process; a change is announced on the
       // Redis channel as another instance would, and timed from the publish to its arrival at every
       // subscriber (the subscribers run in this process, so their parsing is part of the time).
