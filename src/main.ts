@@ -235,7 +235,8 @@ export async function startService(config: Config, logger: Logger, options: Star
       return { ...market.stats(), topology, node };
     },
     datasource: () => provider.health(),
-    userCount: () => db.store.count(),
+    // Dropped by every write to a user on any instance; at most AUTH_CACHE_SECONDS old otherwise.
+    userCount: () => revocation.count(),
     schedulerJobs: () => scheduler.status(),
   });
 

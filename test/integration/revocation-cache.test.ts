@@ -19,6 +19,7 @@ describe('RevocationCache over a real user store', () => {
   let dir: string;
   let db: OpenedUserStore;
   let reads: number;
+  let counts: number;
   let counted: UserStore;
   let nowMs: number;
 
@@ -33,7 +34,10 @@ describe('RevocationCache over a real user store', () => {
         return store.findByUsername(username);
       },
       list: () => store.list(),
-      count: (filter) => store.count(filter),
+      count: (filter) => {
+        counts += 1;
+        return store.count(filter);
+      },
       create: (input) => store.create(input),
       updatePasswordHash: (username, hash) => store.updatePasswordHash(username, hash),
       delete: (username) => store.delete(username),
@@ -50,6 +54,7 @@ describe('RevocationCache over a real user store', () => {
 
   const cacheOf = (ttlMs = 5_000) => {
     reads = 0;
+    counts = 0;
     nowMs = 1_000_000;
     return new RevocationCache({ store: counted, ttlMs, now: () => nowMs });
   };
@@ -117,13 +122,62 @@ describe('RevocationCache over a real user store', () => {
     expect(after?.passwordHash).toBe(HASH_B);
   });
 
+  it('when the user count is asked again within the lifetime, then the store counts once, also for concurrent askers', async () => {
+    const cache = cacheOf();
+
+    const [a, b] = await Promise.all([cache.count(), cache.count()]);
+    nowMs += 4_999;
+    const c = await cache.count();
+
+    expect([a, b, c]).toEqual([1, 1, 1]);
+    expect(counts).toBe(1);
+  });
+
+  it('when a user is created or deleted through the watched store, then the next count is read again and right', async () => {
+    const cache = cacheOf();
+    const users = cache.watching();
+    expect(await cache.count()).toBe(1);
+
+    await users.create({ username: 'carol', passwordHash: HASH_B, isAdmin: false });
+    expect(await cache.count()).toBe(2);
+    await users.delete('carol');
+    expect(await cache.count()).toBe(1);
+
+    expect(counts).toBe(3);
+  });
+
+  it('when a user is created behind its back, then the count is right once the lifetime has passed', async () => {
+    const cache = cacheOf();
+    expect(await cache.count()).toBe(1);
+    await db.store.create({ username: 'dave', passwordHash: HASH_B, isAdmin: false });
+    try {
+      nowMs += 5_000;
+      expect(await cache.count()).toBe(2);
+    } finally {
+      await db.store.delete('dave');
+    }
+  });
+
+  it('when a write happens while a count is in flight, then that count is not kept', async () => {
+    const cache = cacheOf();
+    const inFlight = cache.count();
+    await cache.invalidate('anyone');
+    await inFlight;
+    await cache.count();
+
+    expect(counts).toBe(2);
+  });
+
   it('when the lifetime is 0, then every lookup reads the store', async () => {
     const cache = cacheOf(0);
 
     await cache.lookup('alice');
     await cache.lookup('alice');
+    await cache.count();
+    await cache.count();
 
     expect(reads).toBe(2);
+    expect(counts).toBe(2);
   });
 });
 
@@ -171,6 +225,24 @@ describe('revocation across instances sharing one redis-server', () => {
     expect(last).toEqual({ status: 401, body: { success: false, error: 'Token has been revoked', code: 401, detail: 'Token has been revoked' } });
     expect((await status(b, newToken)).status).toBe(200);
     expect((await status(a, oldToken)).status).toBe(401);
+  });
+
+  it('when a user is created and deleted on A, then the admin status of B counts it within a second', async () => {
+    const adminToken = await a.login(ADMIN.username, 'a-new-password-42');
+    const countOn = async (service: TestService) => ((await (await status(service, adminToken)).json()) as { users: { count: number } }).users.count;
+    const before = await countOn(b); // B now remembers the count
+
+    const created = await a.fetch('/api/admin/users', {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'erin', password: 'erin-password-1', is_admin: false }),
+    });
+    expect(created.status).toBe(201);
+    await waitFor(async () => (await countOn(b)) === before + 1, { timeoutMs: 1_000, message: 'B counts the new user' });
+
+    const deleted = await a.fetch('/api/admin/users/erin', { method: 'DELETE', headers: { Authorization: `Bearer ${adminToken}` } });
+    expect(deleted.status).toBeLessThan(300);
+    await waitFor(async () => (await countOn(b)) === before, { timeoutMs: 1_000, message: 'B no longer counts the deleted user' });
   });
 
   it('when a user is deleted on A, then its token answers 401 on B within a second', async () => {

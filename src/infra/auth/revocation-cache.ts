@@ -4,6 +4,10 @@
  * request costs no database read. Every write to a user (password change, deletion, creation) drops
  * the entry here at once and, through the Broadcast port, on every other instance; the short lifetime
  * bounds how long a lost message (Redis away, a change made by the CLI in another process) can matter.
+ *
+ * The number of users (the admin status reports it on every call) is kept the same way: dropped by
+ * every write, here and on every instance, and read again after at most `ttlMs`. Checks that decide a
+ * write (the last administrator cannot be deleted) ask the store itself, never this memory.
  */
 import QuickLRU from 'quick-lru';
 import type { Broadcast, User, UserStore } from '../../ports.js';
@@ -39,6 +43,8 @@ export class RevocationCache {
   readonly #inFlight = new Map<string, Promise<User | undefined>>();
   /** Bumped by every invalidation, so a read that started before one never stores what it read. */
   #generation = 0;
+  /** The number of users, or the read of it in flight; `undefined` after any write. */
+  #count: { value: Promise<number>; expiresAtMs: number; generation: number } | undefined;
   readonly #unsubscribe: (() => void) | undefined;
 
   constructor(options: RevocationCacheOptions) {
@@ -75,6 +81,29 @@ export class RevocationCache {
     );
     this.#inFlight.set(username, read);
     return read;
+  }
+
+  /**
+   * How many users exist: the store's answer of less than `ttlMs` ago with no write to any user since
+   * (on this instance or, through the broadcast, on another); concurrent callers share one store read.
+   */
+  count(): Promise<number> {
+    if (this.#ttlMs <= 0) return this.#store.count();
+    const held = this.#count;
+    if (held !== undefined && held.generation === this.#generation && (held.expiresAtMs === 0 || held.expiresAtMs > this.#now())) return held.value;
+    const generation = this.#generation;
+    // expiresAtMs 0: still reading; the lifetime starts when the answer arrives.
+    const entry = { value: this.#store.count(), expiresAtMs: 0, generation };
+    this.#count = entry;
+    entry.value.then(
+      () => {
+        entry.expiresAtMs = this.#now() + this.#ttlMs;
+      },
+      () => {
+        if (this.#count === entry) this.#count = undefined;
+      },
+    );
+    return entry.value;
   }
 
   /** Drops `username` here at once and tells every other instance (best effort; never throws). */
@@ -115,6 +144,7 @@ export class RevocationCache {
 
   #forget(username: string): void {
     this.#generation += 1;
+    this.#count = undefined;
     this.#entries.delete(username);
     this.#inFlight.delete(username);
   }
