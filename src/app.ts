@@ -1,27 +1,27 @@
 /**
- * `createApp(deps)` builds the Express app from the contract: body parser, request validation and
- * security (express-openapi-validator), one route per operationId, one error middleware.
+ * `createApp(deps)` builds the Express app from the contract: body parser, request validation
+ * (express-openapi-validator, which also finds each request's operation), the contract's security
+ * (`security.ts`), then the handler of that operationId, and one error middleware.
  * No I/O happens here; everything it needs is handed in.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
-import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError, toErrorResponse } from './errors.js';
+import { StartupError, toErrorResponse } from './errors.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from './logger.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
+import { contractSecurity } from './security.js';
 import { NO_METRICS, UNMATCHED_ROUTE, type Metrics, type Principal } from './ports.js';
 import { hasCredentials, isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
-    /** Who is calling, set by the security handlers on protected operations. */
+    /** Who is calling, set by the security step when the caller sent credentials the operation takes. */
     principal?: Principal;
-    /** Why each credential offered was refused, so the error mapper can say which. */
-    authFailures?: unknown[];
   }
 }
 
@@ -72,57 +72,6 @@ export function assertHandlersComplete(contract: Contract, handlers: Partial<Rec
   }
 }
 
-function securityHandler(authenticate: (req: Request) => Promise<Principal>) {
-  return async (req: Request, scopes: string[]): Promise<boolean> => {
-    try {
-      const principal = await authenticate(req);
-      if (scopes.includes('admin') && !principal.isAdmin) throw new ForbiddenError();
-      req.principal = principal;
-      return true;
-    } catch (err) {
-      (req.authFailures ??= []).push(err);
-      throw err;
-    }
-  };
-}
-
-/**
- * The validator reports a failed security requirement as a bare 401/403 of its own; the reasons our
- * handlers gave are on the request. Picks the one the caller should hear.
- */
-function explainSecurityFailure(err: unknown, req: Request): unknown {
-  const status = (err as { status?: number } | null)?.status;
-  if (err instanceof AppError || (status !== 401 && status !== 403)) return err;
-  const failures = req.authFailures ?? [];
-  const unexpected = failures.find((f) => !(f instanceof AppError));
-  if (unexpected) return unexpected;
-  const forbidden = failures.find((f) => f instanceof ForbiddenError);
-  if (forbidden) return forbidden;
-  const invalid = failures.find((f) => f instanceof InvalidCredentialsError);
-  if (invalid) return invalid;
-  if (req.headers.authorization !== undefined) {
-    return new InvalidCredentialsError("Invalid credentials: send the token as 'Authorization: Bearer <token>'");
-  }
-  // Only where API keys are accepted: on a bearer-only operation a valid key is not "invalid", just not enough.
-  if (req.headers['x-api-key'] !== undefined && acceptsScheme(req, 'apiKeyAuth')) return new InvalidCredentialsError('Invalid API key');
-  return new NotAuthenticatedError();
-}
-
-/**
- * True when the request offers a credential that the matched operation takes. On an operation open
- * to anonymous callers (`{}` among its requirements) the validator lets the request through even
- * when that credential is bad; it must not then pass as anonymous.
- */
-function offersAcceptedCredential(req: Request): boolean {
-  return (req.headers.authorization !== undefined && acceptsScheme(req, 'bearerAuth')) || (req.headers['x-api-key'] !== undefined && acceptsScheme(req, 'apiKeyAuth'));
-}
-
-/** True when the operation the validator matched lists `scheme` in one of its security requirements. */
-function acceptsScheme(req: Request, scheme: string): boolean {
-  const security = (req as { openapi?: { schema?: { security?: Array<Record<string, unknown>> } } }).openapi?.schema?.security;
-  return security?.some((requirement) => scheme in requirement) ?? false;
-}
-
 /** The contract's path template the validator matched (`/api/admin/users/{username}`), else the fixed label. */
 function routeOf(req: Request): string {
   return (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute ?? UNMATCHED_ROUTE;
@@ -138,17 +87,9 @@ export function createApp(deps: AppDeps): express.Express {
   app.set('trust proxy', deps.trustProxy ?? false);
 
   const metrics = deps.metrics ?? NO_METRICS;
-  if (metrics !== NO_METRICS) {
-    app.use((req, res, next) => {
-      const startedAt = performance.now();
-      // Taken now: HEAD is rewritten to GET below.
-      const method = req.method;
-      res.once('finish', () => metrics.httpRequest(method, routeOf(req), res.statusCode, (performance.now() - startedAt) / 1000));
-      next();
-    });
-  }
-
-  app.use(requestLog(app, logger, requestId));
+  // One listener per request both logs it and, with metrics on, records its duration by route template.
+  const recordDuration = metrics === NO_METRICS ? undefined : (req: Request, method: string, statusCode: number, seconds: number) => metrics.httpRequest(method, routeOf(req), statusCode, seconds);
+  app.use(requestLog(app, logger, requestId, recordDuration));
   const cors = createCors(deps.corsOrigins ?? []);
   app.use((req, res, next) => {
     // Before validation: a preflight is answered here, whatever the contract says about OPTIONS.
@@ -173,7 +114,12 @@ export function createApp(deps: AppDeps): express.Express {
       else rateLimit.apply(req, res).then(() => next(), next);
     });
   }
-  app.use(express.json({ limit: deps.bodyLimitBytes }));
+  // Only a request that announces a body (RFC 9112: Content-Length or Transfer-Encoding) has one to parse.
+  const json = express.json({ limit: deps.bodyLimitBytes });
+  app.use((req, res, next) => {
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) next();
+    else json(req, res, next);
+  });
 
   const onViolation = deps.onResponseViolation;
   app.use(
@@ -190,41 +136,38 @@ export function createApp(deps: AppDeps): express.Express {
             },
           }
         : false,
-      validateSecurity: {
-        handlers: {
-          bearerAuth: securityHandler((req) => authenticator.authenticateBearer(req)) as never,
-          apiKeyAuth: securityHandler((req) => authenticator.authenticateApiKey(req)) as never,
-        },
-      },
+      // Checked by `contractSecurity` below, which tries only the credentials a request offers.
+      validateSecurity: false,
     }),
   );
-
-  app.use((req, _res, next) => {
-    if (req.principal || !offersAcceptedCredential(req)) next();
-    else next(explainSecurityFailure(Object.assign(new Error('unauthorized'), { status: 401 }), req));
+  app.use(contractSecurity(contract.operations, contract.document, authenticator));
+  // The validator already found the operation; its handler is one Map lookup away (no second routing).
+  // A caller with credentials is counted against its quota here, once the security step knows who it is.
+  const byOperation = new Map(contract.operations.map((op) => [op.operationId, (handlers as unknown as Record<string, RequestHandler>)[op.operationId]!]));
+  const run = (handler: RequestHandler, req: Request, res: Response, next: NextFunction) => {
+    const result: unknown = handler(req, res, next);
+    if (result instanceof Promise) result.catch(next);
+  };
+  app.use((req, res, next) => {
+    const openapi = (req as { openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> } }).openapi;
+    const handler = openapi?.schema?.operationId === undefined ? undefined : byOperation.get(openapi.schema.operationId);
+    if (handler === undefined) {
+      next();
+      return;
+    }
+    // Express gives each `app.use` step the params of its own (empty) mount path; the operation's are the validator's.
+    req.params = openapi!.pathParams ?? {};
+    if (rateLimit === undefined || counted.has(req) || !isRateLimitedPath(req.path) || rateLimit.tryApply(req, res, req.principal)) run(handler, req, res, next);
+    else rateLimit.apply(req, res, req.principal).then(() => run(handler, req, res, next), next);
   });
-  if (rateLimit) {
-    app.use((req, res, next) => {
-      if (counted.has(req) || !isRateLimitedPath(req.path) || rateLimit.tryApply(req, res, req.principal)) next();
-      else rateLimit.apply(req, res, req.principal).then(() => next(), next);
-    });
-  }
-
-  const router = express.Router();
-  for (const op of contract.operations) {
-    const handler = (handlers as unknown as Record<string, RequestHandler>)[op.operationId] as RequestHandler;
-    router[op.method](op.expressPath, handler);
-  }
-  app.use(router);
 
   app.use((req, _res, next) => {
     next(Object.assign(new Error('not found'), { status: 404, path: req.path }));
   });
 
   const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
-    const explained = explainSecurityFailure(err, req);
-    const response = toErrorResponse(explained, { method: req.method, path: req.path });
-    if (response.unexpected) req.log.error({ err: explained }, 'unexpected failure');
+    const response = toErrorResponse(err, { method: req.method, path: req.path });
+    if (response.unexpected) req.log.error({ err }, 'unexpected failure');
     if (res.headersSent) {
       next(err);
       return;

@@ -18,6 +18,8 @@ export interface Operation {
   expressPath: string;
   /** True when at least one security requirement applies (no anonymous alternative). */
   secured: boolean;
+  /** Its security requirements (its own, else the document's): scheme name to scopes; `{}` is anonymous. */
+  security: Array<Record<string, string[]>>;
 }
 
 export interface Contract {
@@ -68,8 +70,8 @@ export function withSecurityPolicy(contract: Contract, policy: { dataRequiresAut
 
 export function contractFromYaml(yaml: string): Contract {
   const document = parse(yaml) as Record<string, unknown>;
-  const paths = (document.paths ?? {}) as Record<string, Record<string, { operationId?: string; security?: unknown[] }>>;
-  const globalSecurity = (document.security as unknown[] | undefined) ?? [];
+  const paths = (document.paths ?? {}) as Record<string, Record<string, { operationId?: string; security?: Array<Record<string, string[]>> }>>;
+  const globalSecurity = (document.security as Array<Record<string, string[]>> | undefined) ?? [];
   const operations: Operation[] = [];
   for (const [path, item] of Object.entries(paths)) {
     for (const method of HTTP_METHODS) {
@@ -82,6 +84,7 @@ export function contractFromYaml(yaml: string): Contract {
         path,
         expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
         secured: security.length > 0 && !security.some((s) => s && typeof s === 'object' && Object.keys(s).length === 0),
+        security,
       });
     }
   }

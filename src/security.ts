@@ -1,0 +1,154 @@
+/**
+ * The contract's security, enforced per operation.
+ *
+ * Each operation lists its security requirements (OpenAPI: any one requirement may pass; within one,
+ * every scheme must). Here they are resolved once per operation at startup, and a request checks only
+ * the credentials it offers: a requirement whose headers are all present is tried, in the contract's
+ * order, until one passes. The rules:
+ *
+ * - No credential the operation takes: anonymous when the operation lists `{}` (public data), else 401
+ *   "Not authenticated". A header for a scheme the operation does not list is ignored.
+ * - Credentials offered: they are checked even where anonymous callers are welcome (sending a token
+ *   means wanting it checked; a bad one must not pass as anonymous). The first requirement that
+ *   passes sets `req.principal`; when none does, the answer is the most telling refusal: an
+ *   unexpected failure (500), else 403 (valid but without the role), else the first 401 reason.
+ * - A scope `admin` in a requirement needs an administrator.
+ *
+ * express-openapi-validator's own security step did this with every scheme's handler run for every
+ * request, an Error built (stack trace included) for each absent header, and a bare 401/403 whose
+ * reason had to be looked up afterwards; it is turned off (`validateSecurity: false`) in favour of
+ * this one step.
+ */
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Authenticator } from './app.js';
+import type { Operation } from './contract.js';
+import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from './errors.js';
+import type { Principal } from './ports.js';
+
+/** What a request is told when its Authorization header is not `Bearer <token>` at all. */
+export const NOT_BEARER_MESSAGE = "Invalid credentials: send the token as 'Authorization: Bearer <token>'";
+
+interface Scheme {
+  /** The (lower-case) request header that carries this scheme's credential. */
+  header: string;
+  authenticate(req: Request): Promise<Principal>;
+}
+
+interface Requirement {
+  schemes: Array<{ scheme: Scheme; adminOnly: boolean }>;
+}
+
+interface OperationSecurity {
+  /** `{}` is among the requirements: a request without credentials passes as anonymous. */
+  anonymous: boolean;
+  requirements: Requirement[];
+}
+
+const BEARER_SCHEME = /^bearer(?:\s|$)/i;
+
+/** The schemes of `components.securitySchemes` that mds can check, each bound to its authenticator. */
+function schemesOf(document: Record<string, unknown>, authenticator: Authenticator): Map<string, Scheme> {
+  const declared = ((document.components as { securitySchemes?: Record<string, { type?: string; scheme?: string; in?: string; name?: string }> } | undefined)?.securitySchemes ?? {}) as Record<
+    string,
+    { type?: string; scheme?: string; in?: string; name?: string }
+  >;
+  const schemes = new Map<string, Scheme>();
+  for (const [name, scheme] of Object.entries(declared)) {
+    if (scheme.type === 'http' && scheme.scheme?.toLowerCase() === 'bearer') {
+      schemes.set(name, {
+        header: 'authorization',
+        authenticate: (req) => {
+          // Another scheme (Basic, or a bare token) is not a malformed bearer token: say what is expected.
+          if (!BEARER_SCHEME.test(req.headers.authorization ?? '')) return Promise.reject(new InvalidCredentialsError(NOT_BEARER_MESSAGE));
+          return authenticator.authenticateBearer(req);
+        },
+      });
+    } else if (scheme.type === 'apiKey' && scheme.in === 'header' && scheme.name) {
+      schemes.set(name, { header: scheme.name.toLowerCase(), authenticate: (req) => authenticator.authenticateApiKey(req) });
+    } else {
+      throw new StartupError(`The contract's security scheme '${name}' (${scheme.type ?? 'no type'}) is not one mds can check: bearer tokens and API keys in a header are`);
+    }
+  }
+  return schemes;
+}
+
+function resolve(operation: Operation, schemes: Map<string, Scheme>): OperationSecurity {
+  let anonymous = operation.security.length === 0;
+  const requirements: Requirement[] = [];
+  for (const requirement of operation.security) {
+    const names = Object.keys(requirement);
+    if (names.length === 0) {
+      anonymous = true;
+      continue;
+    }
+    requirements.push({
+      schemes: names.map((name) => {
+        const scheme = schemes.get(name);
+        if (!scheme) throw new StartupError(`Operation ${operation.operationId} requires the security scheme '${name}', which components.securitySchemes does not declare`);
+        return { scheme, adminOnly: (requirement[name] ?? []).includes('admin') };
+      }),
+    });
+  }
+  return { anonymous, requirements };
+}
+
+/** Checks one requirement whose credentials are all present; resolves to its principal. */
+async function satisfy(requirement: Requirement, req: Request): Promise<Principal> {
+  let principal: Principal | undefined;
+  for (const { scheme, adminOnly } of requirement.schemes) {
+    const checked = await scheme.authenticate(req);
+    if (adminOnly && !checked.isAdmin) throw new ForbiddenError();
+    principal ??= checked;
+  }
+  return principal!;
+}
+
+/** The refusal the caller should hear when every offered requirement failed. */
+function mostTelling(failures: unknown[]): unknown {
+  return (
+    failures.find((f) => !(f instanceof AppError)) ??
+    failures.find((f) => f instanceof ForbiddenError) ??
+    failures.find((f) => f instanceof InvalidCredentialsError) ??
+    failures[0]
+  );
+}
+
+/**
+ * The security step for the operations of the contract; put it after the validator's metadata step
+ * (it reads the matched operation's id from `req.openapi`). Requests the validator matched to no
+ * operation pass through (they end as 404 or 405).
+ */
+export function contractSecurity(operations: readonly Operation[], document: Record<string, unknown>, authenticator: Authenticator): RequestHandler {
+  const schemes = schemesOf(document, authenticator);
+  const byOperation = new Map(operations.map((op) => [op.operationId, resolve(op, schemes)]));
+
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const operationId = (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
+    const security = operationId === undefined ? undefined : byOperation.get(operationId);
+    if (security === undefined || security.requirements.length === 0) {
+      next();
+      return;
+    }
+    const headers = req.headers;
+    const offered = security.requirements.filter((r) => r.schemes.every(({ scheme }) => headers[scheme.header] !== undefined));
+    if (offered.length === 0) {
+      if (security.anonymous) next();
+      else next(new NotAuthenticatedError());
+      return;
+    }
+    void (async () => {
+      const failures: unknown[] = [];
+      for (const requirement of offered) {
+        try {
+          return await satisfy(requirement, req);
+        } catch (err) {
+          failures.push(err);
+        }
+      }
+      throw mostTelling(failures);
+    })().then((principal) => {
+      req.principal = principal;
+      next();
+    }, next);
+  };
+}
