@@ -9,7 +9,7 @@
  * `reqId`) is made only when something logs through it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Express, RequestHandler } from 'express';
+import type { Express, Request, RequestHandler } from 'express';
 import type { Logger } from './logger.js';
 
 declare module 'http' {
@@ -31,7 +31,13 @@ function levelOf(statusCode: number): 'info' | 'warn' | 'error' {
  * Installs `req.log` on the app's request prototype and returns the middleware that gives each
  * request its id and logs its completion. Put it first.
  */
-export function requestLog(app: Express, logger: Logger, genReqId: (req: IncomingMessage, res: ServerResponse) => string): RequestHandler {
+export function requestLog(
+  app: Express,
+  logger: Logger,
+  genReqId: (req: IncomingMessage, res: ServerResponse) => string,
+  /** Called once per completed answer (not for one cut short), with the method as received. */
+  onFinished?: (req: Request, method: string, statusCode: number, seconds: number) => void,
+): RequestHandler {
   Object.defineProperty(app.request, 'log', {
     configurable: true,
     get(this: IncomingMessage & { [childLog]?: Logger }): Logger {
@@ -39,22 +45,27 @@ export function requestLog(app: Express, logger: Logger, genReqId: (req: Incomin
     },
   });
 
+  // The line has a fixed shape (id, method, URL, status, time) holding none of the fields the logger
+  // redacts, so it skips the redaction pass: a third of what writing a line cost.
+  const lines = logger.child({}, { redact: [] });
   return (req, res, next) => {
-    const startedAtMs = Date.now();
+    const startedAt = performance.now();
     // As received: later steps rewrite both (HEAD is routed as GET, routers strip prefixes).
     const { method, url } = req;
     req.id = genReqId(req, res);
     // 'close' follows every answer, complete or cut short, exactly once.
     res.once('close', () => {
+      const ms = performance.now() - startedAt;
+      if (onFinished !== undefined && res.writableFinished) onFinished(req, method, res.statusCode, ms / 1000);
       const level = levelOf(res.statusCode);
-      if (!logger.isLevelEnabled(level)) return;
+      if (!lines.isLevelEnabled(level)) return;
       const line = {
         reqId: req.id,
         req: { method, url },
         res: { statusCode: res.statusCode },
-        responseTime: Date.now() - startedAtMs,
+        responseTime: Math.round(ms),
       };
-      logger[level](line, res.writableFinished ? (level === 'error' ? 'request errored' : 'request completed') : 'request aborted');
+      lines[level](line, res.writableFinished ? (level === 'error' ? 'request errored' : 'request completed') : 'request aborted');
     });
     next();
   };
