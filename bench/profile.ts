@@ -91,11 +91,13 @@ async function main(): Promise<void> {
     initService(env);
 
     const only = (process.env.PROFILE_SCENARIOS ?? '').split(';').filter((x) => x.length > 0);
-    for (const name of (['health', 'bearer', 'apikey', 'quote'] as const).filter((n) => only.length === 0 || only.includes(n))) {
+    for (const name of (['health', 'bearer', 'apikey', 'quote', 'quote-metrics'] as const).filter((n) => only.length === 0 || only.includes(n))) {
       const port = await freePort();
+      // `quote-metrics`: the same cached read with Prometheus metrics on, scraped every second.
+      const metricsPort = name === 'quote-metrics' ? await freePort() : 0;
       const profDir = join(dir, name);
       const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, MDS_BIN, 'serve', '--port', String(port)], {
-        env,
+        env: { ...env, METRICS_PORT: String(metricsPort) },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       await new Promise<void>((done, fail) => {
@@ -109,7 +111,7 @@ async function main(): Promise<void> {
       const base = `http://127.0.0.1:${port}`;
       const headers: string[] = [];
       let path = '/api/health';
-      if (name === 'quote') {
+      if (name === 'quote' || name === 'quote-metrics') {
         // A cached read answered by the fast path (the first request fills the cache and validates the target).
         path = '/api/quotes/AAPL';
         await fetch(`${base}${path}`).then((r) => r.arrayBuffer());
@@ -122,9 +124,18 @@ async function main(): Promise<void> {
           headers.push('-H', `X-API-Key: ${API_KEY}`);
         }
       }
+      const scraper = metricsPort === 0 ? undefined : setInterval(() => void fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.arrayBuffer(), () => undefined), 1000);
       const loadStartMs = Date.now();
-      const wrk = spawnSync('wrk', ['-t1', '-c50', `-d${DURATION_S}s`, ...headers, `${base}${path}`], { encoding: 'utf8' });
+      // Not spawnSync: the scraper's timer must keep firing during the load.
+      const wrk = await new Promise<{ stdout: string }>((done, fail) => {
+        const load = spawn('wrk', ['-t1', '-c50', `-d${DURATION_S}s`, ...headers, `${base}${path}`]);
+        let stdout = '';
+        load.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+        load.once('error', fail);
+        load.once('exit', () => done({ stdout }));
+      });
       const loadEndMs = Date.now();
+      clearInterval(scraper);
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;

@@ -12,6 +12,8 @@
  * is seen at once: it clears every instance's copies).
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+// The module's own binding: the global `performance` is a getter looked up on every use.
+import { performance } from 'node:perf_hooks';
 import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { requestIdOf } from './app.js';

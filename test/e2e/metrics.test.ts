@@ -77,17 +77,27 @@ describe('mds serve metrics', () => {
     const sent = 20;
     for (let i = 0; i < sent; i += 1) expect(await getOnNewConnection(`${serve.url}/api/health`)).toBe(200);
 
-    const text = await scrape(metricsUrl);
-    expect(sampleValue(text, HTTP, { http_request_method: 'GET', http_route: '/api/health', http_response_status_code: '200' })).toBe(sent);
-    // Express logs each request with the pid of the worker that served it: both served some.
-    const pids = new Set(
-      serve
-        .stdout()
-        .split('\n')
-        .filter((l) => l.includes('"url":"/api/health"'))
-        .map((l) => (JSON.parse(l) as { pid: number }).pid),
+    // A response is counted once its last byte is handed to the socket, which the client may see first.
+    let text = '';
+    await waitFor(
+      async () => {
+        text = await scrape(metricsUrl);
+        return sampleValue(text, HTTP, { http_request_method: 'GET', http_route: '/api/health', http_response_status_code: '200' }) === sent;
+      },
+      { timeoutMs: 2_000, message: `the scrape counts all ${sent} requests` },
     );
-    expect(pids.size).toBe(2);
+    expect(sampleValue(text, HTTP, { http_request_method: 'GET', http_route: '/api/health', http_response_status_code: '200' })).toBe(sent);
+    // Express logs each request with the pid of the worker that served it: both served some (log
+    // lines reach stdout in batches, within 100 ms).
+    const pids = () =>
+      new Set(
+        serve!
+          .stdout()
+          .split('\n')
+          .filter((l) => l.includes('"url":"/api/health"'))
+          .map((l) => (JSON.parse(l) as { pid: number }).pid),
+      );
+    await waitFor(() => pids().size === 2, { timeoutMs: 2_000, message: 'request lines from both workers' });
     expect(sampleValue(text, 'mds_processes')).toBe(2);
     expect(sampleValue(text, 'mds_cache_mode', { mode: 'redis' })).toBe(2);
     expect(promtoolCheck(text)).toEqual({ status: 0, output: '' });

@@ -10,10 +10,10 @@ function registered(h: SeriesHistogram): Registry {
 
 describe('SeriesHistogram', () => {
   it('when values are observed, then the registry prints the same text as a prom-client Histogram given the same values', async () => {
-    const ours = new SeriesHistogram('d_seconds', 'Durations.', [0.1, 1]);
+    const ours = new SeriesHistogram('d_seconds', 'Durations.', [0.1, 1], ['route']);
     const theirs = new Histogram({ name: 'd_seconds', help: 'Durations.', labelNames: ['route'], buckets: [0.1, 1], registers: [] });
     for (const [route, value] of [['/a', 0.05], ['/a', 0.1], ['/a', 0.5], ['/b', 3], ['/a', 2]] as const) {
-      ours.observe(route, () => ({ route }), value);
+      ours.observe(value, route);
       theirs.observe({ route }, value);
     }
     const reference = new Registry();
@@ -25,14 +25,29 @@ describe('SeriesHistogram', () => {
   });
 
   it('when reset, then no series is left', async () => {
-    const h = new SeriesHistogram('r_seconds', 'Durations.', [1]);
-    h.observe('x', () => ({ route: 'x' }), 0.5);
+    const h = new SeriesHistogram('r_seconds', 'Durations.', [1], ['route']);
+    h.observe(0.5, 'x');
     h.reset();
     expect(await registered(h).metrics()).toBe('# HELP r_seconds Durations.\n# TYPE r_seconds histogram\n');
   });
 
-  it('when a series brings the reserved label le, then it is refused', () => {
-    const h = new SeriesHistogram('l_seconds', 'Durations.', [1]);
-    expect(() => h.observe('x', () => ({ le: '1' }), 0.5)).toThrow(RangeError);
+  it('when three labels are observed, then each combination is its own series, numbers printed as text', async () => {
+    const ours = new SeriesHistogram('t_seconds', 'Durations.', [0.1], ['method', 'route', 'status']);
+    const theirs = new Histogram({ name: 't_seconds', help: 'Durations.', labelNames: ['method', 'route', 'status'], buckets: [0.1], registers: [] });
+    for (const [method, route, status, value] of [['GET', '/a', 200, 0.05], ['GET', '/a', 304, 0.05], ['GET', '/b', 200, 0.5], ['HEAD', '/a', 200, 0.05], ['GET', '/a', 200, 0.2]] as const) {
+      ours.observe(value, method, route, status);
+      theirs.observe({ method, route, status: String(status) }, value);
+    }
+    const reference = new Registry();
+    reference.registerMetric(theirs);
+    const text = await registered(ours).metrics();
+    expect(text.split('\n').sort()).toEqual((await reference.metrics()).split('\n').sort());
+    expect(text).toContain('t_seconds_count{method="GET",route="/a",status="200"} 2');
+  });
+
+  it('when a label name is the reserved le, or there are none or more than three, then it is refused', () => {
+    expect(() => new SeriesHistogram('l_seconds', 'Durations.', [1], ['le'])).toThrow(RangeError);
+    expect(() => new SeriesHistogram('l_seconds', 'Durations.', [1], [])).toThrow(RangeError);
+    expect(() => new SeriesHistogram('l_seconds', 'Durations.', [1], ['a', 'b', 'c', 'd'])).toThrow(RangeError);
   });
 });

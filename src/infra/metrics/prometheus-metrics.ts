@@ -45,8 +45,8 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
   readonly #registry = new Registry();
   readonly #watched: WatchedState = {};
   readonly #http: SeriesHistogram;
-  /** Cache reads by `kind result`, counted in plain numbers on the hot path and handed to prom-client at scrape time. */
-  readonly #cacheReads = new Map<string, { labels: { kind: string; result: CacheResult }; count: number }>();
+  /** Cache reads by kind, then result, counted in plain numbers on the hot path and handed to prom-client at scrape time. */
+  readonly #cacheReads = new Map<string, Map<CacheResult, { labels: { kind: string; result: CacheResult }; count: number }>>();
   readonly #upstream: Histogram<'outcome'>;
   readonly #rateLimited: Counter<'policy'>;
   readonly #streamClients: Gauge;
@@ -61,6 +61,7 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
       'http_server_request_duration_seconds',
       'Duration of HTTP server requests, by method, route template and status (fast path included).',
       HTTP_BUCKETS_S,
+      ['http_request_method', 'http_route', 'http_response_status_code'],
     );
     // The registry formats any metric with prom-client's `get()` shape; its types list only its own classes.
     this.#registry.registerMetric(this.#http as unknown as Histogram);
@@ -72,7 +73,7 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
       registers,
       collect() {
         this.reset();
-        for (const { labels, count } of cacheReads.values()) this.inc(labels, count);
+        for (const results of cacheReads.values()) for (const { labels, count } of results.values()) this.inc(labels, count);
       },
     });
     this.#upstream = new Histogram({
@@ -138,19 +139,15 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
   }
 
   httpRequest(method: string, route: string, status: number, seconds: number): void {
-    const known = KNOWN_METHODS.has(method) ? method : '_OTHER';
-    this.#http.observe(
-      `${known} ${status} ${route}`,
-      () => ({ http_request_method: known, http_route: route, http_response_status_code: String(status) }),
-      seconds,
-    );
+    this.#http.observe(seconds, KNOWN_METHODS.has(method) ? method : '_OTHER', route, status);
   }
 
   cacheRequest(kind: string, result: CacheResult): void {
-    const key = `${kind} ${result}`;
-    const entry = this.#cacheReads.get(key);
+    let results = this.#cacheReads.get(kind);
+    if (results === undefined) this.#cacheReads.set(kind, (results = new Map()));
+    const entry = results.get(result);
     if (entry) entry.count += 1;
-    else this.#cacheReads.set(key, { labels: { kind, result }, count: 1 });
+    else results.set(result, { labels: { kind, result }, count: 1 });
   }
 
   upstreamRequest(outcome: UpstreamOutcome, seconds: number): void {
