@@ -9,6 +9,7 @@
  * `reqId`) is made only when something logs through it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { Express, Request, RequestHandler } from 'express';
 import type { Logger } from './logger.js';
 
