@@ -89,36 +89,33 @@ export function createApp(deps: AppDeps): express.Express {
   const metrics = deps.metrics ?? NO_METRICS;
   // One listener per request both logs it and, with metrics on, records its duration by route template.
   const recordDuration = metrics === NO_METRICS ? undefined : (req: Request, method: string, statusCode: number, seconds: number) => metrics.httpRequest(method, routeOf(req), statusCode, seconds);
-  app.use(requestLog(app, logger, requestId, recordDuration));
+  const beginLog = requestLog(app, logger, requestId, recordDuration);
   const cors = createCors(deps.corsOrigins ?? []);
+  // Anonymous requests count against their address's quota before any parsing or validation, so a
+  // flood of bad requests is refused cheaply; requests with credentials count once they are checked.
+  const rateLimit = deps.rateLimit;
+  const counted = new WeakSet<Request>();
+  // Only a request that announces a body (RFC 9112: Content-Length or Transfer-Encoding) has one to parse.
+  const json = express.json({ limit: deps.bodyLimitBytes });
+  const parseBody = (req: Request, res: Response, next: NextFunction) => {
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) next();
+    else json(req, res, next);
+  };
+  // What every request goes through before validation, in order, as one step.
   app.use((req, res, next) => {
+    beginLog(req, res);
     // Before validation: a preflight is answered here, whatever the contract says about OPTIONS.
     if (cors.handle(req, res)) return;
     // HEAD is GET without the body (RFC 9110). Node decided that this response has no body when the
     // request arrived, so validating and routing it as the GET it stands for sends exactly the headers.
     if (req.method === 'HEAD') req.method = 'GET';
-    next();
-  });
-  // Anonymous requests count against their address's quota before any parsing or validation, so a
-  // flood of bad requests is refused cheaply; requests with credentials count once they are checked.
-  const rateLimit = deps.rateLimit;
-  const counted = new WeakSet<Request>();
-  if (rateLimit) {
-    app.use((req, res, next) => {
-      if (!isRateLimitedPath(req.path) || hasCredentials(req)) {
-        next();
-        return;
-      }
-      counted.add(req);
-      if (rateLimit.tryApply(req, res)) next();
-      else rateLimit.apply(req, res).then(() => next(), next);
-    });
-  }
-  // Only a request that announces a body (RFC 9112: Content-Length or Transfer-Encoding) has one to parse.
-  const json = express.json({ limit: deps.bodyLimitBytes });
-  app.use((req, res, next) => {
-    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) next();
-    else json(req, res, next);
+    if (rateLimit === undefined || !isRateLimitedPath(req.path) || hasCredentials(req)) {
+      parseBody(req, res, next);
+      return;
+    }
+    counted.add(req);
+    if (rateLimit.tryApply(req, res)) parseBody(req, res, next);
+    else rateLimit.apply(req, res).then(() => parseBody(req, res, next), next);
   });
 
   const onViolation = deps.onResponseViolation;

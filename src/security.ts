@@ -93,14 +93,42 @@ function resolve(operation: Operation, schemes: Map<string, Scheme>): OperationS
 }
 
 /** Checks one requirement whose credentials are all present; resolves to its principal. */
-async function satisfy(requirement: Requirement, req: Request): Promise<Principal> {
-  let principal: Principal | undefined;
-  for (const { scheme, adminOnly } of requirement.schemes) {
-    const checked = await scheme.authenticate(req);
-    if (adminOnly && !checked.isAdmin) throw new ForbiddenError();
-    principal ??= checked;
+function satisfy(requirement: Requirement, req: Request): Promise<Principal> {
+  const schemes = requirement.schemes;
+  const first = schemes[0]!;
+  const checked = first.scheme.authenticate(req).then((principal) => {
+    if (first.adminOnly && !principal.isAdmin) throw new ForbiddenError();
+    return principal;
+  });
+  if (schemes.length === 1) return checked;
+  // Every scheme of the requirement must pass; the principal is the first one's.
+  return checked.then(async (principal) => {
+    for (let i = 1; i < schemes.length; i += 1) {
+      const { scheme, adminOnly } = schemes[i]!;
+      const also = await scheme.authenticate(req);
+      if (adminOnly && !also.isAdmin) throw new ForbiddenError();
+    }
+    return principal;
+  });
+}
+
+/** True when the request carries the credential of every scheme of `requirement`. */
+function isOffered(requirement: Requirement, headers: Request['headers']): boolean {
+  for (const { scheme } of requirement.schemes) if (headers[scheme.header] === undefined) return false;
+  return true;
+}
+
+/** Tries the offered requirements in order; resolves to the first principal, else rejects with the most telling refusal. */
+async function satisfyAny(offered: Requirement[], req: Request): Promise<Principal> {
+  const failures: unknown[] = [];
+  for (const requirement of offered) {
+    try {
+      return await satisfy(requirement, req);
+    } catch (err) {
+      failures.push(err);
+    }
   }
-  return principal!;
+  throw mostTelling(failures);
 }
 
 /** The refusal the caller should hear when every offered requirement failed. */
@@ -129,24 +157,20 @@ export function contractSecurity(operations: readonly Operation[], document: Rec
       next();
       return;
     }
-    const headers = req.headers;
-    const offered = security.requirements.filter((r) => r.schemes.every(({ scheme }) => headers[scheme.header] !== undefined));
-    if (offered.length === 0) {
+    // Most requests offer one credential: no array, no extra promise for them.
+    let first: Requirement | undefined;
+    let offered: Requirement[] | undefined;
+    for (const requirement of security.requirements) {
+      if (!isOffered(requirement, req.headers)) continue;
+      if (first === undefined) first = requirement;
+      else (offered ??= [first]).push(requirement);
+    }
+    if (first === undefined) {
       if (security.anonymous) next();
       else next(new NotAuthenticatedError());
       return;
     }
-    void (async () => {
-      const failures: unknown[] = [];
-      for (const requirement of offered) {
-        try {
-          return await satisfy(requirement, req);
-        } catch (err) {
-          failures.push(err);
-        }
-      }
-      throw mostTelling(failures);
-    })().then((principal) => {
+    (offered === undefined ? satisfy(first, req) : satisfyAny(offered, req)).then((principal) => {
       req.principal = principal;
       next();
     }, next);
