@@ -1,12 +1,14 @@
 /**
- * The contract security step refuses, at startup, a contract whose security it could not enforce:
- * a scheme type it cannot check, or an operation naming a scheme that is not declared. (What it
- * answers to requests is tested over HTTP in test/integration/auth-http.test.ts.)
+ * The contract security step: at startup it refuses a contract whose security it could not enforce
+ * (a scheme type it cannot check, an operation naming an undeclared scheme); on a request it applies
+ * OpenAPI's rules (any requirement, every scheme within one) to the credentials offered. Here with
+ * stand-in checks, to reach what the contract does not use today (two schemes in one requirement);
+ * the real checks over HTTP are in test/integration/auth-http.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { contractFromYaml } from '../../src/contract.js';
-import { StartupError } from '../../src/errors.js';
-import { contractSecurity } from '../../src/security.js';
+import { ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../../src/errors.js';
+import { contractSecurity, NOT_BEARER_MESSAGE } from '../../src/security.js';
 
 const authenticator = {
   authenticateBearer: () => Promise.reject(new Error('not used')),
@@ -48,5 +50,67 @@ describe('contract security at startup', () => {
     const contract = contractWith('    bearerAuth: { type: http, scheme: bearer }', '[{cookieAuth: []}]');
 
     expect(() => contractSecurity(contract.operations, contract.document, authenticator)).toThrow(/getThing requires the security scheme 'cookieAuth'/);
+  });
+});
+
+describe('contract security on requests', () => {
+  type Principal = { username: string; isAdmin: boolean; kind: 'user' | 'api-key' };
+  const user = (isAdmin: boolean): Principal => ({ username: 'u', isAdmin, kind: 'user' });
+  const key: Principal = { username: 'k', isAdmin: true, kind: 'api-key' };
+
+  /** Runs the step for operation getThing on a request with `headers`; resolves to what it decided. */
+  function decide(security: string, headers: Record<string, string>, checks: { bearer?: Principal | Error; key?: Principal | Error }) {
+    const contract = contractWith('    bearerAuth: { type: http, scheme: bearer }\n    apiKeyAuth: { type: apiKey, in: header, name: X-API-Key }', security);
+    const calls: string[] = [];
+    const answer = (name: string, result: Principal | Error | undefined) => {
+      calls.push(name);
+      return result instanceof Error || result === undefined ? Promise.reject(result ?? new Error('unexpected call')) : Promise.resolve(result);
+    };
+    const step = contractSecurity(contract.operations, contract.document, {
+      authenticateBearer: () => answer('bearer', checks.bearer) as never,
+      authenticateApiKey: () => answer('key', checks.key) as never,
+    });
+    const req = { headers, openapi: { schema: { operationId: 'getThing' } } } as unknown as Parameters<typeof step>[0] & { principal?: Principal };
+    return new Promise<{ err: unknown; principal: Principal | undefined; calls: string[] }>((done) => {
+      step(req, {} as never, (err?: unknown) => done({ err, principal: req.principal, calls }));
+    });
+  }
+
+  it('when a requirement names two schemes, then both credentials are needed and both are checked', async () => {
+    const both = await decide('[{bearerAuth: [], apiKeyAuth: []}]', { authorization: 'Bearer t', 'x-api-key': 'k' }, { bearer: user(false), key });
+    const one = await decide('[{bearerAuth: [], apiKeyAuth: []}]', { authorization: 'Bearer t' }, { bearer: user(false), key });
+    const badKey = await decide('[{bearerAuth: [], apiKeyAuth: []}]', { authorization: 'Bearer t', 'x-api-key': 'k' }, { bearer: user(false), key: new InvalidCredentialsError('Invalid API key') });
+
+    expect(both).toEqual({ err: undefined, principal: user(false), calls: ['bearer', 'key'] });
+    expect(one.err).toBeInstanceOf(NotAuthenticatedError);
+    expect(one.calls).toEqual([]);
+    expect((badKey.err as Error).message).toBe('Invalid API key');
+    expect(badKey.principal).toBeUndefined();
+  });
+
+  it('when the first requirement fails for the role and the second passes, then the second one is the principal', async () => {
+    const decided = await decide('[{bearerAuth: [admin]}, {apiKeyAuth: [admin]}]', { authorization: 'Bearer t', 'x-api-key': 'k' }, { bearer: user(false), key });
+
+    expect(decided).toEqual({ err: undefined, principal: key, calls: ['bearer', 'key'] });
+  });
+
+  it('when every offered requirement fails, then a 403 outranks a 401, and an unexpected failure outranks both', async () => {
+    const forbidden = await decide('[{bearerAuth: [admin]}, {apiKeyAuth: [admin]}]', { authorization: 'Bearer t', 'x-api-key': 'k' }, { bearer: user(false), key: new InvalidCredentialsError('Invalid API key') });
+    const broken = new Error('database away');
+    const unexpected = await decide('[{bearerAuth: [admin]}, {apiKeyAuth: [admin]}]', { authorization: 'Bearer t', 'x-api-key': 'k' }, { bearer: user(false), key: broken });
+
+    expect(forbidden.err).toBeInstanceOf(ForbiddenError);
+    expect(unexpected.err).toBe(broken);
+  });
+
+  it('when anonymous callers are welcome and a credential is sent, then it is checked and a bad one is refused', async () => {
+    const none = await decide('[{}, {bearerAuth: []}]', {}, {});
+    const bad = await decide('[{}, {bearerAuth: []}]', { authorization: 'Bearer t' }, { bearer: new InvalidCredentialsError('Invalid token') });
+    const notBearer = await decide('[{}, {bearerAuth: []}]', { authorization: 'Basic dTpw' }, {});
+
+    expect(none).toEqual({ err: undefined, principal: undefined, calls: [] });
+    expect((bad.err as Error).message).toBe('Invalid token');
+    expect((notBearer.err as Error).message).toBe(NOT_BEARER_MESSAGE);
+    expect(notBearer.calls).toEqual([]);
   });
 });
