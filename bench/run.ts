@@ -386,8 +386,8 @@ async function main(): Promise<void> {
     await measure({ ...baselineLoad, durationS: 1 }, dir); // warm-up
     /**
      * Metrics on against metrics off: two servers started alike but for METRICS_PORT and used only
-     * here, measured back to back in every round (alternating which goes first, so a drift of the machine's speed favours
-     * neither), while a scraper polls the metrics listener every second as Prometheus would. Reports
+     * here, measured back to back in every round (alternating which goes first, so a drift of the
+     * machine's speed favours neither), while a scraper polls the metrics listener every second as Prometheus would. Reports
      * the median over the rounds of the req/s ratio and of the CPU time per request ratio (the server's
      * own CPU time from /proc, which moves less than req/s when other work shares the cores).
      */
@@ -504,7 +504,6 @@ async function main(): Promise<void> {
     });
     const managedKey = ((await managed.json()) as { key: string }).key;
     await scenario('admin status (managed API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': managedKey } }, 'database lookup at most every 500 ms per key', expressFor('apikey'));
-
 
     // Logins (bcrypt-bound) and cached reads at once: the reads must not starve.
     let logins: Measured[] = [];

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
 import { StartupError, toErrorResponse } from './errors.js';
@@ -22,6 +23,8 @@ declare module 'express-serve-static-core' {
   interface Request {
     /** Who is calling, set by the security step when the caller sent credentials the operation takes. */
     principal?: Principal;
+    /** The operation the validator matched (route template, path parameters, operation object); absent when none. */
+    openapi?: OpenApiRequestMetadata;
   }
 }
 
@@ -73,8 +76,8 @@ export function assertHandlersComplete(contract: Contract, handlers: Partial<Rec
 }
 
 /** The contract's path template the validator matched (`/api/admin/users/{username}`), else the fixed label. */
-function routeOf(req: Request): string {
-  return (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute ?? UNMATCHED_ROUTE;
+export function routeOf(req: Request): string {
+  return req.openapi?.openApiRoute ?? UNMATCHED_ROUTE;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -146,14 +149,14 @@ export function createApp(deps: AppDeps): express.Express {
     if (result instanceof Promise) result.catch(next);
   };
   app.use((req, res, next) => {
-    const openapi = (req as { openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> } }).openapi;
-    const handler = openapi?.schema?.operationId === undefined ? undefined : byOperation.get(openapi.schema.operationId);
+    const operationId = req.openapi?.schema.operationId;
+    const handler = operationId === undefined ? undefined : byOperation.get(operationId);
     if (handler === undefined) {
       next();
       return;
     }
     // Express gives each `app.use` step the params of its own (empty) mount path; the operation's are the validator's.
-    req.params = openapi!.pathParams ?? {};
+    req.params = req.openapi!.pathParams;
     if (rateLimit === undefined || counted.has(req) || !isRateLimitedPath(req.path) || rateLimit.tryApply(req, res, req.principal)) run(handler, req, res, next);
     else rateLimit.apply(req, res, req.principal).then(() => run(handler, req, res, next), next);
   });

@@ -16,8 +16,6 @@ export interface Operation {
   path: string;
   /** Express path, e.g. `/api/admin/users/:username`. */
   expressPath: string;
-  /** True when at least one security requirement applies (no anonymous alternative). */
-  secured: boolean;
   /** Its security requirements (its own, else the document's): scheme name to scopes; `{}` is anonymous. */
   security: Array<Record<string, string[]>>;
 }
@@ -83,7 +81,6 @@ export function contractFromYaml(yaml: string): Contract {
         method,
         path,
         expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
-        secured: security.length > 0 && !security.some((s) => s && typeof s === 'object' && Object.keys(s).length === 0),
         security,
       });
     }

@@ -16,12 +16,12 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { performance } from 'node:perf_hooks';
 import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
-import { requestIdOf } from './app.js';
+import { requestIdOf, routeOf } from './app.js';
 import { createCors } from './cors.js';
 import { toErrorResponse } from './errors.js';
 import { representationReply } from './handlers/representation.js';
 import type { Logger } from './logger.js';
-import { NO_METRICS, UNMATCHED_ROUTE, type Metrics } from './ports.js';
+import { NO_METRICS, type Metrics } from './ports.js';
 import type { RepresentationCache } from './services/representation-cache.js';
 import { hasCredentials, type RateLimit } from './rate-limit.js';
 
@@ -79,8 +79,7 @@ export class FastPath {
    */
   readonly remember = (req: Request, key: string): void => {
     if (req.principal !== undefined || hasCredentials(req)) return;
-    const route = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute ?? UNMATCHED_ROUTE;
-    this.#targets.set(req.originalUrl, { key, route, validatedAt: this.#now() });
+    this.#targets.set(req.originalUrl, { key, route: routeOf(req), validatedAt: this.#now() });
   };
 
   /** Wraps the Express app: qualifying requests are answered here, all others are handed to `app`. */

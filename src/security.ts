@@ -48,10 +48,8 @@ const BEARER_SCHEME = /^bearer(?:\s|$)/i;
 
 /** The schemes of `components.securitySchemes` that mds can check, each bound to its authenticator. */
 function schemesOf(document: Record<string, unknown>, authenticator: Authenticator): Map<string, Scheme> {
-  const declared = ((document.components as { securitySchemes?: Record<string, { type?: string; scheme?: string; in?: string; name?: string }> } | undefined)?.securitySchemes ?? {}) as Record<
-    string,
-    { type?: string; scheme?: string; in?: string; name?: string }
-  >;
+  type Declared = Record<string, { type?: string; scheme?: string; in?: string; name?: string }>;
+  const declared: Declared = (document.components as { securitySchemes?: Declared } | undefined)?.securitySchemes ?? {};
   const schemes = new Map<string, Scheme>();
   for (const [name, scheme] of Object.entries(declared)) {
     if (scheme.type === 'http' && scheme.scheme?.toLowerCase() === 'bearer') {
@@ -151,7 +149,7 @@ export function contractSecurity(operations: readonly Operation[], document: Rec
   const byOperation = new Map(operations.map((op) => [op.operationId, resolve(op, schemes)]));
 
   return (req: Request, _res: Response, next: NextFunction) => {
-    const operationId = (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
+    const operationId = req.openapi?.schema.operationId;
     const security = operationId === undefined ? undefined : byOperation.get(operationId);
     if (security === undefined || security.requirements.length === 0) {
       next();
