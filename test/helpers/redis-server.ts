@@ -58,6 +58,23 @@ function findRedisServer(): string {
 }
 
 /** A port the kernel just handed out on the loopback interface, released again (nothing listens on it). */
+/** A client with the fail-fast settings of STACK.md (no offline queue, short timeouts, reconnects by itself), connected to `port`. */
+export async function connectFailFast(port: number): Promise<Redis> {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 500,
+    connectTimeout: 1000,
+    retryStrategy: (times) => Math.min(times * 100, 1000),
+  });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

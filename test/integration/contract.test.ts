@@ -1,11 +1,10 @@
-import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createApp } from '../../src/app.js';
 import { loadContract } from '../../src/contract.js';
 import { StartupError } from '../../src/errors.js';
 import type { Handlers } from '../../src/handlers/types.js';
+import { handlersOf, startBareApp } from '../helpers/bare-app.js';
 import { schemaViolations } from '../helpers/contract-schema.js';
 import { captureLogger, startTestService, type TestService } from '../helpers/service.js';
 
@@ -180,23 +179,10 @@ describe('unexpected failures', () => {
     const crash = () => {
       throw new Error(secret);
     };
-    const handlers = Object.fromEntries(contract.operations.map((op) => [op.operationId, crash])) as unknown as Handlers;
     const { logger, logs } = captureLogger();
-    const app = createApp({
-      contract,
-      handlers,
-      logger,
-      bodyLimitBytes: 16384,
-      authenticator: {
-        authenticateBearer: () => Promise.reject(new Error('unused')),
-        authenticateApiKey: () => Promise.reject(new Error('unused')),
-      },
-    });
-    const server = createServer(app).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
+    const { server, url } = await startBareApp(contract, handlersOf(contract, crash), logger);
     try {
-      const { port } = server.address() as AddressInfo;
-      const res = await fetch(`http://127.0.0.1:${port}/api/health`);
+      const res = await fetch(`${url}/api/health`);
       expect(res.status).toBe(500);
       const text = await res.text();
       expect(JSON.parse(text)).toEqual({ success: false, error: 'Internal server error', code: 500, detail: 'Internal server error' });

@@ -8,27 +8,11 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { TooManyRequestsError } from '../../src/errors.js';
 import { LoginThrottle, THROTTLE_KEY_PREFIX } from '../../src/infra/auth/login-throttle.js';
-import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
+import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 
 const MAX_FAILURES = 3;
 const BLOCK_MS = 120_000;
 
-/** The fail-fast client settings of STACK.md: no offline queue, short timeouts, reconnects by itself. */
-async function connectRedis(port: number): Promise<Redis> {
-  const client = new Redis({
-    host: '127.0.0.1',
-    port,
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    commandTimeout: 500,
-    connectTimeout: 1000,
-    retryStrategy: (times) => Math.min(times * 100, 1000),
-  });
-  client.on('error', () => undefined);
-  await client.connect();
-  return client;
-}
 
 /** Names no other test run (sharing this Redis) will use. */
 const unique = (label: string) => `${label}-${randomBytes(6).toString('hex')}`;
@@ -41,7 +25,7 @@ describe('LoginThrottle with the shared Redis', () => {
   let client: Redis;
 
   beforeAll(async () => {
-    client = await connectRedis(inject('redisPort'));
+    client = await connectFailFast(inject('redisPort'));
   });
 
   afterAll(async () => {
@@ -115,7 +99,7 @@ describe('LoginThrottle when Redis fails', () => {
 
   it('when Redis has been killed, then failures are counted in memory and the username is still blocked', async () => {
     await redis.restart();
-    client = await connectRedis(redis.port);
+    client = await connectFailFast(redis.port);
     const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client });
     const closed = once(client, 'close');
     await redis.kill();
@@ -129,7 +113,7 @@ describe('LoginThrottle when Redis fails', () => {
 
   it('when Redis is frozen, then calls fall back to memory after the command timeout instead of hanging', async () => {
     await redis.restart();
-    client = await connectRedis(redis.port);
+    client = await connectFailFast(redis.port);
     const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client });
     redis.pause();
     try {
@@ -145,7 +129,7 @@ describe('LoginThrottle when Redis fails', () => {
 describe('LoginThrottle told whether Redis is available', () => {
   let client: Redis;
   beforeAll(async () => {
-    client = await connectRedis(inject('redisPort'));
+    client = await connectFailFast(inject('redisPort'));
   });
   afterAll(async () => {
     await client.quit();
@@ -162,7 +146,7 @@ describe('LoginThrottle told whether Redis is available', () => {
 
   it('when a Redis command fails, then onRedisError hears of it and the attempt is counted in memory', async () => {
     const redis = await startRedis();
-    const own = await connectRedis(redis.port);
+    const own = await connectFailFast(redis.port);
     const errors: unknown[] = [];
     const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: own, onRedisError: (err) => errors.push(err) });
     try {

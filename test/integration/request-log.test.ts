@@ -1,33 +1,18 @@
 /** The request log over a real socket: one line per request with its id, and no work at levels that are off. */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
 import { loadContract } from '../../src/contract.js';
-import type { Handlers } from '../../src/handlers/types.js';
 import type { Logger } from '../../src/logger.js';
+import { handlersOf, startBareApp } from '../helpers/bare-app.js';
 import { captureLogger } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const contract = loadContract();
 
 /** The app with a health handler that answers 200, and every other operation unused. */
-async function start(logger: Logger): Promise<{ server: Server; url: string }> {
-  const handlers = Object.fromEntries(contract.operations.map((op) => [op.operationId, () => undefined])) as unknown as Handlers;
-  (handlers as unknown as Record<string, unknown>).getHealth = (_req: unknown, res: { json(b: unknown): void }) => res.json({ ok: true, datasource: true, cache: true, auth: true });
-  const app = createApp({
-    contract,
-    handlers,
-    logger,
-    bodyLimitBytes: 16384,
-    authenticator: {
-      authenticateBearer: () => Promise.reject(new Error('unused')),
-      authenticateApiKey: () => Promise.reject(new Error('unused')),
-    },
-  });
-  const server = createServer(app).listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+function start(logger: Logger): Promise<{ server: Server; url: string }> {
+  const getHealth = (_req: unknown, res: { json(b: unknown): void }) => res.json({ ok: true, datasource: true, cache: true, auth: true });
+  return startBareApp(contract, handlersOf(contract, () => undefined, { getHealth }), logger);
 }
 
 /** Counts the child loggers made from `logger` (each one serializes its bindings). */

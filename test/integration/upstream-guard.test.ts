@@ -12,7 +12,7 @@ import { createMarketDataProvider, type ResilientMarketDataProvider } from '../.
 import { UpstreamBusyError, UpstreamRateLimitedError } from '../../src/infra/market/upstream-guard-errors.js';
 import { createLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
-import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
+import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 
 const FIXTURES_DIR = fileURLToPath(new URL('../fixtures/yahoo/', import.meta.url));
 const silent = createLogger({ level: 'silent', name: 'test' });
@@ -22,20 +22,9 @@ let redis: RedisProcess;
 const clients: Redis[] = [];
 const providers: ResilientMarketDataProvider[] = [];
 
-/** The fail-fast client settings of STACK.md: no offline queue, short timeouts, reconnects by itself. */
+/** A fail-fast client (see connectFailFast), closed after the tests. */
 async function connectRedis(): Promise<Redis> {
-  const client = new Redis({
-    host: '127.0.0.1',
-    port: redis.port,
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    commandTimeout: 500,
-    connectTimeout: 1000,
-    retryStrategy: (times) => Math.min(times * 100, 1000),
-  });
-  client.on('error', () => undefined);
-  await client.connect();
+  const client = await connectFailFast(redis.port);
   clients.push(client);
   return client;
 }

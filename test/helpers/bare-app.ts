@@ -1,0 +1,32 @@
+/**
+ * `createApp` alone over a real socket, with handlers the test chooses and no credentials accepted:
+ * for what the app itself does (envelopes, the request log) without the rest of the service.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../src/app.js';
+import type { Contract } from '../../src/contract.js';
+import type { Handlers } from '../../src/handlers/types.js';
+import type { Logger } from '../../src/logger.js';
+
+/** Every operation of `contract` answered by `handler`, except those named in `overrides`. */
+export function handlersOf(contract: Contract, handler: unknown, overrides: Record<string, unknown> = {}): Handlers {
+  return { ...Object.fromEntries(contract.operations.map((op) => [op.operationId, handler])), ...overrides } as unknown as Handlers;
+}
+
+/** Listens on a free loopback port; close `server` when done. */
+export async function startBareApp(contract: Contract, handlers: Handlers, logger: Logger): Promise<{ server: Server; url: string }> {
+  const app = createApp({
+    contract,
+    handlers,
+    logger,
+    bodyLimitBytes: 16384,
+    authenticator: {
+      authenticateBearer: () => Promise.reject(new Error('unused')),
+      authenticateApiKey: () => Promise.reject(new Error('unused')),
+    },
+  });
+  const server = createServer(app).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
