@@ -16,6 +16,7 @@ import type { Logger } from './logger.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
 import { contractSecurity } from './security.js';
+import { series } from './series.js';
 import { NO_METRICS, UNMATCHED_ROUTE, type Metrics, type Principal } from './ports.js';
 import { hasCredentials, isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
@@ -104,8 +105,8 @@ export function createApp(deps: AppDeps): express.Express {
     if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) next();
     else json(req, res, next);
   };
-  // What every request goes through before validation, in order, as one step.
-  app.use((req, res, next) => {
+  // What every request goes through before validation, in order.
+  const front: RequestHandler = (req, res, next) => {
     beginLog(req, res);
     // Before validation: a preflight is answered here, whatever the contract says about OPTIONS.
     if (cors.handle(req, res)) return;
@@ -119,28 +120,26 @@ export function createApp(deps: AppDeps): express.Express {
     counted.add(req);
     if (rateLimit.tryApply(req, res)) parseBody(req, res, next);
     else rateLimit.apply(req, res).then(() => parseBody(req, res, next), next);
-  });
+  };
 
   const onViolation = deps.onResponseViolation;
-  app.use(
-    openApiValidatorMiddleware({
-      apiSpec: structuredClone(contract.document) as never,
-      validateRequests: { allErrors: true },
-      // The contract has no multipart bodies; without this, every request passes one more step.
-      fileUploader: false,
-      validateResponses: onViolation
-        ? {
-            onError: (error: { message: string }, _body: unknown, req: Request) => {
-              logger.error({ reqId: req.id, violation: error.message }, 'response breaks the contract');
-              onViolation(error.message, req);
-            },
-          }
-        : false,
-      // Checked by `contractSecurity` below, which tries only the credentials a request offers.
-      validateSecurity: false,
-    }),
-  );
-  app.use(contractSecurity(contract.operations, contract.document, authenticator));
+  const validate = openApiValidatorMiddleware({
+    apiSpec: structuredClone(contract.document) as never,
+    validateRequests: { allErrors: true },
+    // The contract has no multipart bodies.
+    fileUploader: false,
+    validateResponses: onViolation
+      ? {
+          onError: (error: { message: string }, _body: unknown, req: Request) => {
+            logger.error({ reqId: req.id, violation: error.message }, 'response breaks the contract');
+            onViolation(error.message, req);
+          },
+        }
+      : false,
+    // Checked by `contractSecurity` below, which tries only the credentials a request offers.
+    validateSecurity: false,
+  });
+  const security = contractSecurity(contract.operations, contract.document, authenticator);
   // The validator already found the operation; its handler is one Map lookup away (no second routing).
   // A caller with credentials is counted against its quota here, once the security step knows who it is.
   const byOperation = new Map(contract.operations.map((op) => [op.operationId, (handlers as unknown as Record<string, RequestHandler>)[op.operationId]!]));
@@ -148,7 +147,7 @@ export function createApp(deps: AppDeps): express.Express {
     const result: unknown = handler(req, res, next);
     if (result instanceof Promise) result.catch(next);
   };
-  app.use((req, res, next) => {
+  const dispatch: RequestHandler = (req, res, next) => {
     const operationId = req.openapi?.schema.operationId;
     const handler = operationId === undefined ? undefined : byOperation.get(operationId);
     if (handler === undefined) {
@@ -159,11 +158,13 @@ export function createApp(deps: AppDeps): express.Express {
     req.params = req.openapi!.pathParams;
     if (rateLimit === undefined || counted.has(req) || !isRateLimitedPath(req.path) || rateLimit.tryApply(req, res, req.principal)) run(handler, req, res, next);
     else rateLimit.apply(req, res, req.principal).then(() => run(handler, req, res, next), next);
-  });
-
-  app.use((req, _res, next) => {
+  };
+  const notFound: RequestHandler = (req, _res, next) => {
     next(Object.assign(new Error('not found'), { status: 404, path: req.path }));
-  });
+  };
+
+  // Every request takes these steps in this order; one Express layer runs them (see series.ts).
+  app.use(series([front, validate, security, dispatch, notFound]));
 
   const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
     const response = toErrorResponse(err, { method: req.method, path: req.path });

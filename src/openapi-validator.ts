@@ -1,22 +1,28 @@
 /**
- * express-openapi-validator with route matching compiled once.
+ * express-openapi-validator with route matching compiled once and its steps run as one.
  *
  * Upstream 5.6.2 finds the operation of each request by calling path-to-regexp's `pathToRegexp`
  * for every route of the contract, on every request, until one matches (its
  * `middlewares/openapi.metadata.js`, `lookupRoute`; cdimascio/express-openapi-validator#1217 is the
- * unmerged fix). That compile was the validator's largest cost per request. This module builds the
- * validator exactly as the package's own `middleware()` does and replaces only that one step, with
- * the same matching rules over regular expressions compiled on first use. Everything else (security,
- * request and response validation, the errors) is the package's own code.
+ * unmerged fix). That compile was the validator's largest cost per request. And its
+ * `installMiddleware` makes each step a layer that awaits the loaded spec again on every request.
+ * This module loads and checks the spec exactly as the package's own `middleware()` does, builds
+ * each step with the package's own factory, replaces only the matching step (the same rules over
+ * regular expressions compiled on first use) and runs the steps in series once the spec is loaded.
+ * Request and response validation and their errors are the package's own code. Upstream's
+ * `app.param` hook for path parameters is not installed: mds routes by operation (app.ts), and sets
+ * `req.params` from the matched operation itself.
  *
- * It relies on the package's internals: `OpenApiValidator#metadataMiddleware(context, responseApiDoc)`
- * being the factory of that step, and on the shape of `OpenApiContext`. test/unit/openapi-validator.test.ts
- * pins the version and compares this matcher with upstream's on the real contract, so an upgrade that
- * changes either fails there first.
+ * It relies on the package's internals: `OpenApiValidator`'s normalised `options`, `ajvOpts` and step
+ * factories (`metadataMiddleware`, `requestValidationMiddleware`, `responseValidationMiddleware`),
+ * `SchemaPreprocessor` and the shape of `OpenApiContext`. test/integration/openapi-validator.test.ts
+ * pins the version, checks those internals are there and compares this matcher with upstream's on
+ * the real contract, so an upgrade that changes any of them fails there first.
  */
 import { createRequire } from 'node:module';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/framework/types.js';
+import { series } from './series.js';
 
 const requireHere = createRequire(import.meta.url);
 const validatorMain = requireHere.resolve('express-openapi-validator');
@@ -50,9 +56,13 @@ export interface ValidatorContext {
 type ResponseApiDoc = { paths: Record<string, Record<string, unknown>> } | undefined | null;
 type MetadataFactory = (context: ValidatorContext, responseApiDoc: ResponseApiDoc) => RequestHandler;
 
+/** What this module uses of upstream's `OpenApiValidator`: its normalised options and its step factories. */
 interface ValidatorInternals {
+  options: OpenApiValidatorOpts & { validateApiSpec: boolean; $refParser: unknown };
+  ajvOpts: { preprocessor: unknown };
   metadataMiddleware: MetadataFactory;
-  installMiddleware(spec: Promise<unknown>): RequestHandler[];
+  requestValidationMiddleware(apiDoc: unknown): RequestHandler;
+  responseValidationMiddleware(apiDoc: unknown, serial: number): RequestHandler;
 }
 
 const { OpenApiValidator } = internal('dist/openapi.validator.js') as {
@@ -60,6 +70,12 @@ const { OpenApiValidator } = internal('dist/openapi.validator.js') as {
 };
 const { OpenApiSpecLoader } = internal('dist/framework/openapi.spec.loader.js') as {
   OpenApiSpecLoader: new (options: { apiDoc: unknown; validateApiSpec?: boolean; $refParser?: unknown }) => { load(): Promise<unknown> };
+};
+const { OpenApiContext } = internal('dist/framework/openapi.context.js') as {
+  OpenApiContext: new (spec: unknown, ignorePaths: unknown, ignoreUndocumented: unknown, useRequestUrl: unknown) => ValidatorContext;
+};
+const { SchemaPreprocessor } = internal('dist/middlewares/parsers/schema.preprocessor.js') as {
+  SchemaPreprocessor: new (apiDoc: unknown, ajvOptions: unknown, validateResponses: unknown) => { preProcess(): { apiDocRes: ResponseApiDoc } };
 };
 const { MethodNotAllowed, NotFound, BadRequest } = internal('dist/framework/types.js') as Record<
   'MethodNotAllowed' | 'NotFound' | 'BadRequest',
@@ -76,7 +92,14 @@ export const upstreamMetadataMiddleware: MetadataFactory = (context, responseApi
 
 /** True when the installed package still has the method this module replaces. */
 export function validatorInternalsPresent(): boolean {
-  return typeof OpenApiValidator.prototype.metadataMiddleware === 'function' && typeof OpenApiValidator.prototype.installMiddleware === 'function';
+  const proto = OpenApiValidator.prototype;
+  return (
+    typeof proto.metadataMiddleware === 'function' &&
+    typeof proto.requestValidationMiddleware === 'function' &&
+    typeof proto.responseValidationMiddleware === 'function' &&
+    typeof OpenApiContext === 'function' &&
+    typeof SchemaPreprocessor === 'function'
+  );
 }
 
 interface CompiledRoute {
@@ -168,13 +191,36 @@ export const precompiledMetadataMiddleware: MetadataFactory = (context, response
 };
 
 /**
- * Same as the package's `middleware(options)` (the spec is loaded and checked the same way), with
- * the route matching compiled once. `options.apiSpec` must be a document the validator may mutate.
+ * Same as the package's `middleware(options)` (the spec is loaded and checked the same way, and each
+ * step is built by the package's own factory), with the route matching compiled once and the steps
+ * run as one: upstream's `installMiddleware` gives every step a layer of its own that waits on the
+ * loaded spec again (a promise hop per step, per request); here the spec is awaited by the first
+ * requests only, then the steps run in series. `options.apiSpec` must be a document the validator may
+ * mutate. Only what mds uses is supported: no security handlers (`security.ts` checks the contract's
+ * security), no multipart uploads, no operation handlers.
  */
-export function openApiValidatorMiddleware(options: OpenApiValidatorOpts): RequestHandler[] {
+export function openApiValidatorMiddleware(options: OpenApiValidatorOpts): RequestHandler {
+  if (options.validateSecurity !== false || options.fileUploader !== false || options.operationHandlers) {
+    throw new TypeError('openApiValidatorMiddleware runs without validateSecurity, fileUploader and operationHandlers: set the first two to false');
+  }
   const validator = new OpenApiValidator(options);
-  // An own property shadows the prototype's factory; installMiddleware calls it on the first request.
-  validator.metadataMiddleware = precompiledMetadataMiddleware;
-  const spec = new OpenApiSpecLoader({ apiDoc: options.apiSpec, validateApiSpec: options.validateApiSpec, $refParser: options.$refParser }).load();
-  return validator.installMiddleware(spec);
+  const normalized = validator.options;
+  const loaded = new OpenApiSpecLoader({ apiDoc: options.apiSpec, validateApiSpec: normalized.validateApiSpec, $refParser: normalized.$refParser })
+    .load()
+    .then((spec) => {
+      const { apiDoc } = spec as { apiDoc: ValidatorContext['apiDoc'] };
+      const responseApiDoc = new SchemaPreprocessor(apiDoc, validator.ajvOpts.preprocessor, normalized.validateResponses).preProcess().apiDocRes;
+      const context = new OpenApiContext(spec, normalized.ignorePaths, normalized.ignoreUndocumented, normalized.useRequestUrl);
+      const steps = [precompiledMetadataMiddleware(context, responseApiDoc)];
+      if (normalized.validateRequests) steps.push(validator.requestValidationMiddleware(apiDoc));
+      if (normalized.validateResponses) steps.push(validator.responseValidationMiddleware(responseApiDoc, context.serial));
+      return series(steps);
+    });
+  let validate: RequestHandler | undefined;
+  // A spec that fails to load fails every request with its error, as upstream's steps do.
+  loaded.then((ready) => (validate = ready), () => undefined);
+  return (req, res, next) => {
+    if (validate !== undefined) validate(req, res, next);
+    else loaded.then((ready) => ready(req, res, next)).catch(next);
+  };
 }

@@ -111,7 +111,7 @@ describe('express-openapi-validator with precompiled route matching', () => {
   it('when the whole validator is installed, then a bad request is still refused and a good one reaches the route', async () => {
     const app = express();
     app.use(express.json());
-    app.use(openApiValidatorMiddleware({ apiSpec: structuredClone(contract.document) as never, validateRequests: { allErrors: true }, validateSecurity: false }));
+    app.use(openApiValidatorMiddleware({ apiSpec: structuredClone(contract.document) as never, validateRequests: { allErrors: true }, validateSecurity: false, fileUploader: false }));
     app.get('/api/health', (_req, res) => void res.json({ ok: true }));
     app.use(((err: { status?: number }, _req, res, _next) => void res.status(err.status ?? 500).json({ status: err.status })) as ErrorRequestHandler);
     const { server, url } = await listen(app);
@@ -126,5 +126,13 @@ describe('express-openapi-validator with precompiled route matching', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('when a step it does not run is asked for, then building it fails at once instead of skipping that step', () => {
+    const apiSpec = () => structuredClone(contract.document) as never;
+
+    expect(() => openApiValidatorMiddleware({ apiSpec: apiSpec(), validateSecurity: false })).toThrow(/fileUploader/);
+    expect(() => openApiValidatorMiddleware({ apiSpec: apiSpec(), fileUploader: false })).toThrow(/validateSecurity/);
+    expect(() => openApiValidatorMiddleware({ apiSpec: apiSpec(), validateSecurity: false, fileUploader: false, operationHandlers: 'handlers' })).toThrow(/operationHandlers/);
   });
 });
