@@ -17,7 +17,7 @@ import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
 import { contractSecurity } from './security.js';
 import { series } from './series.js';
-import { NO_METRICS, UNMATCHED_ROUTE, type Metrics, type Principal } from './ports.js';
+import { NO_METRICS, UNMATCHED_ROUTE, type AuthCallback, type Metrics, type Principal } from './ports.js';
 import { hasCredentials, isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
 declare module 'express-serve-static-core' {
@@ -29,10 +29,10 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** Checks the credentials of a request. Rejects with NotAuthenticatedError / InvalidCredentialsError. */
+/** Checks the credentials of a request; ends with the principal, or NotAuthenticatedError / InvalidCredentialsError. */
 export interface Authenticator {
-  authenticateBearer(req: Request): Promise<Principal>;
-  authenticateApiKey(req: Request): Promise<Principal>;
+  authenticateBearer(req: Request, done: AuthCallback): void;
+  authenticateApiKey(req: Request, done: AuthCallback): void;
 }
 
 export interface AppDeps {

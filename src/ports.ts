@@ -137,6 +137,12 @@ export interface Principal {
   rateLimitPerMinute?: number;
 }
 
+/**
+ * How a credential check ends, exactly once: with the principal, or with why there is none. A check
+ * that needs no I/O calls it before returning (no promise, no later turn of the event loop).
+ */
+export type AuthCallback = (err: unknown, principal?: Principal) => void;
+
 /** What a managed API key may do: `read` calls the data endpoints, `admin` is an administrator. */
 export type ApiKeyRole = 'read' | 'admin';
 

@@ -23,7 +23,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Authenticator } from './app.js';
 import type { Operation } from './contract.js';
 import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from './errors.js';
-import type { Principal } from './ports.js';
+import type { AuthCallback, Principal } from './ports.js';
 
 /** What a request is told when its Authorization header is not `Bearer <token>` at all. */
 export const NOT_BEARER_MESSAGE = "Invalid credentials: send the token as 'Authorization: Bearer <token>'";
@@ -31,7 +31,7 @@ export const NOT_BEARER_MESSAGE = "Invalid credentials: send the token as 'Autho
 interface Scheme {
   /** The (lower-case) request header that carries this scheme's credential. */
   header: string;
-  authenticate(req: Request): Promise<Principal>;
+  authenticate(req: Request, done: AuthCallback): void;
 }
 
 interface Requirement {
@@ -55,14 +55,14 @@ function schemesOf(document: Record<string, unknown>, authenticator: Authenticat
     if (scheme.type === 'http' && scheme.scheme?.toLowerCase() === 'bearer') {
       schemes.set(name, {
         header: 'authorization',
-        authenticate: (req) => {
+        authenticate: (req, done) => {
           // Another scheme (Basic, or a bare token) is not a malformed bearer token: say what is expected.
-          if (!BEARER_SCHEME.test(req.headers.authorization ?? '')) return Promise.reject(new InvalidCredentialsError(NOT_BEARER_MESSAGE));
-          return authenticator.authenticateBearer(req);
+          if (BEARER_SCHEME.test(req.headers.authorization ?? '')) authenticator.authenticateBearer(req, done);
+          else done(new InvalidCredentialsError(NOT_BEARER_MESSAGE));
         },
       });
     } else if (scheme.type === 'apiKey' && scheme.in === 'header' && scheme.name) {
-      schemes.set(name, { header: scheme.name.toLowerCase(), authenticate: (req) => authenticator.authenticateApiKey(req) });
+      schemes.set(name, { header: scheme.name.toLowerCase(), authenticate: (req, done) => authenticator.authenticateApiKey(req, done) });
     } else {
       throw new StartupError(`The contract's security scheme '${name}' (${scheme.type ?? 'no type'}) is not one mds can check: bearer tokens and API keys in a header are`);
     }
@@ -90,24 +90,27 @@ function resolve(operation: Operation, schemes: Map<string, Scheme>): OperationS
   return { anonymous, requirements };
 }
 
-/** Checks one requirement whose credentials are all present; resolves to its principal. */
-function satisfy(requirement: Requirement, req: Request): Promise<Principal> {
+/**
+ * Checks one requirement whose credentials are all present, scheme after scheme; ends with the first
+ * scheme's principal when every one passes (and has the role the requirement asks for).
+ */
+function satisfy(requirement: Requirement, req: Request, done: AuthCallback): void {
   const schemes = requirement.schemes;
-  const first = schemes[0]!;
-  const checked = first.scheme.authenticate(req).then((principal) => {
-    if (first.adminOnly && !principal.isAdmin) throw new ForbiddenError();
-    return principal;
-  });
-  if (schemes.length === 1) return checked;
-  // Every scheme of the requirement must pass; the principal is the first one's.
-  return checked.then(async (principal) => {
-    for (let i = 1; i < schemes.length; i += 1) {
-      const { scheme, adminOnly } = schemes[i]!;
-      const also = await scheme.authenticate(req);
-      if (adminOnly && !also.isAdmin) throw new ForbiddenError();
-    }
-    return principal;
-  });
+  let principal: Principal | undefined;
+  const check = (at: number) => {
+    const { scheme, adminOnly } = schemes[at]!;
+    scheme.authenticate(req, (err, passed) => {
+      if (err !== null && err !== undefined) done(err);
+      else if (passed === undefined) done(new Error(`the ${scheme.header} check ended with neither a principal nor an error`));
+      else if (adminOnly && !passed.isAdmin) done(new ForbiddenError());
+      else {
+        principal ??= passed;
+        if (at + 1 < schemes.length) check(at + 1);
+        else done(null, principal);
+      }
+    });
+  };
+  check(0);
 }
 
 /** True when the request carries the credential of every scheme of `requirement`. */
@@ -116,17 +119,20 @@ function isOffered(requirement: Requirement, headers: Request['headers']): boole
   return true;
 }
 
-/** Tries the offered requirements in order; resolves to the first principal, else rejects with the most telling refusal. */
-async function satisfyAny(offered: Requirement[], req: Request): Promise<Principal> {
+/** Tries the offered requirements in order; ends with the first principal, else with the most telling refusal. */
+function satisfyAny(offered: Requirement[], req: Request, done: AuthCallback): void {
   const failures: unknown[] = [];
-  for (const requirement of offered) {
-    try {
-      return await satisfy(requirement, req);
-    } catch (err) {
-      failures.push(err);
-    }
-  }
-  throw mostTelling(failures);
+  const tryFrom = (at: number) => {
+    satisfy(offered[at]!, req, (err, principal) => {
+      if (err === null || err === undefined) done(null, principal);
+      else {
+        failures.push(err);
+        if (at + 1 < offered.length) tryFrom(at + 1);
+        else done(mostTelling(failures));
+      }
+    });
+  };
+  tryFrom(0);
 }
 
 /** The refusal the caller should hear when every offered requirement failed. */
@@ -155,7 +161,7 @@ export function contractSecurity(operations: readonly Operation[], document: Rec
       next();
       return;
     }
-    // Most requests offer one credential: no array, no extra promise for them.
+    // Most requests offer one credential: no array for them.
     let first: Requirement | undefined;
     let offered: Requirement[] | undefined;
     for (const requirement of security.requirements) {
@@ -168,9 +174,15 @@ export function contractSecurity(operations: readonly Operation[], document: Rec
       else next(new NotAuthenticatedError());
       return;
     }
-    (offered === undefined ? satisfy(first, req) : satisfyAny(offered, req)).then((principal) => {
-      req.principal = principal;
-      next();
-    }, next);
+    // A check that needs no I/O ends here, before this call returns; the request goes on at once.
+    const decided: AuthCallback = (err, principal) => {
+      if (err !== null && err !== undefined) next(err);
+      else {
+        req.principal = principal;
+        next();
+      }
+    };
+    if (offered === undefined) satisfy(first, req, decided);
+    else satisfyAny(offered, req, decided);
   };
 }

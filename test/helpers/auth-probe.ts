@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { AppError } from '../../src/errors.js';
 import type { PassportAuth } from '../../src/infra/auth/passport-auth.js';
-import type { Principal } from '../../src/ports.js';
+import type { AuthCallback, Principal } from '../../src/ports.js';
 
 export type ProbeResult = { ok: true; principal: Principal } | { ok: false; error: string; code: string; message: string };
 
@@ -31,8 +31,10 @@ export async function startAuthProbe(auth: PassportAuth): Promise<AuthProbe> {
       res.status(401).json(body);
     }
   };
-  app.get('/bearer', route((req) => auth.authenticateBearer(req)));
-  app.get('/api-key', route((req) => auth.authenticateApiKey(req)));
+  const settled = (check: (req: express.Request, done: AuthCallback) => void) => (req: express.Request) =>
+    new Promise<Principal>((resolve, reject) => check(req, (err, principal) => (err ? reject(err) : principal ? resolve(principal) : reject(new Error('neither principal nor error')))));
+  app.get('/bearer', route(settled((req, done) => auth.authenticateBearer(req, done))));
+  app.get('/api-key', route(settled((req, done) => auth.authenticateApiKey(req, done))));
 
   const server: Server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

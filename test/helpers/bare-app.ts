@@ -22,8 +22,8 @@ export async function startBareApp(contract: Contract, handlers: Handlers, logge
     logger,
     bodyLimitBytes: 16384,
     authenticator: {
-      authenticateBearer: () => Promise.reject(new Error('unused')),
-      authenticateApiKey: () => Promise.reject(new Error('unused')),
+      authenticateBearer: (_req, done) => done(new Error('unused')),
+      authenticateApiKey: (_req, done) => done(new Error('unused')),
     },
   });
   const server = createServer(app).listen(0, '127.0.0.1');

@@ -209,7 +209,7 @@ describe('startup', () => {
         handlers: handlers as unknown as Handlers,
         logger,
         bodyLimitBytes: 16384,
-        authenticator: { authenticateBearer: () => Promise.reject(new Error()), authenticateApiKey: () => Promise.reject(new Error()) },
+        authenticator: { authenticateBearer: (_req, done) => done(new Error()), authenticateApiKey: (_req, done) => done(new Error()) },
       });
     expect(build).toThrow(StartupError);
     expect(build).toThrow(/getIndices \(GET \/api\/indices\)/);

@@ -1,13 +1,12 @@
 /**
- * Bearer and API-key authentication through passport, over real HTTP, against users in a real SQLite
- * file.
+ * Bearer and API-key authentication through the passport strategies, over real HTTP, against users in
+ * a real SQLite file.
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jwt from 'jsonwebtoken';
-import passport from 'passport';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY_PRINCIPAL, AUTH_MESSAGES, createPassportAuth } from '../../src/infra/auth/passport-auth.js';
 import { TokenService } from '../../src/infra/auth/tokens.js';
@@ -156,12 +155,53 @@ describe('createPassportAuth', () => {
     });
   });
 
-  it('registers its strategies on its own Passport instance, never on the global one', () => {
-    let reported: unknown;
-    passport.authenticate('jwt', { session: false })({ headers: {} }, {}, (err: unknown) => {
-      reported = err;
+  describe('a remembered token', () => {
+    it('when a verified token is used again, then it passes until its expiry, and is refused once the clock passes it', async () => {
+      let nowMs = Date.now();
+      const auth = createPassportAuth({ userStore: db.store, tokens, apiKeys: [], now: () => nowMs });
+      const remembering = await startAuthProbe(auth);
+      try {
+        const token = await tokenFor('root');
+        const { exp } = tokens.verify(token);
+
+        expect(await remembering.bearer(bearer(token))).toMatchObject({ ok: true });
+        expect(await remembering.bearer(bearer(token))).toMatchObject({ ok: true });
+        nowMs = exp * 1000;
+        expect(await remembering.bearer(bearer(token))).toMatchObject({ ok: false, code: 'INVALID_CREDENTIALS', message: AUTH_MESSAGES.expired });
+      } finally {
+        await remembering.close();
+      }
     });
 
-    expect(String(reported)).toMatch(/Unknown authentication strategy "jwt"/);
+    it('when the user of a remembered token changes password, then the token is refused as revoked', async () => {
+      await db.store.create({ username: 'mover', passwordHash: '$2b$04$movermovermovermovermoOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy', isAdmin: true });
+      const token = await tokenFor('mover');
+
+      expect(await probe.bearer(bearer(token))).toMatchObject({ ok: true });
+      await db.store.updatePasswordHash('mover', '$2b$04$changedchangedchangedcOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy');
+      expect(await probe.bearer(bearer(token))).toMatchObject({ ok: false, code: 'INVALID_CREDENTIALS', message: AUTH_MESSAGES.revoked });
+    });
+
+    it('when a remembered token is altered by one character, then the altered one is verified afresh and refused', async () => {
+      const token = await tokenFor('root');
+      const last = token.at(-1) === 'A' ? 'B' : 'A';
+
+      expect(await probe.bearer(bearer(token))).toMatchObject({ ok: true });
+      expect(await probe.bearer(bearer(`${token.slice(0, -1)}${last}`))).toMatchObject({ ok: false, message: AUTH_MESSAGES.invalid });
+    });
+  });
+
+  it('when a check needs no I/O (a configured key, a remembered token whose user is at hand), then it ends before the call returns', async () => {
+    const root = (await db.store.findByUsername('root'))!;
+    const auth = createPassportAuth({ userStore: db.store, tokens, apiKeys: API_KEYS, findUser: (username) => (username === 'root' ? root : undefined) });
+    const token = tokens.sign(root).token;
+    const request = (headers: Record<string, string>) => ({ headers }) as never;
+    const ended: string[] = [];
+
+    auth.authenticateApiKey(request({ 'x-api-key': 'key-two-abcdefghij' }), (err, principal) => ended.push(`key ${String(err)} ${principal?.username}`));
+    auth.authenticateBearer(request({ authorization: `Bearer ${token}` }), (err, principal) => ended.push(`first ${String(err)} ${principal?.username}`));
+    auth.authenticateBearer(request({ authorization: `Bearer ${token}` }), (err, principal) => ended.push(`again ${String(err)} ${principal?.username}`));
+
+    expect(ended).toEqual(['key null api-key', 'first null root', 'again null root']);
   });
 });

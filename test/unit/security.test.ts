@@ -8,11 +8,13 @@
 import { describe, expect, it } from 'vitest';
 import { contractFromYaml } from '../../src/contract.js';
 import { ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../../src/errors.js';
+import type { Authenticator } from '../../src/app.js';
+import type { AuthCallback } from '../../src/ports.js';
 import { contractSecurity, NOT_BEARER_MESSAGE } from '../../src/security.js';
 
-const authenticator = {
-  authenticateBearer: () => Promise.reject(new Error('not used')),
-  authenticateApiKey: () => Promise.reject(new Error('not used')),
+const authenticator: Authenticator = {
+  authenticateBearer: (_req, done) => done(new Error('not used')),
+  authenticateApiKey: (_req, done) => done(new Error('not used')),
 };
 
 function contractWith(schemes: string, security: string) {
@@ -62,13 +64,14 @@ describe('contract security on requests', () => {
   function decide(security: string, headers: Record<string, string>, checks: { bearer?: Principal | Error; key?: Principal | Error }) {
     const contract = contractWith('    bearerAuth: { type: http, scheme: bearer }\n    apiKeyAuth: { type: apiKey, in: header, name: X-API-Key }', security);
     const calls: string[] = [];
-    const answer = (name: string, result: Principal | Error | undefined) => {
+    const answer = (name: string, result: Principal | Error | undefined, done: AuthCallback) => {
       calls.push(name);
-      return result instanceof Error || result === undefined ? Promise.reject(result ?? new Error('unexpected call')) : Promise.resolve(result);
+      if (result instanceof Error || result === undefined) done(result ?? new Error('unexpected call'));
+      else done(null, result);
     };
     const step = contractSecurity(contract.operations, contract.document, {
-      authenticateBearer: () => answer('bearer', checks.bearer) as never,
-      authenticateApiKey: () => answer('key', checks.key) as never,
+      authenticateBearer: (_req, done) => answer('bearer', checks.bearer, done),
+      authenticateApiKey: (_req, done) => answer('key', checks.key, done),
     });
     const req = { headers, openapi: { schema: { operationId: 'getThing' } } } as unknown as Parameters<typeof step>[0] & { principal?: Principal };
     return new Promise<{ err: unknown; principal: Principal | undefined; calls: string[] }>((done) => {

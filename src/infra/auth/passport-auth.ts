@@ -1,17 +1,28 @@
 /**
- * Bearer-token and API-key authentication through passport, on a Passport instance of our own (no
- * global singleton, no sessions). Each call resolves to the caller's `Principal` or rejects with the
- * error the envelope reports: `NotAuthenticatedError` without the header, `InvalidCredentialsError`
- * saying what was wrong otherwise.
+ * Bearer-token and API-key authentication with passport strategies (passport-jwt, passport-headerapikey).
+ * Each call ends in its callback, once, with the caller's `Principal` or the error the envelope reports:
+ * `NotAuthenticatedError` without the header, `InvalidCredentialsError` saying what was wrong otherwise.
+ *
+ * The strategies run through passport's Strategy interface (`authenticate(req)` on an instance given
+ * `success`, `fail`, `error`, `pass` and `redirect`), here in `attempt`, rather than through passport's
+ * `authenticate` middleware: that one also assigns session helpers to every request and builds its
+ * closures per call, for nothing without sessions, and it was the largest single cost of an admin call.
+ * A check that needs no I/O (a configured API key, a remembered token whose user is in memory)
+ * answers before `authenticate...` returns, without a promise.
+ *
+ * A token whose signature and expiry were verified is remembered (by its exact text, until it
+ * expires, at most `VERIFIED_TOKENS` of them), so its next request skips the HMAC and the parsing. What
+ * can change while a token is valid (its user deleted, the password changed, the role) is checked on
+ * every request against the user, never remembered with the token.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Request, Response } from 'express';
-import passport from 'passport';
+import type { Request } from 'express';
+import QuickLRU from 'quick-lru';
 import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
-import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'passport-jwt';
+import { ExtractJwt, Strategy as JwtStrategy } from 'passport-jwt';
 import { InvalidCredentialsError, NotAuthenticatedError } from '../../errors.js';
-import type { ApiKeyVerifier, Principal, User, UserStore } from '../../ports.js';
-import { claimsOf, TOKEN_MESSAGES, type TokenService } from './tokens.js';
+import type { ApiKeyVerifier, AuthCallback, Principal, User, UserStore } from '../../ports.js';
+import { claimsOf, TOKEN_MESSAGES, type TokenClaims, type TokenService } from './tokens.js';
 
 /** The header carrying API keys. */
 export const API_KEY_HEADER = 'X-API-Key';
@@ -26,8 +37,8 @@ export const AUTH_MESSAGES = {
 /** The service account an API key acts as. Every protected endpoint is an admin endpoint, so it is one. */
 export const API_KEY_PRINCIPAL: Readonly<Principal> = Object.freeze({ username: 'api-key', isAdmin: true, kind: 'api-key' });
 
-const JWT_STRATEGY = 'jwt';
-const API_KEY_STRATEGY = 'api-key';
+/** How many verified tokens are remembered (quick-lru may hold up to twice this briefly). */
+export const VERIFIED_TOKENS = 10_000;
 
 export interface PassportAuthOptions {
   userStore: UserStore;
@@ -37,25 +48,64 @@ export interface PassportAuthOptions {
   /** Managed keys (`mds_...`), asked when a key is not one of API_KEYS. */
   managedKeys?: ApiKeyVerifier | undefined;
   /**
-   * How the bearer check reads a token's user; default `userStore.findByUsername`. Production hands in
-   * a `RevocationCache`'s lookup, so a bearer request costs no database read.
+   * How the bearer check reads a token's user: the user, or a promise of it when it must be read;
+   * default `userStore.findByUsername`. Production hands in a `RevocationCache`'s lookup, so a bearer
+   * request costs no database read.
    */
-  findUser?: (username: string) => Promise<User | undefined>;
+  findUser?: (username: string) => User | undefined | Promise<User | undefined>;
+  /** Clock in milliseconds, for the expiry of remembered tokens; default `Date.now`. */
+  now?: () => number;
 }
 
 /** Authenticates one request per call; the caller puts the principal on the request. */
 export interface PassportAuth {
   /**
    * Checks `Authorization: Bearer <jwt>`: signature (HS256 only), expiry, that the user still exists and
-   * that the token was issued under the current password. Rejects with `NotAuthenticatedError` when the
+   * that the token was issued under the current password. Ends with `NotAuthenticatedError` when the
    * header is absent and `InvalidCredentialsError` when it is malformed, invalid, expired or revoked.
    */
-  authenticateBearer(req: Request): Promise<Principal>;
+  authenticateBearer(req: Request, done: AuthCallback): void;
   /**
-   * Checks `X-API-Key` against API_KEYS in constant time. Rejects with `NotAuthenticatedError` when the
-   * header is absent and `InvalidCredentialsError('Invalid API key')` when it matches none.
+   * Checks `X-API-Key` against API_KEYS in constant time, then against the managed keys. Ends with
+   * `NotAuthenticatedError` when the header is absent and `InvalidCredentialsError('Invalid API key')`
+   * when it matches none.
    */
-  authenticateApiKey(req: Request): Promise<Principal>;
+  authenticateApiKey(req: Request, done: AuthCallback): void;
+}
+
+/** A passport strategy as its interface defines it, with the hooks one attempt is given. */
+interface StrategyAttempt {
+  authenticate(req: Request, options?: unknown): void;
+  success(user: unknown, info?: unknown): void;
+  fail(challenge?: unknown, status?: number): void;
+  error(err: unknown): void;
+  pass(): void;
+  redirect(url: string, status?: number): void;
+}
+
+/**
+ * Runs `strategy` on `req` once: `done(null, user)` on success, `done(null, false, challenge)` on a
+ * failure, `done(err, false)` on an error. Only the first outcome counts.
+ */
+function attempt(strategy: Pick<StrategyAttempt, 'authenticate'>, req: Request, done: (err: unknown, user: Principal | false, challenge?: unknown) => void): void {
+  let ended = false;
+  const end = (err: unknown, user: Principal | false, challenge?: unknown) => {
+    if (ended) return;
+    ended = true;
+    done(err, user, challenge);
+  };
+  const run = Object.create(strategy) as StrategyAttempt;
+  run.success = (user) => end(null, user as Principal);
+  run.fail = (challenge) => end(null, false, challenge);
+  run.error = (err) => end(err, false);
+  run.pass = () => end(null, false);
+  // Neither strategy redirects; one that did would be a programming error, not a refusal.
+  run.redirect = () => end(new Error('an authentication strategy asked for a redirect'), false);
+  try {
+    run.authenticate(req, { session: false });
+  } catch (err) {
+    end(err, false);
+  }
 }
 
 function sha256(value: string): Buffer {
@@ -90,71 +140,83 @@ function bearerFailureMessage(info: unknown): string {
   return AUTH_MESSAGES.invalid;
 }
 
-/** Builds the strategies on a fresh Passport instance and returns the two authenticators. */
+/** Builds the two strategies and returns the two checks. */
 export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
   const { userStore, tokens } = options;
   const findUser = options.findUser ?? ((username: string) => userStore.findByUsername(username));
-  const authenticator = new passport.Passport();
+  const now = options.now ?? Date.now;
+  const tokenOf = ExtractJwt.fromAuthHeaderAsBearerToken();
+  const verified = new QuickLRU<string, TokenClaims>({ maxSize: VERIFIED_TOKENS });
 
-  authenticator.use(
-    JWT_STRATEGY,
-    new JwtStrategy(
-      { jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(), ...tokens.verificationOptions() },
-      (payload: unknown, done: VerifiedCallback) => {
-        const claims = claimsOf(payload);
-        if (!claims) {
-          done(null, false, { message: AUTH_MESSAGES.invalid });
-          return;
-        }
-        findUser(claims.sub).then(
-          (user) => {
-            // A deleted user's tokens die with it; a changed password changes the hash they were tied to.
-            if (!user || !tokens.isCurrent(claims, user.passwordHash)) {
-              done(null, false, { message: AUTH_MESSAGES.revoked });
-              return;
-            }
-            // Rights come from the database, not the token: a demoted administrator loses them at once.
-            const principal: Principal = { username: user.username, isAdmin: user.isAdmin, kind: 'user', id: `user:${user.username}` };
-            done(null, principal);
-          },
-          (err: unknown) => done(err, false),
-        );
-      },
-    ),
-  );
+  /** The principal of verified `claims` when their user still exists under the same password. */
+  const admit = (claims: TokenClaims, done: (err: unknown, user: Principal | false, info?: unknown) => void) => {
+    const decide = (user: User | undefined) => {
+      // A deleted user's tokens die with it; a changed password changes the hash they were tied to.
+      if (!user || !tokens.isCurrent(claims, user.passwordHash)) done(null, false, { message: AUTH_MESSAGES.revoked });
+      // Rights come from the database, not the token: a demoted administrator loses them at once.
+      else done(null, { username: user.username, isAdmin: user.isAdmin, kind: 'user', id: `user:${user.username}` });
+    };
+    let found: ReturnType<typeof findUser>;
+    try {
+      found = findUser(claims.sub);
+    } catch (err) {
+      done(err, false);
+      return;
+    }
+    if (found instanceof Promise) found.then(decide, (err: unknown) => done(err, false));
+    else decide(found);
+  };
+
+  const jwtStrategy = new JwtStrategy({ jwtFromRequest: tokenOf, ...tokens.verificationOptions(), passReqToCallback: true }, (req: Request, payload: unknown, done: (err: unknown, user: Principal | false, info?: unknown) => void) => {
+    const claims = claimsOf(payload);
+    if (!claims) {
+      done(null, false, { message: AUTH_MESSAGES.invalid });
+      return;
+    }
+    const token = tokenOf(req);
+    if (token) verified.set(token, claims);
+    admit(claims, done);
+  });
 
   const matches = apiKeyMatcher(options.apiKeys);
-  authenticator.use(
-    API_KEY_STRATEGY,
-    new HeaderAPIKeyStrategy({ header: API_KEY_HEADER, prefix: '' }, false, (apiKey, done) => {
-      const staticId = matches(apiKey);
-      if (staticId) done(null, { ...API_KEY_PRINCIPAL, id: staticId });
-      else if (!options.managedKeys) done(null, undefined);
-      else options.managedKeys.verify(apiKey).then((principal) => done(null, principal), (err: unknown) => done(err as Error));
-    }),
-  );
+  const apiKeyStrategy = new HeaderAPIKeyStrategy({ header: API_KEY_HEADER, prefix: '' }, false, (apiKey, done) => {
+    const staticId = matches(apiKey);
+    if (staticId) done(null, { ...API_KEY_PRINCIPAL, id: staticId });
+    else if (!options.managedKeys) done(null, undefined);
+    else options.managedKeys.verify(apiKey).then((principal) => done(null, principal), (err: unknown) => done(err as Error));
+  });
 
-  const run = (strategy: string, req: Request, describeFailure: (info: unknown) => string) =>
-    new Promise<Principal>((resolve, reject) => {
-      const callback = (err: unknown, user: Principal | false | undefined, info: unknown) => {
-        if (err) reject(err);
-        else if (user) resolve(user);
-        else reject(new InvalidCredentialsError(describeFailure(info)));
-      };
-      // With a callback, these strategies never write to the response; express still hands one over.
-      const res = req.res ?? ({} as Response);
-      authenticator.authenticate(strategy, { session: false }, callback)(req, res, (err: unknown) => reject(err ?? new InvalidCredentialsError(describeFailure(undefined))));
-    });
+  /** Ends `done` with the strategy's outcome; a failure is an InvalidCredentialsError saying why. */
+  const outcome = (done: AuthCallback, describeFailure: (info: unknown) => string) => (err: unknown, user: Principal | false, info?: unknown) => {
+    if (err) done(err);
+    else if (user) done(null, user);
+    else done(new InvalidCredentialsError(describeFailure(info)));
+  };
 
   return {
-    authenticateBearer(req) {
-      if (req.headers.authorization === undefined) return Promise.reject(new NotAuthenticatedError());
-      return run(JWT_STRATEGY, req, bearerFailureMessage);
+    authenticateBearer(req, done) {
+      if (req.headers.authorization === undefined) {
+        done(new NotAuthenticatedError());
+        return;
+      }
+      const token = tokenOf(req);
+      const remembered = token ? verified.get(token) : undefined;
+      if (remembered === undefined) {
+        attempt(jwtStrategy, req, outcome(done, bearerFailureMessage));
+      } else if (remembered.exp * 1000 <= now()) {
+        verified.delete(token!);
+        done(new InvalidCredentialsError(AUTH_MESSAGES.expired));
+      } else {
+        admit(remembered, outcome(done, bearerFailureMessage));
+      }
     },
-    authenticateApiKey(req) {
-      if (req.headers[API_KEY_HEADER.toLowerCase()] === undefined) return Promise.reject(new NotAuthenticatedError());
+    authenticateApiKey(req, done) {
+      if (req.headers[API_KEY_HEADER.toLowerCase()] === undefined) {
+        done(new NotAuthenticatedError());
+        return;
+      }
       // Empty or unknown, the answer is the same: nothing about the configured keys is revealed.
-      return run(API_KEY_STRATEGY, req, () => AUTH_MESSAGES.invalidApiKey);
+      attempt(apiKeyStrategy, req, outcome(done, () => AUTH_MESSAGES.invalidApiKey));
     },
   };
 }

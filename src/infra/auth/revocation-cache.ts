@@ -57,14 +57,14 @@ export class RevocationCache {
   }
 
   /**
-   * The user named `username` (or `undefined` when there is none), from memory when it was read less
-   * than `ttlMs` ago and has not changed since; concurrent misses share one store read. Rejects as
-   * the store does.
+   * The user named `username` (or `undefined` when there is none): at once from memory when it was
+   * read less than `ttlMs` ago and has not changed since, else a promise of the store's answer
+   * (concurrent misses share one store read; it rejects as the store does).
    */
-  lookup(username: string): Promise<User | undefined> {
+  lookup(username: string): User | undefined | Promise<User | undefined> {
     if (this.#ttlMs <= 0) return this.#store.findByUsername(username);
     const entry = this.#entries.get(username);
-    if (entry && entry.expiresAtMs > this.#now()) return Promise.resolve(entry.user);
+    if (entry && entry.expiresAtMs > this.#now()) return entry.user;
     const pending = this.#inFlight.get(username);
     if (pending) return pending;
     const generation = this.#generation;

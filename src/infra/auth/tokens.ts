@@ -5,6 +5,7 @@
  */
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
+import QuickLRU from 'quick-lru';
 import { InvalidCredentialsError } from '../../errors.js';
 import type { TokenIssuer } from '../../ports.js';
 
@@ -79,6 +80,7 @@ export class TokenService implements TokenIssuer {
   readonly #key: KeyObject;
   readonly #ttlSeconds: number;
   readonly #now: () => number;
+  readonly #versions = new QuickLRU<string, string>({ maxSize: 1000 });
 
   constructor(options: TokenServiceOptions) {
     if (!options.secret) throw new RangeError('TokenService needs a non-empty signing secret');
@@ -133,9 +135,17 @@ export class TokenService implements TokenIssuer {
     return claims;
   }
 
-  /** The `pwv` claim for a password hash: a keyed digest that reveals nothing about the hash. */
+  /**
+   * The `pwv` claim for a password hash: a keyed digest that reveals nothing about the hash. Every
+   * bearer request asks for its user's, so the latest few are remembered.
+   */
   passwordVersion(passwordHash: string): string {
-    return createHmac('sha256', this.#secret).update(PWV_CONTEXT).update(passwordHash).digest('base64url').slice(0, PWV_LENGTH);
+    let version = this.#versions.get(passwordHash);
+    if (version === undefined) {
+      version = createHmac('sha256', this.#secret).update(PWV_CONTEXT).update(passwordHash).digest('base64url').slice(0, PWV_LENGTH);
+      this.#versions.set(passwordHash, version);
+    }
+    return version;
   }
 
   /** True when `claims` were issued under `passwordHash` (compared in constant time). */
