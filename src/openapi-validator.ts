@@ -8,7 +8,8 @@
  * `installMiddleware` makes each step a layer that awaits the loaded spec again on every request.
  * This module loads and checks the spec exactly as the package's own `middleware()` does, builds
  * each step with the package's own factory, replaces only the matching step (the same rules over
- * regular expressions compiled on first use) and runs the steps in series once the spec is loaded.
+ * regular expressions compiled on first use; the latest paths' matches remembered) and runs the
+ * steps in series once the spec is loaded.
  * Request and response validation and their errors are the package's own code. Upstream's
  * `app.param` hook for path parameters is not installed: mds routes by operation (app.ts), and sets
  * `req.params` from the matched operation itself.
@@ -22,6 +23,7 @@
 import { createRequire } from 'node:module';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/framework/types.js';
+import QuickLRU from 'quick-lru';
 import { series } from './series.js';
 
 const requireHere = createRequire(import.meta.url);
@@ -102,6 +104,10 @@ export function validatorInternalsPresent(): boolean {
   );
 }
 
+/** How many request paths the matcher remembers, and the longest it remembers. */
+const REMEMBERED_PATHS = 1000;
+const REMEMBERED_PATH_LENGTH = 256;
+
 interface CompiledRoute {
   expressRoute: string;
   openApiRoute: string;
@@ -122,12 +128,17 @@ export const precompiledMetadataMiddleware: MetadataFactory = (context, response
     return { expressRoute, openApiRoute, pathKey: openApiRoute.substring(methods.basePath.length), compiled: [] };
   });
 
-  const lookupRoute = (req: Request) => {
-    const path = (context.useRequestUrl ? req.url : req.originalUrl).split('?')[0]!;
-    const method = req.method.toLowerCase();
-    const sensitive = req.app.enabled('case sensitive routing');
-    const strict = req.app.enabled('strict routing');
-    const mode = (sensitive ? 2 : 0) + (strict ? 1 : 0);
+  /**
+   * The first route (in contract order) that `path` matches in routing `mode`, with the raw values of
+   * its parameters; null when none does. Paths of a usual length are remembered (the latest
+   * `REMEMBERED_PATHS`), so a path asked again costs one Map lookup instead of one expression per route.
+   */
+  const recent = new QuickLRU<string, { route: CompiledRoute; paramKeys: string[]; raw: string[] } | null>({ maxSize: REMEMBERED_PATHS });
+  const match = (path: string, mode: number, sensitive: boolean, strict: boolean) => {
+    const key = `${mode}${path}`;
+    const remembered = recent.get(key);
+    if (remembered !== undefined) return remembered;
+    let found: { route: CompiledRoute; paramKeys: string[]; raw: string[] } | null = null;
     for (const route of routes) {
       let compiled = route.compiled[mode];
       if (!compiled) {
@@ -136,23 +147,37 @@ export const precompiledMetadataMiddleware: MetadataFactory = (context, response
         route.compiled[mode] = compiled;
       }
       const matched = compiled.regexp.exec(path);
-      if (!matched) continue;
-      let pathParams: Record<string, string>;
-      try {
-        const values = matched.slice(1).map((v) => decodeURIComponent(v));
-        pathParams = Object.fromEntries(compiled.paramKeys.map((key, i) => [key, values[i]!]));
-      } catch {
-        throw new BadRequest({ path: req.path, message: `malformed uri'` });
+      if (matched) {
+        found = { route, paramKeys: compiled.paramKeys, raw: matched.slice(1) };
+        break;
       }
-      return {
-        schema: context.apiDoc.paths[route.pathKey]?.[method],
-        _responseSchema: responseApiDoc?.paths[route.pathKey]?.[method],
-        expressRoute: route.expressRoute,
-        openApiRoute: route.openApiRoute,
-        pathParams,
-      };
     }
-    return null;
+    if (path.length <= REMEMBERED_PATH_LENGTH) recent.set(key, found);
+    return found;
+  };
+
+  const lookupRoute = (req: Request) => {
+    const path = (context.useRequestUrl ? req.url : req.originalUrl).split('?')[0]!;
+    const method = req.method.toLowerCase();
+    const sensitive = req.app.enabled('case sensitive routing');
+    const strict = req.app.enabled('strict routing');
+    const found = match(path, (sensitive ? 2 : 0) + (strict ? 1 : 0), sensitive, strict);
+    if (found === null) return null;
+    const { route, paramKeys, raw } = found;
+    // Decoded and built afresh for every request: later steps may change req.params.
+    const pathParams: Record<string, string> = {};
+    try {
+      for (let i = 0; i < paramKeys.length; i += 1) pathParams[paramKeys[i]!] = decodeURIComponent(raw[i]!);
+    } catch {
+      throw new BadRequest({ path: req.path, message: `malformed uri'` });
+    }
+    return {
+      schema: context.apiDoc.paths[route.pathKey]?.[method],
+      _responseSchema: responseApiDoc?.paths[route.pathKey]?.[method],
+      expressRoute: route.expressRoute,
+      openApiRoute: route.openApiRoute,
+      pathParams,
+    };
   };
 
   return (req: Request, _res: Response, next: NextFunction) => {

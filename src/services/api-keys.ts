@@ -4,7 +4,7 @@
  * here at once and, through the Broadcast port, on every other instance; entries also die on their own
  * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { ApiKeyNotFoundError, InvalidRequestError } from '../errors.js';
 import type { components } from '../generated/api.js';
 import type { Logger } from '../logger.js';
@@ -45,7 +45,7 @@ export interface ApiKeyServiceOptions {
 
 /** SHA-256 of the whole key, lowercase hex: what the store keeps instead of the key. */
 export function apiKeyDigest(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 function toApiKey(record: ApiKeyRecord): ApiKey {

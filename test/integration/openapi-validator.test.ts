@@ -93,7 +93,7 @@ describe('express-openapi-validator with precompiled route matching', () => {
     });
   });
 
-  it('when any request of the contract (and around it) is matched, then the answer equals upstream matching', async () => {
+  it('when any request of the contract (and around it) is matched, first or again, then the answer equals upstream matching', async () => {
     const requests: Array<[string, string]> = [];
     for (const op of contract.operations) {
       const path = op.path.replace(/\{[^}]+\}/g, 'x.y_z-1');
@@ -102,9 +102,12 @@ describe('express-openapi-validator with precompiled route matching', () => {
     requests.push(['GET', '/api/unknown'], ['GET', '/'], ['GET', '/api/admin/users/%E0%A4%A'], ['GET', '/api/health?x=1'], ['GET', '/api/admin/users/a/b']);
 
     expect(requests.length).toBeGreaterThan(40);
-    for (const [method, path] of requests) {
-      const [expected, actual] = await Promise.all([call(upstream.url, method, path), call(ours.url, method, path)]);
-      expect({ method, path, ...actual }).toEqual({ method, path, ...expected });
+    // Twice: the second time, our matcher answers each path from what it remembers.
+    for (const pass of [1, 2]) {
+      for (const [method, path] of requests) {
+        const [expected, actual] = await Promise.all([call(upstream.url, method, path), call(ours.url, method, path)]);
+        expect({ pass, method, path, ...actual }).toEqual({ pass, method, path, ...expected });
+      }
     }
   });
 

@@ -15,7 +15,7 @@
  * can change while a token is valid (its user deleted, the password changed, the role) is checked on
  * every request against the user, never remembered with the token.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
@@ -109,7 +109,8 @@ function attempt(strategy: Pick<StrategyAttempt, 'authenticate'>, req: Request, 
 }
 
 function sha256(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
+  // The one-shot form: half the time of createHash's object per call.
+  return hash('sha256', value, 'buffer');
 }
 
 /**
