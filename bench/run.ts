@@ -23,6 +23,8 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 /** Rounds per scenario, each paired with its own baseline run; medians are reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+/** Seconds of load on a scenario before its first round. */
+const WARM_UP_S = Number(process.env.BENCH_WARM_UP_S ?? 3);
 /** A per-minute quota the bench cannot reach: every request is counted, none is refused. */
 const UNREACHABLE_QUOTA = '10000000';
 /** `;`-separated substrings; when set, only scenarios whose name contains one of them run (`BENCH_SCENARIOS='quote;health'`). */
@@ -54,11 +56,13 @@ interface Row extends Measured {
   scenario: string;
   /** What `ratio` divides by: the bare node:http server or the bare Express 5 route. */
   baseline?: 'node:http' | 'express';
-  /** Median over the rounds of (scenario req/s) / (baseline req/s measured just before it). */
+  /** Median over the rounds of (scenario req/s) / (mean baseline req/s of the runs just before and just after it). */
   ratio: number | null;
   /** The baseline's median req/s in this scenario's rounds. */
   baselineRps?: number;
-  rounds?: Array<{ rps: number; p99Ms: number; baselineRps: number }>;
+  /** The median over the rounds of the baseline's p99 around each (the worse of its two runs): what the machine itself allowed then. */
+  baselineP99Ms?: number;
+  rounds?: Array<{ rps: number; p99Ms: number; baselineRps: number; baselineP99Ms: number }>;
   note?: string;
 }
 
@@ -440,11 +444,16 @@ async function main(): Promise<void> {
      */
     const paired = async (name: string, run: () => Promise<Measured>, note?: string, against: { load: Load; name: 'node:http' | 'express' } = { load: baselineLoad, name: 'node:http' }): Promise<Row | undefined> => {
       if (!selected(name)) return undefined;
-      const rounds: Array<Measured & { baselineRps: number }> = [];
+      // Baseline, round, baseline, round, ..., baseline: each round is compared with the mean of the
+      // baseline runs just before and just after it, so a drift of the machine's speed during the
+      // round moves both sides alike.
+      const rounds: Array<Measured & { baselineRps: number; baselineP99Ms: number }> = [];
+      let before = await measure(against.load, dir);
       for (let r = 0; r < ROUNDS; r += 1) {
-        const base = await measure(against.load, dir);
         const m = await run();
-        rounds.push({ ...m, baselineRps: base.rps });
+        const after = await measure(against.load, dir);
+        rounds.push({ ...m, baselineRps: (before.rps + after.rps) / 2, baselineP99Ms: Math.max(before.p99Ms, after.p99Ms) });
+        before = after;
       }
       const row: Row = {
         scenario: name,
@@ -456,23 +465,26 @@ async function main(): Promise<void> {
         requests: rounds.reduce((sum, r) => sum + r.requests, 0),
         ratio: median(rounds.map((r) => r.rps / r.baselineRps)),
         baselineRps: median(rounds.map((r) => r.baselineRps)),
-        rounds: rounds.map((r) => ({ rps: r.rps, p99Ms: r.p99Ms, baselineRps: r.baselineRps })),
+        baselineP99Ms: median(rounds.map((r) => r.baselineP99Ms)),
+        rounds: rounds.map((r) => ({ rps: r.rps, p99Ms: r.p99Ms, baselineRps: r.baselineRps, baselineP99Ms: r.baselineP99Ms })),
         ...(note ? { note } : {}),
       };
       rows.push(row);
-      process.stderr.write(`  ${name}: ${fmt(row.rps)} req/s (${fmt(row.ratio ?? Number.NaN, 2)} x ${against.name}), p99 ${fmt(row.p99Ms, 2)} ms, non-2xx ${row.non2xx}\n`);
+      process.stderr.write(`  ${name}: ${fmt(row.rps)} req/s (${fmt(row.ratio ?? Number.NaN, 2)} x ${against.name}), p99 ${fmt(row.p99Ms, 2)} ms (${against.name} ${fmt(row.baselineP99Ms ?? Number.NaN, 2)} ms), non-2xx ${row.non2xx}\n`);
       return row;
     };
     const scenario = async (name: string, load: Load, note?: string, against?: { load: Load; name: 'node:http' | 'express' }) => {
       if (!selected(name)) return undefined;
-      await measure({ ...load, durationS: 1 }, dir); // warm-up
+      // Warm-up: with 1 s, the first round of an mds scenario still ran 10-20 % slower than the others
+      // (more code to optimise than in a baseline).
+      await measure({ ...load, durationS: WARM_UP_S }, dir);
       if (against) await measure({ ...against.load, durationS: 1 }, dir);
       return paired(name, () => measure(load, dir), note, against);
     };
     const expressFor = (name: keyof typeof general) => ({ load: { url: expressBaseline.url(name) }, name: 'express' as const });
 
     process.stderr.write(
-      `bench: ${hasWrk ? 'wrk' : 'autocannon'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per scenario, each after its own baseline run, ${cpus().length} cores, ${pinned ? 'servers on core 1 and the client on core 0' : 'not pinned (no taskset)'}\n`,
+      `bench: ${hasWrk ? 'wrk' : 'autocannon'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per scenario, each between two baseline runs, ${cpus().length} cores, ${pinned ? 'servers on core 1 and the client on core 0' : 'not pinned (no taskset)'}\n`,
     );
     // First, while the pair is as fresh as in a run of this comparison alone: after minutes of being
     // stopped while other scenarios ran, an A/A run of the pair (metrics off in both) differed by
@@ -614,8 +626,17 @@ async function main(): Promise<void> {
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
     writeFileSync(join(ROOT, 'bench', 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
 
-    const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'x baseline', 'baseline'];
-    const lines = rows.map((r) => [r.scenario, fmt(r.rps, r.rps < 100 ? 1 : 0), fmt(r.p50Ms, 2), fmt(r.p99Ms, 2), String(r.non2xx), r.ratio === null ? '-' : fmt(r.ratio, 2), r.ratio === null ? '' : (r.baseline ?? 'node:http')]);
+    const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'x baseline', 'baseline', 'its p99 ms'];
+    const lines = rows.map((r) => [
+      r.scenario,
+      fmt(r.rps, r.rps < 100 ? 1 : 0),
+      fmt(r.p50Ms, 2),
+      fmt(r.p99Ms, 2),
+      String(r.non2xx),
+      r.ratio === null ? '-' : fmt(r.ratio, 2),
+      r.ratio === null ? '' : (r.baseline ?? 'node:http'),
+      r.baselineP99Ms === undefined ? '' : fmt(r.baselineP99Ms, 2),
+    ]);
     const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
     const print = (cells: string[]) => console.log(cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
     print(header);
@@ -626,8 +647,9 @@ async function main(): Promise<void> {
         `\ncost of metrics on cached reads (budget 10 %): ${pct(metricsCost.rpsRatio)} % of req/s, ${fmt((metricsCost.cpuPerRequestRatio - 1) * 100, 1)} % more CPU per request`,
       );
     }
-    console.log(`\nx baseline: median over ${ROUNDS} rounds of the scenario's req/s over a baseline run made just before it:`);
+    console.log(`\nx baseline: median over ${ROUNDS} rounds of the scenario's req/s over the mean of the baseline runs just before and just after it:`);
     console.log('node:http = bare node:http writing the cached indices bytes; express = a bare Express 5 route sending a body of the same size as the scenario answer.');
+    console.log("its p99 ms: the baseline's own p99 in those runs, what the machine allowed at the time.");
     console.log(`written to bench/results/latest.json (${result.tool}, ${CONNECTIONS} connections, ${ROUNDS} x ${DURATION_S} s per scenario)`);
   } finally {
     for (const child of children) await stop(child);
