@@ -216,6 +216,41 @@ export const precompiledMetadataMiddleware: MetadataFactory = (context, response
 };
 
 /**
+ * `validateRequest`, skipped where it could only pass: an operation that declares no parameters (on
+ * itself or its path) and no request body, called without a query string and without a body, has
+ * nothing the request step could find wrong (no parameter to parse or coerce, no unknown query
+ * parameter, no body). Upstream still builds a parameter mutator, redefines `req.query` and runs the
+ * schema on such a request, about 5 % of a health or admin-status call. Any query string or body
+ * goes through the package's step as before; the integration test compares both on every operation.
+ */
+function unlessNothingToValidate(apiDoc: ValidatorContext['apiDoc'], validateRequest: RequestHandler): RequestHandler {
+  const takesNothing = new WeakSet<object>();
+  for (const pathItem of Object.values(apiDoc.paths)) {
+    const pathParameters = (pathItem as { parameters?: unknown[] }).parameters ?? [];
+    for (const [method, operation] of Object.entries(pathItem)) {
+      if (!httpMethods.has(method) || typeof operation !== 'object' || operation === null) continue;
+      const { parameters = [], requestBody } = operation as { parameters?: unknown[]; requestBody?: unknown };
+      // The package's preprocessing leaves `requestBody: null` on operations without one.
+      if (pathParameters.length === 0 && parameters.length === 0 && (requestBody === undefined || requestBody === null)) takesNothing.add(operation);
+    }
+  }
+  return (req, res, next) => {
+    const schema = req.openapi?.schema;
+    if (
+      schema !== undefined &&
+      takesNothing.has(schema) &&
+      !req.originalUrl.includes('?') &&
+      req.headers['content-length'] === undefined &&
+      req.headers['transfer-encoding'] === undefined
+    ) {
+      next();
+      return;
+    }
+    validateRequest(req, res, next);
+  };
+}
+
+/**
  * Same as the package's `middleware(options)` (the spec is loaded and checked the same way, and each
  * step is built by the package's own factory), with the route matching compiled once and the steps
  * run as one: upstream's `installMiddleware` gives every step a layer of its own that waits on the
@@ -237,7 +272,7 @@ export function openApiValidatorMiddleware(options: OpenApiValidatorOpts): Reque
       const responseApiDoc = new SchemaPreprocessor(apiDoc, validator.ajvOpts.preprocessor, normalized.validateResponses).preProcess().apiDocRes;
       const context = new OpenApiContext(spec, normalized.ignorePaths, normalized.ignoreUndocumented, normalized.useRequestUrl);
       const steps = [precompiledMetadataMiddleware(context, responseApiDoc)];
-      if (normalized.validateRequests) steps.push(validator.requestValidationMiddleware(apiDoc));
+      if (normalized.validateRequests) steps.push(unlessNothingToValidate(apiDoc, validator.requestValidationMiddleware(apiDoc)));
       if (normalized.validateResponses) steps.push(validator.responseValidationMiddleware(responseApiDoc, context.serial));
       return series(steps);
     });

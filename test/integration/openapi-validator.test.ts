@@ -131,6 +131,47 @@ describe('express-openapi-validator with precompiled route matching', () => {
     }
   });
 
+  it('when an operation takes no parameters and no body, then a request with neither skips the request step, and every request is judged as upstream judges it', async () => {
+    const { middleware } = requireHere('express-openapi-validator') as { middleware: (options: unknown) => RequestHandler[] };
+    const options = { validateRequests: { allErrors: true }, validateSecurity: false, fileUploader: false } as const;
+    const probe = (steps: RequestHandler | RequestHandler[]) => {
+      const app = express();
+      app.use(express.json());
+      app.use(steps);
+      // Upstream's request step leaves req.query as an own property; skipped, it is still Express's getter.
+      app.use((req, res) => void res.json({ operation: (req as { openapi?: { schema: { operationId: string } } }).openapi?.schema.operationId, validated: Object.getOwnPropertyDescriptor(req, 'query') !== undefined }));
+      app.use(((err: { status?: number }, _req, res, _next) => void res.status(err.status ?? 500).json({ status: err.status })) as ErrorRequestHandler);
+      return listen(app);
+    };
+    const upstreamApp = await probe(middleware({ apiSpec: structuredClone(contract.document), ...options }));
+    const oursApp = await probe(openApiValidatorMiddleware({ apiSpec: structuredClone(contract.document) as never, ...options }));
+    const ask = async (url: string, method: string, path: string, body?: string) => {
+      const res = await fetch(`${url}${path}`, { method, ...(body === undefined ? {} : { body, headers: { 'content-type': 'application/json' } }) });
+      const answer = (await res.json()) as { operation?: string; validated?: boolean };
+      return { status: res.status, operation: answer.operation, validated: answer.validated };
+    };
+    try {
+      const skipped: string[] = [];
+      for (const op of contract.operations) {
+        const path = op.path.replace(/\{[^}]+\}/g, 'AAPL');
+        const method = op.method.toUpperCase();
+        for (const [variant, body] of [[path, undefined], [`${path}?surprise=1`, undefined], [path, '{"surprise":1}']] as const) {
+          if (body !== undefined && (method === 'GET' || method === 'HEAD')) continue;
+          const [theirs, ours] = await Promise.all([ask(upstreamApp.url, method, variant, body), ask(oursApp.url, method, variant, body)]);
+          expect({ method, variant, body, status: ours.status, operation: ours.operation }).toEqual({ method, variant, body, status: theirs.status, operation: theirs.operation });
+          if (ours.status === 200 && !ours.validated) skipped.push(`${method} ${variant}${body === undefined ? '' : ' with a body'}`);
+        }
+      }
+
+      expect(skipped).toContain('GET /api/health');
+      expect(skipped).toContain('GET /api/admin/status');
+      expect(skipped.every((request) => !request.includes('?') && !request.includes('with a body'))).toBe(true);
+    } finally {
+      upstreamApp.server.close();
+      oursApp.server.close();
+    }
+  });
+
   it('when a step it does not run is asked for, then building it fails at once instead of skipping that step', () => {
     const apiSpec = () => structuredClone(contract.document) as never;
 
