@@ -16,7 +16,7 @@ import type { Logger } from './logger.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
 import { contractSecurity } from './security.js';
-import { series } from './series.js';
+import { runStep, series } from './series.js';
 import { NO_METRICS, UNMATCHED_ROUTE, type AuthCallback, type Metrics, type Principal } from './ports.js';
 import { hasCredentials, isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
@@ -143,10 +143,6 @@ export function createApp(deps: AppDeps): express.Express {
   // The validator already found the operation; its handler is one Map lookup away (no second routing).
   // A caller with credentials is counted against its quota here, once the security step knows who it is.
   const byOperation = new Map(contract.operations.map((op) => [op.operationId, (handlers as unknown as Record<string, RequestHandler>)[op.operationId]!]));
-  const run = (handler: RequestHandler, req: Request, res: Response, next: NextFunction) => {
-    const result: unknown = handler(req, res, next);
-    if (result instanceof Promise) result.catch(next);
-  };
   const dispatch: RequestHandler = (req, res, next) => {
     const operationId = req.openapi?.schema.operationId;
     const handler = operationId === undefined ? undefined : byOperation.get(operationId);
@@ -156,8 +152,8 @@ export function createApp(deps: AppDeps): express.Express {
     }
     // Express gives each `app.use` step the params of its own (empty) mount path; the operation's are the validator's.
     req.params = req.openapi!.pathParams;
-    if (rateLimit === undefined || counted.has(req) || !isRateLimitedPath(req.path) || rateLimit.tryApply(req, res, req.principal)) run(handler, req, res, next);
-    else rateLimit.apply(req, res, req.principal).then(() => run(handler, req, res, next), next);
+    if (rateLimit === undefined || counted.has(req) || !isRateLimitedPath(req.path) || rateLimit.tryApply(req, res, req.principal)) runStep(handler, req, res, next);
+    else rateLimit.apply(req, res, req.principal).then(() => runStep(handler, req, res, next), next);
   };
   const notFound: RequestHandler = (req, _res, next) => {
     next(Object.assign(new Error('not found'), { status: 404, path: req.path }));

@@ -92,7 +92,7 @@ const { pathToRegexp } = requireFromValidator('path-to-regexp') as {
 export const upstreamMetadataMiddleware: MetadataFactory = (context, responseApiDoc) =>
   OpenApiValidator.prototype.metadataMiddleware.call(undefined, context, responseApiDoc);
 
-/** True when the installed package still has the method this module replaces. */
+/** True when the installed package still has every internal this module uses. */
 export function validatorInternalsPresent(): boolean {
   const proto = OpenApiValidator.prototype;
   return (

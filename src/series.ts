@@ -24,14 +24,21 @@ export function series(steps: readonly RequestHandler[]): RequestHandler {
         next();
         return;
       }
-      try {
-        const result: unknown = step(req, res, proceed as NextFunction);
-        // An async step's rejection is an error like a throw (Express 5 does the same for a layer).
-        if (result instanceof Promise) result.catch((error: unknown) => next(error ?? new Error('Rejected promise')));
-      } catch (thrown) {
-        next(thrown);
-      }
+      runStep(step, req, res, proceed as NextFunction);
     };
     proceed();
   };
+}
+
+/**
+ * Calls one step; a throw or a rejected promise (an async step) goes to `next` as its error, as
+ * Express 5 does for a layer.
+ */
+export function runStep(step: RequestHandler, req: Request, res: Response, next: NextFunction): void {
+  try {
+    const result: unknown = step(req, res, next);
+    if (result instanceof Promise) result.catch((error: unknown) => next(error ?? new Error('Rejected promise')));
+  } catch (thrown) {
+    next(thrown);
+  }
 }

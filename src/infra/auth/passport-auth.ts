@@ -73,6 +73,9 @@ export interface PassportAuth {
   authenticateApiKey(req: Request, done: AuthCallback): void;
 }
 
+/** How a strategy's attempt or verify callback ends: an error, a user, or `false` with why not. */
+type StrategyDone = (err: unknown, user: Principal | false, info?: unknown) => void;
+
 /** A passport strategy as its interface defines it, with the hooks one attempt is given. */
 interface StrategyAttempt {
   authenticate(req: Request, options?: unknown): void;
@@ -87,9 +90,9 @@ interface StrategyAttempt {
  * Runs `strategy` on `req` once: `done(null, user)` on success, `done(null, false, challenge)` on a
  * failure, `done(err, false)` on an error. Only the first outcome counts.
  */
-function attempt(strategy: Pick<StrategyAttempt, 'authenticate'>, req: Request, done: (err: unknown, user: Principal | false, challenge?: unknown) => void): void {
+function attempt(strategy: Pick<StrategyAttempt, 'authenticate'>, req: Request, done: StrategyDone): void {
   let ended = false;
-  const end = (err: unknown, user: Principal | false, challenge?: unknown) => {
+  const end: StrategyDone = (err, user, challenge) => {
     if (ended) return;
     ended = true;
     done(err, user, challenge);
@@ -150,7 +153,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
   const verified = new QuickLRU<string, TokenClaims>({ maxSize: VERIFIED_TOKENS });
 
   /** The principal of verified `claims` when their user still exists under the same password. */
-  const admit = (claims: TokenClaims, done: (err: unknown, user: Principal | false, info?: unknown) => void) => {
+  const admit = (claims: TokenClaims, done: StrategyDone) => {
     const decide = (user: User | undefined) => {
       // A deleted user's tokens die with it; a changed password changes the hash they were tied to.
       if (!user || !tokens.isCurrent(claims, user.passwordHash)) done(null, false, { message: AUTH_MESSAGES.revoked });
@@ -168,7 +171,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
     else decide(found);
   };
 
-  const jwtStrategy = new JwtStrategy({ jwtFromRequest: tokenOf, ...tokens.verificationOptions(), passReqToCallback: true }, (req: Request, payload: unknown, done: (err: unknown, user: Principal | false, info?: unknown) => void) => {
+  const jwtStrategy = new JwtStrategy({ jwtFromRequest: tokenOf, ...tokens.verificationOptions(), passReqToCallback: true }, (req: Request, payload: unknown, done: StrategyDone) => {
     const claims = claimsOf(payload);
     if (!claims) {
       done(null, false, { message: AUTH_MESSAGES.invalid });
@@ -188,7 +191,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
   });
 
   /** Ends `done` with the strategy's outcome; a failure is an InvalidCredentialsError saying why. */
-  const outcome = (done: AuthCallback, describeFailure: (info: unknown) => string) => (err: unknown, user: Principal | false, info?: unknown) => {
+  const outcome = (done: AuthCallback, describeFailure: (info: unknown) => string): StrategyDone => (err, user, info) => {
     if (err) done(err);
     else if (user) done(null, user);
     else done(new InvalidCredentialsError(describeFailure(info)));
