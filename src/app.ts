@@ -162,11 +162,13 @@ export function createApp(deps: AppDeps): express.Express {
   // Every request takes these steps in this order; one Express layer runs them (see series.ts).
   app.use(series([front, validate, security, dispatch, notFound]));
 
-  const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
+  const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     const response = toErrorResponse(err, { method: req.method, path: req.path });
     if (response.unexpected) req.log.error({ err }, 'unexpected failure');
+    // Part of the answer is out, so the client can only learn of the failure from the connection
+    // closing. (Express's final handler would do the same, and print the stack to stderr first.)
     if (res.headersSent) {
-      next(err);
+      req.socket.destroy();
       return;
     }
     res.status(response.status).set(response.headers).json(response.body);

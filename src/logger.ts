@@ -1,6 +1,7 @@
 /**
  * Structured logging. Every line is JSON (pino); request lines carry `reqId`. Credentials and
- * password fields are redacted wherever they appear.
+ * password fields are redacted wherever they appear, and an error is logged as its type, message and
+ * code (and its causes'), never its stack: a line tells what failed, not the service's source layout.
  */
 import { pino, type Logger, type LevelWithSilent } from 'pino';
 
@@ -24,6 +25,19 @@ export const REDACT_PATHS = [
 const LOG_BATCH_BYTES = 4096;
 const LOG_FLUSH_INTERVAL_MS = 100;
 
+/** How many causes deep an error field goes. */
+const MAX_CAUSES = 5;
+
+/** An error as a log field: type, message, code and causes, without the stack. Anything else as it is. */
+export function errorField(err: unknown, depth = 0): unknown {
+  if (!(err instanceof Error)) return err;
+  const field: { type: string; message: string; code?: unknown; cause?: unknown } = { type: err.constructor.name || err.name, message: err.message };
+  const code = (err as { code?: unknown }).code;
+  if (code !== undefined) field.code = code;
+  if (err.cause !== undefined && depth < MAX_CAUSES) field.cause = errorField(err.cause, depth + 1);
+  return field;
+}
+
 /**
  * A logger writing JSON lines to `destination`; by default stdout, written asynchronously so request
  * logging never waits on the terminal or a pipe. Under load one write system call per line was a
@@ -36,6 +50,7 @@ export function createLogger(options: { level: LevelWithSilent; name?: string },
       name: options.name ?? 'mds',
       level: options.level,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { err: errorField },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },

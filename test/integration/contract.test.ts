@@ -192,6 +192,32 @@ describe('unexpected failures', () => {
       const logged = logs.find((l) => l.msg === 'unexpected failure');
       expect(logged?.reqId).toBe(reqId);
       expect(JSON.stringify(logged)).toContain('hunter2');
+      // What failed, not where in the source: no stack in the line.
+      expect(logged?.err).toEqual({ type: 'Error', message: secret });
+      expect(JSON.stringify(logs)).not.toMatch(/\bat .*contract\.test\.ts/);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('failures after the answer began', () => {
+  it('a handler that fails once its headers are out: the connection is closed (no whole answer reaches the client), the cause is logged, and the next request is answered', async () => {
+    const contract = loadContract();
+    const halfway = (_req: unknown, res: { writeHead: (s: number, h: Record<string, string>) => void; write: (s: string) => void }) => {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '100' });
+      res.write('{"partial":');
+      throw new Error('failed halfway');
+    };
+    const { logger, logs } = captureLogger();
+    const { server, url } = await startBareApp(contract, handlersOf(contract, halfway, { getHealth: (_req: unknown, res: { json: (b: unknown) => void }) => res.json({ ok: true }) }), logger);
+    try {
+      // Whether the head reached the client before the close or not, the client cannot take the answer as whole.
+      await expect(fetch(`${url}/api/indices`).then((res) => res.text())).rejects.toThrow();
+      expect(logs.some((l) => l.msg === 'unexpected failure')).toBe(true);
+      const next = await fetch(`${url}/api/health`);
+      expect(next.status).toBe(200);
+      expect(await next.json()).toEqual({ ok: true });
     } finally {
       server.close();
     }
