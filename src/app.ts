@@ -26,6 +26,8 @@ declare module 'express-serve-static-core' {
     principal?: Principal;
     /** The operation the validator matched (route template, path parameters, operation object); absent when none. */
     openapi?: OpenApiRequestMetadata;
+    /** The request arrived as HEAD and is routed as GET; Node sends its answer without the body. */
+    head?: boolean;
   }
 }
 
@@ -102,8 +104,14 @@ export function createApp(deps: AppDeps): express.Express {
   // Only a request that announces a body (RFC 9112: Content-Length or Transfer-Encoding) has one to parse.
   const json = express.json({ limit: deps.bodyLimitBytes });
   const parseBody = (req: Request, res: Response, next: NextFunction) => {
-    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) next();
-    else json(req, res, next);
+    const declared = req.headers['content-length'];
+    if (declared === undefined && req.headers['transfer-encoding'] === undefined) next();
+    else if (declared !== undefined && Number(declared) > deps.bodyLimitBytes) {
+      // Refused on its declared length, before a byte of it is read (body-parser would read it all
+      // first): the connection closes after the answer, so the rest of the body is never waited for.
+      res.setHeader('Connection', 'close');
+      next(Object.assign(new Error('request entity too large'), { status: 413, type: 'entity.too.large' }));
+    } else json(req, res, next);
   };
   // What every request goes through before validation, in order.
   const front: RequestHandler = (req, res, next) => {
@@ -112,7 +120,10 @@ export function createApp(deps: AppDeps): express.Express {
     if (cors.handle(req, res)) return;
     // HEAD is GET without the body (RFC 9110). Node decided that this response has no body when the
     // request arrived, so validating and routing it as the GET it stands for sends exactly the headers.
-    if (req.method === 'HEAD') req.method = 'GET';
+    if (req.method === 'HEAD') {
+      req.method = 'GET';
+      req.head = true;
+    }
     if (rateLimit === undefined || !isRateLimitedPath(req.path) || hasCredentials(req)) {
       parseBody(req, res, next);
       return;

@@ -216,6 +216,24 @@ interface HttpLikeError {
   path?: string;
   errors?: Array<{ path?: string; message?: string; errorCode?: string }>;
   headers?: Record<string, string>;
+  /** body-parser: the text that failed to parse. */
+  body?: unknown;
+}
+
+/** An `Allow` list with HEAD wherever GET is: HEAD is served as GET without the body (see app.ts). */
+function withHead(allow: string): string {
+  const methods = allow.split(',').map((m) => m.trim());
+  return methods.includes('GET') && !methods.includes('HEAD') ? [...methods, 'HEAD'].join(', ') : allow;
+}
+
+function isJson(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function isHttpLike(err: unknown): err is HttpLikeError {
@@ -234,6 +252,23 @@ function violationPath(raw: string | undefined): string {
 function violationsOf(err: HttpLikeError): Violation[] {
   const list = (err.errors ?? []).map((e) => ({ path: violationPath(e.path), message: e.message ?? 'is invalid' }));
   return list.length > 0 ? list : [{ path: 'request', message: err.message ?? 'is invalid' }];
+}
+
+/**
+ * What a request Node's HTTP parser refused (before any of the app saw it) is answered with, by the
+ * parser's error code: headers too large 431, an unknown method 501, too slow 408, anything else 400.
+ */
+export function toParserErrorResponse(code: string | undefined): ErrorResponse {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return respond(431, 'Request header fields too large (at most 16 KiB in all)');
+    case 'HPE_INVALID_METHOD':
+      return respond(501, 'Method not implemented');
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return respond(408, 'Request timeout: the request did not arrive in time');
+    default:
+      return respond(400, 'Bad request: not a valid HTTP/1.1 request');
+  }
 }
 
 /**
@@ -263,8 +298,9 @@ export function toErrorResponse(err: unknown, req?: { method?: string; path?: st
     const method = req?.method ?? 'request';
     const path = req?.path ?? '';
     if (err.type === 'entity.parse.failed') {
-      const violations = [{ path: 'body', message: 'is not valid JSON' }];
-      return respond(422, 'Invalid request parameters: body is not valid JSON', { violations });
+      // body-parser takes only an object or an array; `null`, `"x"` or `1` are JSON all the same.
+      const message = isJson(err.body) ? 'must be a JSON object' : 'is not valid JSON';
+      return respond(422, `Invalid request parameters: body ${message}`, { violations: [{ path: 'body', message }] });
     }
     if (err.type === 'entity.too.large' || status === 413) {
       return respond(413, 'Request body is too large');
@@ -284,7 +320,7 @@ export function toErrorResponse(err: unknown, req?: { method?: string; path?: st
       case 404:
         return respond(404, `Not found: ${method} ${path}`);
       case 405:
-        return respond(405, `Method not allowed: ${method} ${path}`, { headers: err.headers?.Allow ? { Allow: err.headers.Allow } : {} });
+        return respond(405, `Method not allowed: ${method} ${path}`, { headers: err.headers?.Allow ? { Allow: withHead(err.headers.Allow) } : {} });
       case 415:
         return respond(415, 'Unsupported media type: send Content-Type: application/json');
       default:

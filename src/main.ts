@@ -10,6 +10,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Request } from 'express';
 import { createApp } from './app.js';
+import { answerClientErrors } from './client-errors.js';
 import { FastPath } from './fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { StartupError } from './errors.js';
@@ -267,6 +268,7 @@ export async function startService(config: Config, logger: Logger, options: Star
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
+  answerClientErrors(server, logger);
   let metricsServer: MetricsServer | undefined;
   await (async () => {
     if (prometheus && options.metricsListener === false) prometheus.shareWithClusterPrimary();

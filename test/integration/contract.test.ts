@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createApp } from '../../src/app.js';
@@ -17,6 +18,24 @@ function expectEnvelope(body: unknown, status: number): asserts body is { succes
   expect(b.detail).toBe(b.error);
   const keys = Object.keys(b).sort();
   expect(keys).toEqual(status === 422 ? ['code', 'detail', 'error', 'success', 'violations'] : ['code', 'detail', 'error', 'success']);
+}
+
+/** Writes `raw` on a new connection and resolves to everything the server sent until it closed the connection (rejects after 5 s). */
+function rawExchange(port: number, raw: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(raw));
+    let received = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no close within 5 s; received: ${received.slice(0, 200)}`));
+    }, 5000);
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(received);
+    });
+  });
 }
 
 describe('the contract and the error envelope, over a real socket', () => {
@@ -58,12 +77,56 @@ describe('the contract and the error envelope, over a real socket', () => {
     expectEnvelope(await res.json(), 404);
   });
 
-  it('wrong method: answers 405 in the envelope', async () => {
+  it('wrong method: answers 405 in the envelope, and Allow lists HEAD beside GET', async () => {
     const res = await svc.fetch('/api/health', { method: 'DELETE' });
     expect(res.status).toBe(405);
     const body = await res.json();
     expectEnvelope(body, 405);
     expect(body.error).toContain('DELETE /api/health');
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
+    expect((await svc.fetch('/api/health', { method: 'HEAD' })).status).toBe(200);
+  });
+
+  it('requests the HTTP parser refuses (bad request line, oversized headers, unknown method) get the envelope, a request id, and a closed connection', async () => {
+    const { port } = new URL(svc.url);
+    const cases: Array<[string, number]> = [
+      ['GET /api/health XTTP/1.1\r\n\r\n', 400],
+      ['NOT HTTP AT ALL\r\n\r\n', 501],
+      [`GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+      ['BREW /api/health HTTP/1.1\r\nHost: x\r\n\r\n', 501],
+      ['POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400],
+    ];
+    for (const [raw, status] of cases) {
+      const answer = await rawExchange(Number(port), raw);
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head, raw.slice(0, 30)).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(head).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+      expect(head).toMatch(/\r\nConnection: close/i);
+      expectEnvelope(JSON.parse(body ?? ''), status);
+    }
+    // The service is still answering.
+    expect((await svc.fetch('/api/health')).status).toBe(200);
+  });
+
+  it('a body declared over the limit is refused with 413 at once, without waiting for the body', async () => {
+    const { port } = new URL(svc.url);
+    const answer = await rawExchange(Number(port), 'POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{"username":');
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1.1 413 /);
+    expect(head).toMatch(/\r\nConnection: close/i);
+    expectEnvelope(JSON.parse(body ?? ''), 413);
+  });
+
+  it('a JSON body that is not an object: 422 saying so, not "not valid JSON"', async () => {
+    for (const text of ['null', '"x"', '1']) {
+      const res = await svc.fetch('/api/auth/login', { method: 'POST', headers: json, body: text });
+      expect(res.status).toBe(422);
+      const body = await res.json();
+      expectEnvelope(body, 422);
+      expect(body.error).toBe('Invalid request parameters: body must be a JSON object');
+    }
+    const broken = await svc.fetch('/api/auth/login', { method: 'POST', headers: json, body: '{"username":' });
+    expect(((await broken.json()) as { error: string }).error).toBe('Invalid request parameters: body is not valid JSON');
   });
 
   it('oversized body: answers 413 in the envelope', async () => {
