@@ -89,7 +89,8 @@ const schema = z.object({
   DATA_REQUIRES_AUTH: bool.default(false),
   STREAM_MAX_CLIENTS: int(1, 100_000).default(1000),
   STREAM_MAX_PER_ADDRESS: int(0, 100_000).default(5),
-  STREAM_MAX_BUFFER_BYTES: int(4096, 64 * 1024 * 1024).default(256 * 1024),
+  // At least 64 KiB: a stream's first events (up to 50 quotes, ~25 KB) are written in one go.
+  STREAM_MAX_BUFFER_BYTES: int(64 * 1024, 64 * 1024 * 1024).default(256 * 1024),
   STREAM_HEARTBEAT_SECONDS: int(1, 3600).default(15),
   STREAM_REFRESH_SECONDS: int(0, 3600).default(5),
   STREAM_RECONNECT_MARGIN_SECONDS: int(0, 3600).default(5),

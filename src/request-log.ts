@@ -37,7 +37,11 @@ export function requestLog(
   app: Express,
   logger: Logger,
   genReqId: (req: IncomingMessage, res: ServerResponse) => string,
-  /** Called once per completed answer (not for one cut short), with the method as received. */
+  /**
+   * Called once per answer whose headers were sent, when it ends (a stream when it closes, an answer
+   * the client left halfway when it left), with the method as received; not for a request that got
+   * no answer at all.
+   */
   onFinished?: (req: Request, method: string, statusCode: number, seconds: number) => void,
 ): (req: Request, res: ServerResponse) => void {
   Object.defineProperty(app.request, 'log', {
@@ -58,7 +62,7 @@ export function requestLog(
     // 'close' follows every answer, complete or cut short, exactly once.
     res.once('close', () => {
       const ms = performance.now() - startedAt;
-      if (onFinished !== undefined && res.writableFinished) onFinished(req, method, res.statusCode, ms / 1000);
+      if (onFinished !== undefined && res.headersSent) onFinished(req, method, res.statusCode, ms / 1000);
       const level = levelOf(res.statusCode);
       if (!lines.isLevelEnabled(level)) return;
       const line = {

@@ -31,10 +31,17 @@ export function streamHandlers(hub: QuoteStreamHub): { streamQuotes: Handler<'st
   return {
     async streamQuotes(req, res) {
       const { symbols } = req.query as unknown as { symbols: string };
+      const list = parseSymbolList(symbols, 'query.symbols');
+      // HEAD: the headers a stream begins with, without opening one (no slot taken, no event counted).
+      if (req.head === true) {
+        res.status(200).set(SSE_HEADERS).end();
+        return;
+      }
       const lastEventId = req.headers['last-event-id'];
       await hub.open({
-        symbols: parseSymbolList(symbols, 'query.symbols'),
-        address: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+        symbols: list,
+        // A few streams per anonymous address; an identified caller is bounded by its own quota.
+        address: req.principal === undefined ? (req.ip ?? req.socket.remoteAddress ?? 'unknown') : undefined,
         ...(typeof lastEventId === 'string' ? { lastEventId: Number(lastEventId) } : {}),
         sink: sinkOf(res),
       });

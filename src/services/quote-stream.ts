@@ -98,8 +98,8 @@ export interface QuoteStreamHubOptions {
 export interface StreamRequest {
   /** 1 to 50 distinct canonical (upper-case) symbols. */
   symbols: readonly string[];
-  /** The caller's address, for the per-address limit. */
-  address: string;
+  /** An anonymous caller's address, for the per-address limit; absent for an identified caller (bounded by its quota). */
+  address?: string | undefined;
   /** The version the client last saw (`Last-Event-ID`), if it reconnects. */
   lastEventId?: number;
   sink: StreamSink;
@@ -108,7 +108,7 @@ export interface StreamRequest {
 interface Client {
   sink: StreamSink;
   symbols: readonly string[];
-  address: string;
+  address: string | undefined;
   /** The highest id written to this stream. */
   lastId: number;
   closed: boolean;
@@ -233,21 +233,22 @@ export class QuoteStreamHub {
     }
   }
 
-  #reserve(address: string): void {
+  #reserve(address: string | undefined): void {
     if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
-    const perAddress = this.#perAddress.get(address) ?? 0;
-    if (this.#o.maxPerAddress > 0 && perAddress >= this.#o.maxPerAddress) {
+    const perAddress = address === undefined ? 0 : (this.#perAddress.get(address) ?? 0);
+    if (address !== undefined && this.#o.maxPerAddress > 0 && perAddress >= this.#o.maxPerAddress) {
       throw new TooManyRequestsError(`Too many open streams from this address (at most ${this.#o.maxPerAddress}); close one first`, 30);
     }
     if (this.#reserved >= this.#o.maxClients) {
       throw new ServiceBusyError('This instance serves as many streams as it may; retry later', 30);
     }
     this.#reserved += 1;
-    this.#perAddress.set(address, perAddress + 1);
+    if (address !== undefined) this.#perAddress.set(address, perAddress + 1);
   }
 
-  #release(address: string): void {
+  #release(address: string | undefined): void {
     this.#reserved -= 1;
+    if (address === undefined) return;
     const left = (this.#perAddress.get(address) ?? 1) - 1;
     if (left > 0) this.#perAddress.set(address, left);
     else this.#perAddress.delete(address);

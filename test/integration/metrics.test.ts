@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseSamples, promtoolCheck, sampleValue, scrape } from '../helpers/metrics.js';
 import { freePort } from '../helpers/redis-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { openStream } from '../helpers/sse.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const API_KEY = 'metrics-test-api-key-0123456789';
 const HTTP = 'http_server_request_duration_seconds_count';
@@ -111,6 +113,15 @@ describe('what the metrics count', () => {
     const before = sampleValue(await scrape(metricsUrl), HTTP, { http_request_method: 'HEAD', http_route: '/api/indices' });
     expect((await service.fetch('/api/indices', { method: 'HEAD' })).status).toBe(200);
     expect(sampleValue(await scrape(metricsUrl), HTTP, { http_request_method: 'HEAD', http_route: '/api/indices' })).toBe(before + 1);
+  });
+
+  it('when a live-quote stream closes, then it is counted under its template with its 200', async () => {
+    const labels = { http_request_method: 'GET', http_route: '/api/stream', http_response_status_code: '200' };
+    const before = sampleValue(await scrape(metricsUrl), HTTP, labels);
+    const stream = await openStream(`${service.url}/api/stream?symbols=AAPL`);
+    await stream.waitForEvents(1);
+    stream.close();
+    await waitFor(async () => sampleValue(await scrape(metricsUrl), HTTP, labels) === before + 1, { timeoutMs: 3000, message: 'the closed stream is counted' });
   });
 
   it('when logins are throttled, then every 429 counts as a rejection of the login policy', async () => {

@@ -134,6 +134,39 @@ describe('GET /api/stream', () => {
     await waitFor(() => svc!.streams.size === 1);
     const again = await open(`/api/stream?symbols=${a}`);
     expect(again.status).toBe(200);
+
+    // From the same address, a caller with a key is not counted per address (its quota bounds it).
+    for (let i = 0; i < 3; i++) {
+      const keyed = await open(`/api/stream?symbols=${a}`, { 'X-API-Key': API_KEY });
+      await keyed.waitForEvents(1);
+      expect(keyed.status).toBe(200);
+    }
+    expect(svc!.streams.size).toBe(5);
+    const anonymous = await open(`/api/stream?symbols=${a}`);
+    await waitFor(() => anonymous.ended);
+    expect(anonymous.status).toBe(429);
+  });
+
+  it('stream: HEAD answers the headers of a stream without opening one; a Last-Event-ID past 15 digits is 422', async () => {
+    const provider = new ControlledProvider();
+    const a = uniqueSymbol('A');
+    provider.set(a, 101);
+    await start({ STREAM_MAX_PER_ADDRESS: '1' }, provider);
+    for (let i = 0; i < 3; i++) {
+      const head = await svc!.fetch(`/api/stream?symbols=${a}`, { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      expect(await head.text()).toBe('');
+    }
+    expect(svc!.streams.size).toBe(0);
+    expect((await svc!.fetch('/api/stream?symbols=A%20B', { method: 'HEAD' })).status).toBe(422);
+
+    // 16 digits would pass 2^53 and come back rounded as an id the stream itself then refuses.
+    const tooLong = await open(`/api/stream?symbols=${a}`, { 'Last-Event-ID': '9999999999999999' });
+    await waitFor(() => tooLong.ended);
+    expect(tooLong.status).toBe(422);
+    const longest = await open(`/api/stream?symbols=${a}`, { 'Last-Event-ID': '999999999999999' });
+    expect(longest.status).toBe(200);
   });
 
   it('stream: when the instance holds STREAM_MAX_CLIENTS streams, then the next is 503 with Retry-After', async () => {

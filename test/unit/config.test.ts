@@ -43,6 +43,9 @@ describe('config', () => {
     });
     expect(loadConfig({ STREAM_MAX_PER_ADDRESS: '0', STREAM_REFRESH_SECONDS: '0' }, noFile).stream).toMatchObject({ maxPerAddress: 0, refreshIntervalMs: 0 });
     expect(() => loadConfig({ STREAM_MAX_CLIENTS: '0', STREAM_HEARTBEAT_SECONDS: 'x' }, noFile)).toThrow(/STREAM_MAX_CLIENTS="0".*STREAM_HEARTBEAT_SECONDS="x"/);
+    // A bound below one stream's first events (up to 50 quotes, written at once) would drop readers that keep up.
+    expect(() => loadConfig({ STREAM_MAX_BUFFER_BYTES: '4096' }, noFile)).toThrow(/STREAM_MAX_BUFFER_BYTES="4096"/);
+    expect(loadConfig({ STREAM_MAX_BUFFER_BYTES: '65536' }, noFile).stream).toMatchObject({ maxBufferedBytes: 65536 });
   });
 
   it('when CACHE_PORT is not a number, then loading fails with one message naming it', () => {
