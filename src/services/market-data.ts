@@ -348,6 +348,12 @@ export class MarketDataService {
       violations.push({ path: 'query.interval', message: '1m candles cover at most 7 days: choose a shorter range (1d, 5d) or window' });
     } else if (INTRADAY.has(interval) && spanMs > 60 * DAY_MS) {
       violations.push({ path: 'query.interval', message: `intraday candles (${interval}) cover at most 60 days: choose a shorter range (up to 1mo) or window, or a daily interval` });
+    } else if (startMs !== undefined && INTRADAY.has(interval)) {
+      // How far back upstreams keep intraday bars (Yahoo refuses older windows with a 422 of its own).
+      const backDays = interval === '1m' ? 30 : 60;
+      if (startMs < now - backDays * DAY_MS) {
+        violations.push({ path: 'query.start', message: `${interval} candles reach back ${backDays} days at most: start after ${new Date(now - backDays * DAY_MS).toISOString().slice(0, 10)}, or choose a daily interval` });
+      }
     }
     if (violations.length > 0) throw new InvalidRequestError(violations);
     return range !== undefined ? { symbol, interval, range } : { symbol, interval, startMs: startMs as number, ...(endMs !== undefined ? { endMs } : {}) };

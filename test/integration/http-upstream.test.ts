@@ -160,17 +160,19 @@ function expectedQuote(symbol: string): Quote {
   const barLow = positives(bars.low);
   const barOpen = positives(bars.open)[0];
   const barVolume = bars.volume.filter((v): v is number => typeof v === 'number' && v >= 0);
-  const price = meta.regularMarketPrice;
-  const prev = (pos(meta.chartPreviousClose) ?? pos(meta.previousClose)) as number;
+  const price = round(meta.regularMarketPrice, d);
+  const prev = round((pos(meta.chartPreviousClose) ?? pos(meta.previousClose)) as number, d);
+  const dayHigh = pos(meta.regularMarketDayHigh);
+  const dayLow = pos(meta.regularMarketDayLow);
   return {
     symbol,
     name: meta.longName ?? meta.shortName ?? symbol,
     price,
-    change: round(price - prev, 4),
+    change: round(price - prev, d),
     change_percent: round(((price - prev) / prev) * 100, 2),
     open: barOpen === undefined ? null : round(barOpen, d),
-    high: pos(meta.regularMarketDayHigh) ?? (barHigh.length > 0 ? round(Math.max(...barHigh), d) : null),
-    low: pos(meta.regularMarketDayLow) ?? (barLow.length > 0 ? round(Math.min(...barLow), d) : null),
+    high: dayHigh !== undefined ? round(dayHigh, d) : barHigh.length > 0 ? round(Math.max(...barHigh), d) : null,
+    low: dayLow !== undefined ? round(dayLow, d) : barLow.length > 0 ? round(Math.min(...barLow), d) : null,
     prev_close: prev,
     volume:
       typeof meta.regularMarketVolume === 'number' && meta.regularMarketVolume >= 0
@@ -230,7 +232,7 @@ describe('GET /api/indices from Yahoo (fake upstream), over a real socket', () =
     expect(Date.parse(body.updated_at)).toBeLessThanOrEqual(Date.now());
     expect(body.data).toEqual(symbols.map(expectedQuote));
     // Spot checks straight from the files, independent of the mapping above.
-    expect(body.data[0]).toMatchObject({ symbol: '^IXIC', price: 19524.006, prev_close: 19310.79, currency: 'USD', name: 'NASDAQ Composite' });
+    expect(body.data[0]).toMatchObject({ symbol: '^IXIC', price: 19524.01 /* 19524.006 in the file, priceHint 2 */, prev_close: 19310.79, currency: 'USD', name: 'NASDAQ Composite' });
     expect(body.data[2]).toMatchObject({ symbol: 'KOSPI-25.KS', currency: 'KRW' });
     expect(body.data[2]?.high).not.toBe(0);
   });

@@ -11,6 +11,9 @@ import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const API_KEY = 'market-data-http-test-api-key-0123456789';
+const DAY_MS = 86_400_000;
+/** The date (YYYY-MM-DD, UTC) `days` days before now. */
+const daysAgo = (days: number) => new Date(Date.now() - days * DAY_MS).toISOString().slice(0, 10);
 
 interface Envelope {
   success: false;
@@ -210,6 +213,8 @@ describe('GET /api/history/{symbol}', () => {
     ['end before start', '/api/history/AAPL?start=2026-02-01&end=2026-01-01', 'query.end', /must be after start/],
     ['1m beyond 7 days', '/api/history/AAPL?interval=1m&range=1mo', 'query.interval', /1m candles cover at most 7 days/],
     ['1m over a 10-day window', '/api/history/AAPL?interval=1m&start=2026-01-01&end=2026-01-11', 'query.interval', /1m candles cover at most 7 days/],
+    ['1m starting over 30 days ago', `/api/history/AAPL?interval=1m&start=${daysAgo(40)}&end=${daysAgo(38)}`, 'query.start', /1m candles reach back 30 days at most/],
+    ['5m starting over 60 days ago', '/api/history/AAPL?interval=5m&start=2020-01-01&end=2020-01-10', 'query.start', /5m candles reach back 60 days at most/],
     ['intraday beyond 60 days', '/api/history/AAPL?interval=5m&range=3mo', 'query.interval', /intraday candles \(5m\) cover at most 60 days/],
     ['more than 5,000 candles', '/api/history/BTC-USD?interval=5m&range=1mo', 'query.interval', /more than the 5000 one answer carries/],
     ['an interval outside the enum', '/api/history/AAPL?interval=2d', 'query.interval', /must be equal to one of the allowed values/],
@@ -223,6 +228,19 @@ describe('GET /api/history/{symbol}', () => {
 
   it('when the symbol is unknown, then 404', async () => {
     expectEnvelope(await get('/api/history/NOSUCH?range=5d'), 404, "Unknown symbol 'NOSUCH'");
+  });
+
+  it('when start and end are date-times typed with plain colons, then they are taken as they are', async () => {
+    const start = new Date(Date.now() - 3 * DAY_MS).toISOString().slice(0, 19) + 'Z';
+    const end = new Date(Date.now() - 1 * DAY_MS).toISOString().slice(0, 19) + 'Z';
+    const r = await get(`/api/history/BTC-USD?interval=1h&start=${start}&end=${end}`);
+    expect(r.res.status, r.body.toString()).toBe(200);
+    const candles = json<{ data: { candles: Array<{ time: string }> } }>(r).data.candles;
+    expect(candles.length).toBeGreaterThan(40);
+    expect(Date.parse(candles[0]!.time)).toBeGreaterThanOrEqual(Date.parse(start));
+    expect(Date.parse(candles.at(-1)!.time)).toBeLessThan(Date.parse(end));
+    // A 5m window of the last 60 days is still served.
+    expect((await get(`/api/history/BTC-USD?interval=5m&start=${daysAgo(50)}&end=${daysAgo(49)}`)).res.status).toBe(200);
   });
 });
 

@@ -182,11 +182,11 @@ describe('history from the recorded chart responses', () => {
     expect(body.data.events.dividends).toEqual([{ time: new Date(dividend!.date * 1000).toISOString(), amount: dividend!.amount }]);
   });
 
-  it('when the recorded weekend of 1m bars is asked for, then 200 with no candles', async () => {
+  it('when the recorded weekend of 1m bars is asked for, then 422: 1m bars reach back 30 days, so no upstream is asked (the provider test maps that recording to no candles)', async () => {
     const svc = await boot();
-    const { res, body } = await getJson<{ data: { candles: unknown[] } }>(svc, '/api/history/AAPL?interval=1m&start=2025-02-01&end=2025-02-02');
-    expect(res.status).toBe(200);
-    expect(body.data.candles).toEqual([]);
+    const { res, body } = await getJson<{ violations: Array<{ path: string; message: string }> }>(svc, '/api/history/AAPL?interval=1m&start=2025-02-01&end=2025-02-02');
+    expect(res.status).toBe(422);
+    expect(body.violations).toEqual([expect.objectContaining({ path: 'query.start', message: expect.stringMatching(/^1m candles reach back 30 days at most/) })]);
   });
 
   it('when the BTC-USD recording is asked for, then it keeps its UTC zone', async () => {

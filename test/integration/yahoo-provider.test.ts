@@ -60,6 +60,7 @@ function bars(chart: RecordedChart, key: string): number[] {
 }
 const iso = (epochS: number) => new Date(epochS * 1000).toISOString();
 const round2 = (n: number) => Math.round(n * 100) / 100;
+const roundTo = (n: unknown, decimals: unknown) => Math.round(Number(n) * 10 ** Number(decimals)) / 10 ** Number(decimals);
 
 /** Settles `promise` and reports how long it took, so a test can bound the latency of a failure. */
 async function timed<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown; elapsedMs: number }> {
@@ -107,17 +108,19 @@ describe('YahooMarketDataProvider.getQuote against replayed recorded responses',
       const chart = recorded(file);
       const { meta } = chart;
       const q = await quote(symbol);
+      // Every price to the recording's price hint (DESIGN 10: no float32 noise).
+      const hinted = (n: unknown) => roundTo(n, meta.priceHint);
       expect(q.symbol).toBe(symbol);
-      expect(q.price).toBe(meta.regularMarketPrice);
-      expect(q.prev_close).toBe(meta.chartPreviousClose);
+      expect(q.price).toBe(hinted(meta.regularMarketPrice));
+      expect(q.prev_close).toBe(hinted(meta.chartPreviousClose));
       expect(q.name).toBe(meta.longName);
       expect(q.currency).toBe(meta.currency);
-      expect(q.high).toBe(meta.regularMarketDayHigh);
-      expect(q.low).toBe(meta.regularMarketDayLow);
+      expect(q.high).toBe(hinted(meta.regularMarketDayHigh));
+      expect(q.low).toBe(hinted(meta.regularMarketDayLow));
       expect(q.volume).toBe(meta.regularMarketVolume);
       expect(q.timestamp).toBe(iso(meta.regularMarketTime));
       expect(q.open).toBeCloseTo(bars(chart, 'open')[0] ?? Number.NaN, 2);
-      expect(q.change).toBeCloseTo(meta.regularMarketPrice - meta.chartPreviousClose, 4);
+      expect(q.change).toBe(roundTo(hinted(meta.regularMarketPrice) - hinted(meta.chartPreviousClose), meta.priceHint));
       expect(q.change_percent).toBeCloseTo(((meta.regularMarketPrice - meta.chartPreviousClose) / meta.chartPreviousClose) * 100, 2);
       expect(q.exchange).toBe(meta.fullExchangeName);
       expect(q.instrument_type).toBe(type);
@@ -131,7 +134,7 @@ describe('YahooMarketDataProvider.getQuote against replayed recorded responses',
     const chart = recorded('chart-%5ESP500TR.json');
 
     expect(q.name).toBe('^SP500TR');
-    expect(q.price).toBe(chart.meta.regularMarketPrice);
+    expect(q.price).toBe(roundTo(chart.meta.regularMarketPrice, chart.meta.priceHint));
     expect(q.high).toBeCloseTo(Math.max(...bars(chart, 'high')), 2);
     expect(q.low).toBeCloseTo(Math.min(...bars(chart, 'low')), 2);
     expect(q.open).toBeCloseTo(bars(chart, 'open')[0] ?? Number.NaN, 2);
@@ -182,7 +185,7 @@ describe('YahooMarketDataProvider.getQuote against replayed recorded responses',
     const q = await quote('BTC-USD', { now: () => longAfterSession });
 
     expect(q).toMatchObject({ symbol: 'BTC-USD', instrument_type: 'crypto', timezone: 'UTC', market_state: 'open', exchange: meta.fullExchangeName });
-    expect(q.price).toBe(meta.regularMarketPrice);
+    expect(q.price).toBe(roundTo(meta.regularMarketPrice, meta.priceHint));
     expect(meta.exchangeTimezoneName).toBe('UTC');
   });
 

@@ -178,10 +178,10 @@ function parseQuote(symbol: string, result: Record<string, unknown>, nowMs: numb
   const unexpected = (what: string) => new DataSourceError(`Yahoo Finance chart of ${symbol}: unexpected response shape: ${what}`);
   const meta = result.meta as Record<string, unknown>;
 
-  const price = positive(meta.regularMarketPrice);
-  if (price === undefined) throw unexpected('no valid meta.regularMarketPrice');
-  const prevClose = positive(meta.chartPreviousClose) ?? positive(meta.previousClose);
-  if (prevClose === undefined) throw unexpected('no valid previous close');
+  const rawPrice = positive(meta.regularMarketPrice);
+  if (rawPrice === undefined) throw unexpected('no valid meta.regularMarketPrice');
+  const rawPrevClose = positive(meta.chartPreviousClose) ?? positive(meta.previousClose);
+  if (rawPrevClose === undefined) throw unexpected('no valid previous close');
   const currency = nonEmptyString(meta.currency);
   if (currency === undefined) throw unexpected('no meta.currency');
 
@@ -190,10 +190,14 @@ function parseQuote(symbol: string, result: Record<string, unknown>, nowMs: numb
   const marketTime = finite(meta.regularMarketTime) ?? finite(timestamps[timestamps.length - 1]);
   if (marketTime === undefined) throw unexpected('no market time');
 
+  // Every price, from `meta` or from the bars, to the price hint (Yahoo sends some as float32).
   const decimals = priceDecimals(meta.priceHint);
-  const fromBars = (value: number | undefined) => (value === undefined ? null : roundTo(value, decimals));
-  const high = positive(meta.regularMarketDayHigh) ?? fromBars(max(bars.high));
-  const low = positive(meta.regularMarketDayLow) ?? fromBars(min(bars.low));
+  const rounded = (value: number | undefined) => (value === undefined ? null : roundTo(value, decimals));
+  const fromBars = rounded;
+  const price = roundTo(rawPrice, decimals);
+  const prevClose = roundTo(rawPrevClose, decimals);
+  const high = rounded(positive(meta.regularMarketDayHigh)) ?? fromBars(max(bars.high));
+  const low = rounded(positive(meta.regularMarketDayLow)) ?? fromBars(min(bars.low));
   const open = fromBars(bars.open.find((v) => v !== undefined));
   const metaVolume = finite(meta.regularMarketVolume);
   const volume = metaVolume !== undefined && metaVolume >= 0 ? Math.round(metaVolume) : sum(bars.volume);
@@ -204,7 +208,7 @@ function parseQuote(symbol: string, result: Record<string, unknown>, nowMs: numb
     symbol,
     name: nonEmptyString(meta.longName) ?? nonEmptyString(meta.shortName) ?? symbol,
     price,
-    change: roundTo(change, 4),
+    change: roundTo(change, decimals),
     change_percent: roundTo((change / prevClose) * 100, 2),
     open,
     high,
