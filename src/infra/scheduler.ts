@@ -21,8 +21,9 @@ interface Job {
   lastRunAt: Date | null;
   lastResult: 'ok' | 'skipped' | 'failed' | null;
   lastError: string | null;
-  /** The next run croner reported, kept until it has passed (asking croner costs more than a status read). */
-  nextRunAt?: Date | null;
+  /** When the timer was started, and when it last fired (ms): the next run follows from them. */
+  startedAtMs?: number;
+  firedAtMs?: number;
 }
 
 export class Scheduler {
@@ -42,7 +43,12 @@ export class Scheduler {
     if (this.running) return;
     this.running = true;
     for (const job of this.jobs) {
-      job.cron = new Cron('* * * * * *', { name: `mds-${job.name}-${process.pid}-${Math.random()}`, interval: job.intervalMs / 1000, protect: true }, () => this.runOnce(job));
+      job.startedAtMs = Date.now();
+      job.firedAtMs = undefined;
+      job.cron = new Cron('* * * * * *', { name: `mds-${job.name}-${process.pid}-${Math.random()}`, interval: job.intervalMs / 1000, protect: true }, () => {
+        job.firedAtMs = Date.now();
+        return this.runOnce(job);
+      });
     }
     this.deps.logger.info({ jobs: this.jobs.map((j) => ({ name: j.name, interval_s: j.intervalMs / 1000 })) }, 'scheduler started');
   }
@@ -71,14 +77,19 @@ export class Scheduler {
   stop(): void {
     for (const job of this.jobs) {
       job.cron?.stop();
-      job.nextRunAt = undefined;
     }
     this.running = false;
   }
 
+  /**
+   * The timer fires on the first whole second after it starts, then on the whole second `interval`
+   * after its last fire. (croner's own nextRun() under `interval` counts from the moment it is
+   * asked, not from the last fire, so it is not used.)
+   */
   private nextRun(job: Job): Date | null {
-    if (job.nextRunAt == null || job.nextRunAt.getTime() <= Date.now()) job.nextRunAt = job.cron?.nextRun() ?? null;
-    return job.nextRunAt;
+    if (job.startedAtMs === undefined) return null;
+    const at = job.firedAtMs === undefined ? Math.ceil(job.startedAtMs / 1000) * 1000 : Math.round((job.firedAtMs + job.intervalMs) / 1000) * 1000;
+    return new Date(at);
   }
 
   status(): SchedulerJobStatus[] {
