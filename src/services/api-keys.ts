@@ -4,6 +4,7 @@
  * here at once and, through the Broadcast port, on every other instance; entries also die on their own
  * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer.
  */
+import { parseInstant } from './instant.js';
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { ApiKeyNotFoundError, InvalidRequestError } from '../errors.js';
 import type { components } from '../generated/api.js';
@@ -109,8 +110,9 @@ export class ApiKeyService implements ApiKeyVerifier {
     }
     let expiresAt: Date | null = null;
     if (input.expires_at !== undefined) {
-      expiresAt = new Date(input.expires_at);
-      if (Number.isNaN(expiresAt.getTime())) violations.push({ path: 'body.expires_at', message: 'must be an ISO 8601 date-time' });
+      const at = parseInstant(input.expires_at);
+      expiresAt = at === undefined ? null : new Date(at);
+      if (expiresAt === null) violations.push({ path: 'body.expires_at', message: 'must be an ISO 8601 date-time that exists (2027-01-01T00:00:00Z)' });
       else if (expiresAt.getTime() <= this.#now()) violations.push({ path: 'body.expires_at', message: 'must lie in the future' });
     }
     if (violations.length > 0) throw new InvalidRequestError(violations);
@@ -128,7 +130,7 @@ export class ApiKeyService implements ApiKeyVerifier {
       createdBy: context.actor,
     });
     this.#audit.record(
-      { action: 'api_key.created', target: `key:${record.id}`, details: { name: record.name, role: record.role, expires_at: record.expiresAt?.toISOString() ?? null } },
+      { action: 'api_key.created', target: `key:${record.id}`, details: { key_name: record.name, role: record.role, expires_at: record.expiresAt?.toISOString() ?? null } },
       context,
     );
     return { ...toApiKey(record), key };

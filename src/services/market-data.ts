@@ -4,6 +4,7 @@
  * canonical key and a lifetime that follows the data (a quote lives longer while its market is
  * closed); this file only says what to load and how long it stays true.
  */
+import { parseInstant } from './instant.js';
 import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violation } from '../errors.js';
 import type { components } from '../generated/api.js';
 import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../ports.js';
@@ -411,18 +412,6 @@ export function parseSymbolList(list: string, path: string): string[] {
 }
 
 /** `2020-08-31` (midnight UTC) or an ISO 8601 date-time with offset -> epoch ms; `undefined` when invalid. */
-function parseInstant(text: string): number | undefined {
-  const dateOnly = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  if (dateOnly) {
-    const [, y, m, d] = dateOnly;
-    const ms = Date.UTC(Number(y), Number(m) - 1, Number(d));
-    // Date.UTC rolls 2021-02-30 over into March; a date that does not exist is invalid.
-    return new Date(ms).toISOString().startsWith(text) ? ms : undefined;
-  }
-  const ms = Date.parse(text);
-  return Number.isFinite(ms) ? ms : undefined;
-}
-
 function rangeSpanMs(range: HistoryRange, now: number): number {
   if (range === 'max') return Infinity;
   if (range === 'ytd') return now - Date.UTC(new Date(now).getUTCFullYear(), 0, 1);

@@ -192,6 +192,12 @@ describe('managed API keys over HTTP', () => {
 
     expect(past.status).toBe(422);
     expect(await past.json()).toMatchObject({ violations: [{ path: 'body.expires_at', message: 'must lie in the future' }] });
+    // Days and hours that do not exist are refused, not rolled over into the next (2 March, the next day).
+    for (const expires_at of ['2030-02-30T00:00:00Z', '2030-04-31T00:00:00Z', '2030-01-01T24:00:00Z']) {
+      const res = await createKey(a, headers, { name: 'nonday', role: 'read', expires_at });
+      expect(res.status, expires_at).toBe(422);
+      expect(((await res.json()) as { violations: Array<{ path: string }> }).violations.map((v) => v.path)).toEqual(['body.expires_at']);
+    }
     expect(bad.status).toBe(422);
     const paths = ((await bad.json()) as { violations: Array<{ path: string }> }).violations.map((v) => v.path).sort();
     expect(paths).toEqual(['body.name', 'body.rate_limit_per_minute', 'body.role']);
@@ -222,11 +228,13 @@ describe('managed API keys over HTTP', () => {
     expect((await a.fetch('/api/admin/cache', { method: 'DELETE', headers: { authorization: `Bearer ${adminToken}`, 'x-request-id': `${requestId}-f` } })).status).toBe(200);
 
     const audit = (svc: TestService, action: string) => svc.logs.filter((l) => l.audit === true && l.action === action);
+    // The logger's own `name` is not overwritten by the key's (two `name` fields in one JSON line).
+    expect(audit(a, 'api_key.created').every((l) => l.name === 'mds')).toBe(true);
     expect(audit(a, 'api_key.created').find((l) => l.reqId === requestId)).toMatchObject({
       actor: 'user:admin',
       target: `key:${created.id}`,
       ip: expect.stringMatching(/127\.0\.0\.1/),
-      name: 'audited',
+      key_name: 'audited',
       role: 'read',
     });
     expect(audit(b, 'api_key.revoked').find((l) => l.reqId === `${requestId}-r`)).toMatchObject({ actor: STATIC_ID, target: `key:${created.id}` });
