@@ -122,6 +122,14 @@ describe('mds --help', () => {
       expect(r.stdout).toMatch(/EXAMPLES/);
     },
   );
+
+  it('mds --help describes each topic as a whole, not as one of its commands', () => {
+    const r = mds(['--help']);
+    expect(r.code).toBe(0);
+    const topics = r.stdout.slice(r.stdout.indexOf('TOPICS'), r.stdout.indexOf('COMMANDS')).replace(/\s+/g, ' ');
+    expect(topics).toContain('keys Managed API keys for external systems: create (the key is shown once), list, revoke.');
+    expect(topics).toContain('users User accounts: list, create, delete, set a password.');
+  });
 });
 
 describe('mds serve', () => {
