@@ -2,6 +2,7 @@
  * Errors of the service and the one function that turns any failure into the error envelope.
  * Domain errors carry a stable `code` and a `cause`, never an HTTP status: `toErrorResponse` maps them.
  */
+import type { Principal } from './ports.js';
 
 /** Base class of every error the service raises on purpose. */
 export class AppError extends Error {
@@ -55,7 +56,11 @@ export class InvalidCredentialsError extends AppError {
 
 /** The caller is authenticated but lacks the required role. */
 export class ForbiddenError extends AppError {
-  constructor(message = 'Administrator rights required') {
+  constructor(
+    message = 'Administrator rights required',
+    /** Who was refused, when known: the refusal still counts against their quota. */
+    readonly principal?: Principal,
+  ) {
     super('FORBIDDEN', message);
   }
 }

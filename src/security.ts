@@ -102,7 +102,7 @@ function satisfy(requirement: Requirement, req: Request, done: AuthCallback): vo
     scheme.authenticate(req, (err, passed) => {
       if (err !== null && err !== undefined) done(err);
       else if (passed === undefined) done(new Error(`the ${scheme.header} check ended with neither a principal nor an error`));
-      else if (adminOnly && !passed.isAdmin) done(new ForbiddenError());
+      else if (adminOnly && !passed.isAdmin) done(new ForbiddenError(undefined, passed));
       else {
         principal ??= passed;
         if (at + 1 < schemes.length) check(at + 1);

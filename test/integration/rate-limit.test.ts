@@ -126,6 +126,28 @@ describe('rate limits', () => {
       expect(keys.join(' ')).not.toContain(API_KEY);
     });
 
+    it('when a read key calls an admin endpoint, then each 403 counts against the key own quota, with the headers, and over it the answer is 429', async () => {
+      const token = await service.login(ADMIN.username, ADMIN.password);
+      const created = await service.fetch('/api/admin/api-keys', {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'reader', role: 'read', rate_limit_per_minute: 2 }),
+      });
+      const { key } = (await created.json()) as { key: string };
+      const first = await service.fetch('/api/admin/status', { headers: { 'X-API-Key': key } });
+      expect(first.status).toBe(403);
+      expect(rateLimitOf(first)).toMatchObject({ policy: 'key', quota: 2, remaining: 1 });
+      await drain(first);
+      const data = await service.fetch('/api/indices', { headers: { 'X-API-Key': key } });
+      expect(data.status).toBe(200);
+      expect(rateLimitOf(data).remaining).toBe(0);
+      await drain(data);
+      const over = await service.fetch('/api/admin/status', { headers: { 'X-API-Key': key } });
+      expect(over.status).toBe(429);
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await over.json()).toMatchObject({ success: false, code: 429 });
+    });
+
     it('when credentials are sent to the public indices and they are bad, then 401 with the reason, not an anonymous answer', async () => {
       const badToken = await service.fetch('/api/indices', { headers: { Authorization: 'Bearer not-a-token' } });
       const badKey = await service.fetch('/api/indices', { headers: { 'X-API-Key': 'not-a-key' } });
