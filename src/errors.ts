@@ -223,6 +223,8 @@ interface HttpLikeError {
   headers?: Record<string, string>;
   /** body-parser: the text that failed to parse. */
   body?: unknown;
+  /** Node's code of an underlying error (zlib's Z_DATA_ERROR, ...). */
+  code?: unknown;
 }
 
 /** An `Allow` list with HEAD wherever GET is: HEAD is served as GET without the body (see app.ts). */
@@ -255,7 +257,10 @@ function violationPath(raw: string | undefined): string {
 }
 
 function violationsOf(err: HttpLikeError): Violation[] {
-  const list = (err.errors ?? []).map((e) => ({ path: violationPath(e.path), message: e.message ?? 'is invalid' }));
+  const list = (err.errors ?? []).map((e) =>
+    // The validator's message for a path it cannot percent-decode names the raw path, with a stray quote.
+    /malformed uri/i.test(e.message ?? '') ? { path: 'path', message: 'is not valid percent-encoding' } : { path: violationPath(e.path), message: e.message ?? 'is invalid' },
+  );
   return list.length > 0 ? list : [{ path: 'request', message: err.message ?? 'is invalid' }];
 }
 
@@ -312,6 +317,12 @@ export function toErrorResponse(err: unknown, req?: { method?: string; path?: st
     }
     if (err.type === 'encoding.unsupported' || err.type === 'charset.unsupported') {
       return respond(415, 'Unsupported content encoding or charset');
+    }
+    if (err.type === 'request.size.invalid') return respond(400, 'Bad request: the body is not as long as its Content-Length says');
+    // body-parser hands on zlib's own error when a gzip/deflate/br body does not decompress.
+    if (status === 400 && err.type === undefined && err.errors === undefined && typeof err.code === 'string') {
+      const message = 'could not be decompressed with its Content-Encoding';
+      return respond(422, `Invalid request parameters: body ${message}`, { violations: [{ path: 'body', message }] });
     }
     switch (status) {
       case 400: {

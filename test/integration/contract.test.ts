@@ -117,6 +117,21 @@ describe('the contract and the error envelope, over a real socket', () => {
     expectEnvelope(JSON.parse(body ?? ''), 413);
   });
 
+  it('a body that does not decompress, or a path that does not percent-decode: 422 saying so in plain words', async () => {
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await svc.fetch('/api/auth/login', { method: 'POST', headers: { ...json, 'content-encoding': encoding }, body: '{"username":"a","password":"b"}' });
+      expect(res.status, encoding).toBe(422);
+      const body = await res.json();
+      expectEnvelope(body, 422);
+      expect(body.error).toBe('Invalid request parameters: body could not be decompressed with its Content-Encoding');
+    }
+    const res = await svc.fetch('/api/quotes/%E0%A4%A');
+    expect(res.status).toBe(422);
+    const body = await res.json();
+    expectEnvelope(body, 422);
+    expect((body as unknown as { violations: unknown }).violations).toEqual([{ path: 'path', message: 'is not valid percent-encoding' }]);
+  });
+
   it('a JSON body that is not an object: 422 saying so, not "not valid JSON"', async () => {
     for (const text of ['null', '"x"', '1']) {
       const res = await svc.fetch('/api/auth/login', { method: 'POST', headers: json, body: text });
