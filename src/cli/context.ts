@@ -11,8 +11,17 @@ export function loadCliConfig(command: Command, overrides: Record<string, string
   try {
     return loadConfig(undefined, { overrides });
   } catch (err) {
-    command.error(failure(err), { exit: 2 });
+    return fail(command, failure(err), 2);
   }
+}
+
+/**
+ * Prints `Error: <message>` as one line on stderr and exits with `code`. (oclif's own error output
+ * wraps a long message over several lines at the terminal's width.)
+ */
+export function fail(command: Command, message: string, code: number): never {
+  process.stderr.write(`Error: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  return command.exit(code);
 }
 
 /** One line saying what failed, without a stack. */
@@ -62,7 +71,7 @@ async function withServices<T>(command: Command, work: (opened: Awaited<ReturnTy
     opened = await openAccounts(config, cliLogger(config), { auditLogger: cliAuditLogger(config) });
     return await work(opened, config);
   } catch (err) {
-    return command.error(failure(err), { exit: 1 });
+    return fail(command, failure(err), 1);
   } finally {
     await opened?.close().catch(() => undefined);
   }

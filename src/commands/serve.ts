@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { Command, Flags } from '@oclif/core';
-import { failure, loadCliConfig } from '../cli/context.js';
+import { fail, failure, loadCliConfig } from '../cli/context.js';
 import type { Config } from '../config.js';
 import { answerClusterScrapes, clusterMetricsSource, startMetricsServer, type MetricsServer } from '../infra/metrics/index.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -41,7 +41,7 @@ export default class Serve extends Command {
         metrics = await primaryMetrics(config, logger);
       } catch (err) {
         logger.fatal({ err }, 'startup failed');
-        this.error(`Metrics listener on ${config.metrics.host}:${config.metrics.port}: ${failure(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`, { exit: 1 });
+        fail(this, `Metrics listener on ${config.metrics.host}:${config.metrics.port}: ${failure(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`, 1);
       }
       await superviseWorkers(flags.workers, logger);
       await metrics?.close();
@@ -54,7 +54,7 @@ export default class Serve extends Command {
       service = await startService(config, logger, cluster.isWorker ? { metricsListener: false } : {});
     } catch (err) {
       logger.fatal({ err }, 'startup failed');
-      this.error(failure(err), { exit: 1 });
+      fail(this, failure(err), 1);
     }
     if (cluster.isPrimary || cluster.worker?.id === 1) process.stderr.write(`mds listening on ${service.url} (docs: ${service.url}/docs)\n`);
     await new Promise<void>((resolve) => {

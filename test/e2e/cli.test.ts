@@ -56,9 +56,17 @@ describe('mds init', () => {
     env.CACHE_PORT = 'abc';
     delete env.CACHE_URL;
     const r = mds(['init']);
-    expect(r.code).not.toBe(0);
+    expect(r.code).toBe(2);
     expect(r.stderr).toContain('CACHE_PORT');
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('when several variables are invalid, the error names them all on one line, however long', () => {
+    Object.assign(env, { CACHE_TTL_SECONDS: 'abc', RATE_LIMIT_ANONYMOUS_PER_MINUTE: '-1', DATA_REQUIRES_AUTH: 'maybe' });
+    const r = mds(['keys', 'list']);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^Error: Invalid configuration: .*CACHE_TTL_SECONDS.*RATE_LIMIT_ANONYMOUS_PER_MINUTE.*DATA_REQUIRES_AUTH/);
   });
 
   it('when the database is unreachable, exits non-zero with one clear line', () => {
