@@ -17,6 +17,7 @@ import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisProcess } from '../test/helpers/redis-server.js';
 import { ADMIN, API_KEY, benchEnv, initService } from './setup.js';
 import { spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
+import { quoteEventsChannel } from '../src/services/quote-stream.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -564,7 +565,7 @@ async function main(): Promise<void> {
           const arrived = subscribers.arrivals(price);
           const message = JSON.stringify({ s: '^GSPC', v: Date.now() + i, q: { ...quote, price } });
           const sent = performance.now();
-          await publisher.publish('mds:v1:quote-events', `bench:${message}`);
+          await publisher.publish(quoteEventsChannel('simulated'), `bench:${message}`);
           const times = await arrived;
           for (const t of times) each.push(t - sent);
           toAll.push(Math.max(...times) - sent);

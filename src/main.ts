@@ -198,12 +198,14 @@ export async function startService(config: Config, logger: Logger, options: Star
     onFill: (listener) => engine.onFill(listener),
     broadcast: cache,
     store: cache,
+    provider: provider.name,
     logger: logger.child({ component: 'stream' }),
     ...config.stream,
     observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent() },
   });
 
-  const scheduler = new Scheduler({ locks: cache, logger });
+  // One lock per job and provider: instances of another provider on the same Redis refresh their own data.
+  const scheduler = new Scheduler({ locks: cache, logger, lockPrefix: `mds:v1:lock:job:${provider.name}:` });
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {
     scheduler.add('refresh-indices', config.market.refreshIntervalMs, () => market.refreshIndices(config.market.refreshIntervalMs * 2));

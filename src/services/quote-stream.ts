@@ -22,10 +22,13 @@ import type { Logger } from '../logger.js';
 import type { Broadcast, CacheStore, Quote } from '../ports.js';
 import { KEY_PREFIX, type FillListener } from './representation-cache.js';
 
-/** The channel on which instances announce quote changes. */
-export const QUOTE_EVENTS_CHANNEL = `${KEY_PREFIX}quote-events`;
-/** Each symbol's last change: `{v: version ms, f: fingerprint}` under this prefix plus the symbol. */
-const VERSION_PREFIX = `${KEY_PREFIX}quote-version:`;
+/**
+ * The channel on which instances of one provider announce quote changes. Announcements carry the
+ * quote, so a fleet that mixes providers on one Redis keeps each provider's apart.
+ */
+export function quoteEventsChannel(provider: string): string {
+  return `${KEY_PREFIX}quote-events:${provider}`;
+}
 /** A version record outlives any quote's cache lifetime (at most an hour), so a restart still compares. */
 const VERSION_TTL_MS = 24 * 60 * 60 * 1000;
 /** How many subscribed symbols one refresh tick loads at a time. */
@@ -71,6 +74,8 @@ export interface QuoteStreamHubOptions {
   broadcast: Broadcast;
   /** Holds each symbol's version record, shared by the instances. */
   store: CacheStore;
+  /** The market data provider's name: the channel and the version records are its own. */
+  provider: string;
   logger: Logger;
   /** Open streams on this instance at most (STREAM_MAX_CLIENTS). */
   maxClients: number;
@@ -143,7 +148,7 @@ export class QuoteStreamHub {
   constructor(options: QuoteStreamHubOptions) {
     this.#o = { retryMs: 3000, now: Date.now, ...options, observer: options.observer ?? {} };
     this.#stop.push(
-      options.broadcast.subscribe(QUOTE_EVENTS_CHANNEL, (message) => this.#onMessage(message)),
+      options.broadcast.subscribe(quoteEventsChannel(options.provider), (message) => this.#onMessage(message)),
       options.onFill((fill) => {
         if (fill.kind === 'quote') void this.#onQuoteFill(fill.params, fill.value);
       }),
@@ -283,6 +288,11 @@ export class QuoteStreamHub {
     this.#o.observer.clients?.(-1);
   }
 
+  /** Where a symbol's last change is kept: `{v: version ms, f: fingerprint}`, per provider. */
+  #versionKey(symbol: string): string {
+    return `${KEY_PREFIX}quote-version:${this.#o.provider}:${symbol}`;
+  }
+
   /** Writes one event; drops the client when its unsent bytes pass the bound. */
   #send(client: Client, event: string, data: string, version: number): void {
     if (client.closed) return;
@@ -352,7 +362,7 @@ export class QuoteStreamHub {
 
   async #readRecord(symbol: string): Promise<{ v: number; f: string } | undefined> {
     try {
-      const entry = await this.#o.store.get(`${VERSION_PREFIX}${symbol}`);
+      const entry = await this.#o.store.get(this.#versionKey(symbol));
       return entry === undefined ? undefined : (JSON.parse(entry.value) as { v: number; f: string });
     } catch (err) {
       this.#o.logger.warn({ err: (err as Error).message, symbol }, 'quote version unreadable: treating the quote as changed');
@@ -369,8 +379,8 @@ export class QuoteStreamHub {
       const record = await this.#readRecord(symbol);
       if (record?.f === fingerprint) return;
       const message: ChangeMessage = { s: symbol, v: Math.max(this.#o.now(), (record?.v ?? 0) + 1), q: quote };
-      await this.#o.store.set(`${VERSION_PREFIX}${symbol}`, JSON.stringify({ v: message.v, f: fingerprint }), VERSION_TTL_MS);
-      await this.#o.broadcast.publish(QUOTE_EVENTS_CHANNEL, JSON.stringify(message));
+      await this.#o.store.set(this.#versionKey(symbol), JSON.stringify({ v: message.v, f: fingerprint }), VERSION_TTL_MS);
+      await this.#o.broadcast.publish(quoteEventsChannel(this.#o.provider), JSON.stringify(message));
     } catch (err) {
       this.#o.logger.warn({ err: (err as Error).message, symbol }, 'could not announce a quote change');
     }

@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import type { History, MarketDataProvider, Quote, SearchResult } from '../../src/ports.js';
 
 export class ControlledProvider implements MarketDataProvider {
-  readonly name = 'simulated';
+  /** `name`: the provider it stands for ('simulated' unless a test needs a second one). */
+  constructor(readonly name = 'simulated') {}
   readonly local = true;
   readonly #prices = new Map<string, number>();
   /** How many quotes were asked for, per symbol. */

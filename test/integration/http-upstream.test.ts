@@ -379,6 +379,10 @@ describe('the refresh scheduler', () => {
     expect(job).toMatchObject({ name: 'refresh-indices', interval_s: 1, last_result: 'ok' });
     expect(Date.parse(job?.last_run_at ?? '')).not.toBeNaN();
     expect(Date.parse(job?.next_run_at ?? '')).toBeGreaterThan(Date.parse(job?.last_run_at ?? ''));
+    // The run's lock is the provider's own, so instances of another provider on this Redis refresh theirs.
+    let locks: string[] = [];
+    await waitFor(async () => (locks = await client.keys('mds:v1:lock:job:*')).length > 0, { timeoutMs: 3_000, intervalMs: 50, message: 'a run holding its lock' });
+    expect(locks).toEqual(['mds:v1:lock:job:yahoo:refresh-indices']);
 
     await upstream.setMode('error500');
     await waitFor(async () => (await refreshJob(svc))?.last_result === 'failed', { timeoutMs: 10_000, intervalMs: 100, message: 'a failed run' });

@@ -62,6 +62,34 @@ describe('streams across instances', () => {
     expect(onB.events[1]!.id).toBe(onA.events[1]!.id);
   });
 
+  it('stream: when an instance of another provider shares the Redis, then it neither gets nor gives announcements', async () => {
+    const otherProvider = new ControlledProvider('other');
+    const c = await startTestService({ CACHE_URL: `${redis.url}/0`, API_KEYS: API_KEY, STREAM_REFRESH_SECONDS: '0' }, { provider: otherProvider });
+    try {
+      const symbol = uniqueSymbol('MIXED');
+      provider.set(symbol, 100);
+      otherProvider.set(symbol, 500);
+      const onB = await subscribe(b, symbol);
+      const onC = await subscribe(c, symbol);
+      expect(onC.quotes().map((q) => q.price)).toEqual([500]);
+
+      await changeOn(a, symbol, 150);
+      await onB.waitForEvents(2);
+      // C's next event is its own provider's change: A's announcement never reached it.
+      otherProvider.set(symbol, 555);
+      expect((await c.fetch('/api/admin/cache', { method: 'DELETE', headers: { 'X-API-Key': API_KEY } })).status).toBe(200);
+      expect((await c.fetch(`/api/quotes/${symbol}`)).status).toBe(200);
+      await onC.waitForEvents(2);
+      expect(onC.quotes().map((q) => q.price)).toEqual([500, 555]);
+      // ...and C's change never reached B.
+      await changeOn(a, symbol, 160);
+      await onB.waitForEvents(3);
+      expect(onB.quotes().map((q) => q.price)).toEqual([100, 150, 160]);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('stream: when Redis is down, then each instance still streams the changes it sees itself', async () => {
     const symbol = uniqueSymbol('ALONE');
     provider.set(symbol, 100);

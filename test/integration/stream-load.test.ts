@@ -11,6 +11,7 @@ import { ControlledProvider, uniqueSymbol } from '../helpers/controlled-provider
 import { startTestService, type TestService } from '../helpers/service.js';
 import { openStream, type TestStream } from '../helpers/sse.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { quoteEventsChannel } from '../../src/services/quote-stream.js';
 
 const MB = 1024 * 1024;
 
@@ -77,7 +78,7 @@ describe('streams under pressure', () => {
         const pipeline = publisher.pipeline();
         for (let i = batch; i < batch + BATCH; i++) {
           const q = { ...quote, price: 100 + (i + 1) / 100, name: `${'x'.repeat(2400)}` };
-          pipeline.publish('mds:v1:quote-events', `another-instance:${JSON.stringify({ s: symbol, v: base + i + 1, q })}`);
+          pipeline.publish(quoteEventsChannel(provider.name), `another-instance:${JSON.stringify({ s: symbol, v: base + i + 1, q })}`);
         }
         await pipeline.exec();
       }
