@@ -256,10 +256,20 @@ function violationPath(raw: string | undefined): string {
   return raw.replace(/^\.?\//, '').replace(/\//g, '.').replace(/^params(?=\.|$)/, 'path') || 'request';
 }
 
+/** The contract's symbol patterns (a symbol, a comma-separated list) are explained in words, not quoted. */
+const SYMBOL_CHARS = '[A-Za-z0-9^.=-]{1,32}';
+
+function inPlainWords(message: string): string {
+  if (!message.startsWith('must match pattern') || !message.includes(SYMBOL_CHARS)) return message;
+  return message.includes(`(,${SYMBOL_CHARS})`)
+    ? 'must be 1 to 50 symbols separated by commas (no empty one, no space), each 1 to 32 of A-Z a-z 0-9 ^ . = -'
+    : 'must be a symbol of 1 to 32 of A-Z a-z 0-9 ^ . = -';
+}
+
 function violationsOf(err: HttpLikeError): Violation[] {
   const list = (err.errors ?? []).map((e) =>
     // The validator's message for a path it cannot percent-decode names the raw path, with a stray quote.
-    /malformed uri/i.test(e.message ?? '') ? { path: 'path', message: 'is not valid percent-encoding' } : { path: violationPath(e.path), message: e.message ?? 'is invalid' },
+    /malformed uri/i.test(e.message ?? '') ? { path: 'path', message: 'is not valid percent-encoding' } : { path: violationPath(e.path), message: inPlainWords(e.message ?? 'is invalid') },
   );
   return list.length > 0 ? list : [{ path: 'request', message: err.message ?? 'is invalid' }];
 }

@@ -94,6 +94,17 @@ describe('GET /api/quotes', () => {
     const r = await get(path);
     const body = expectEnvelope(r, 422, /^Invalid request parameters: /);
     expect(body.violations?.map((v) => v.path)).toContain(violation);
+    // The rule in words, never the contract's regular expression.
+    expect(r.text).not.toContain('[A-Za-z0-9');
+  });
+
+  it('when a symbol list or a symbol breaks the pattern, then the violation says the rule in words', async () => {
+    for (const path of ['/api/quotes?symbols=AAPL,,MSFT', '/api/quotes?symbols=AAPL,', '/api/stream?symbols=A%20B']) {
+      const body = expectEnvelope(await get(path), 422, /^Invalid request parameters: /);
+      expect(body.violations, path).toEqual([{ path: 'query.symbols', message: 'must be 1 to 50 symbols separated by commas (no empty one, no space), each 1 to 32 of A-Z a-z 0-9 ^ . = -' }]);
+    }
+    const one = expectEnvelope(await get('/api/history/A%20B'), 422, /^Invalid request parameters: /);
+    expect(one.violations).toEqual([{ path: 'path.symbol', message: 'must be a symbol of 1 to 32 of A-Z a-z 0-9 ^ . = -' }]);
   });
 
   it('when the batch is read twice, then the second is a HIT with identical bytes and ETag, and If-None-Match gets 304', async () => {
