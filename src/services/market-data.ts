@@ -286,9 +286,11 @@ export class MarketDataService {
       data.push(parsed.data);
       if (oldest === undefined || parsed.updated_at < oldest) oldest = parsed.updated_at;
     }
-    if (data.length === 0) return { value: UNKNOWN, ttlMs };
+    // Answered as a HIT when no part had to be fetched.
+    const fetched = parts.some(({ rep }) => rep.cacheStatus !== 'HIT');
+    if (data.length === 0) return { value: UNKNOWN, ttlMs, fetched };
     const body: QuotesResponse = { success: true, data, missing, source: this.source, updated_at: oldest ?? this.#iso() };
-    return { value: JSON.stringify(body), ttlMs, stale };
+    return { value: JSON.stringify(body), ttlMs, stale, fetched };
   }
 
   /**
@@ -318,7 +320,8 @@ export class MarketDataService {
     }
     if (failure !== undefined) ttlMs = Math.min(ttlMs, 5000);
     const body: IndicesResponse = { success: true, data, source: this.source, updated_at: this.#iso() };
-    return { value: JSON.stringify(body), ttlMs, stale };
+    const fetched = outcomes.some((outcome) => outcome.status === 'rejected' || outcome.value.cacheStatus !== 'HIT');
+    return { value: JSON.stringify(body), ttlMs, stale, fetched };
   }
 
   /** Applies the defaults and the rules an upstream cannot serve; each violation names its rule. */

@@ -36,6 +36,11 @@ export interface Loaded {
    * batch of stale quotes): it is answered as STALE and never stored.
    */
   stale?: boolean;
+  /**
+   * False when the value was assembled from entries already in the cache, without asking the
+   * upstream (a batch of cached quotes): it is stored as any, and answered as a HIT.
+   */
+  fetched?: boolean;
 }
 
 /** One read: what it is, how to name it, and how to produce it on a miss. */
@@ -344,7 +349,7 @@ export class RepresentationCache {
   }
 
   async #loadAndStore(read: CacheRead, key: string): Promise<CachedRepresentation> {
-    const { value, ttlMs: lifetime, stale } = await read.load();
+    const { value, ttlMs: lifetime, stale, fetched } = await read.load();
     if (stale === true) {
       // The last good copy of this very key says the same with the bytes and ETag clients already have.
       const own = this.#staleIfErrorMs > 0 ? await this.#get(this.#staleKey(key)) : undefined;
@@ -361,7 +366,7 @@ export class RepresentationCache {
         this.#logger.error({ err, key }, 'a cache fill listener failed');
       }
     }
-    return this.#represent(key, value, 'MISS', ttlMs);
+    return this.#represent(key, value, fetched === false ? 'HIT' : 'MISS', ttlMs);
   }
 
   #staleKey(key: string): string {

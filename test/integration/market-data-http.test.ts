@@ -152,6 +152,10 @@ describe('GET /api/quotes/{symbol}', () => {
     const after = await kindsNow();
     expect((after.quote?.misses ?? 0) - (before.quote?.misses ?? 0)).toBe(1);
     expect((after.quote?.hits ?? 0) - (before.quote?.hits ?? 0)).toBe(1);
+    // Nothing was fetched for the batch: a HIT; one with a symbol not yet cached is a MISS.
+    expect(batch.res.headers.get('x-cache')).toBe('HIT');
+    const mixed = await get('/api/quotes?symbols=MSFT,NVDA');
+    expect(mixed.res.headers.get('x-cache')).toBe('MISS');
   });
 
   it('when the symbol is unknown, then 404 in the envelope naming it', async () => {
