@@ -152,14 +152,18 @@ export function createApp(deps: AppDeps): express.Express {
   });
   const checkSecurity = contractSecurity(contract.operations, contract.document, authenticator);
   // A caller refused for its role (403) is still a caller: the refusal counts against its quota, with
-  // the RateLimit headers, and over the quota it is a 429 like any other call.
-  const security: RequestHandler = (req, res, next) =>
-    checkSecurity(req, res, (err?: unknown) => {
-      const refused = err instanceof ForbiddenError ? err.principal : undefined;
-      if (refused === undefined || rateLimit === undefined || !isRateLimitedPath(req.path)) next(err);
-      else if (rateLimit.tryApply(req, res, refused)) next(err);
-      else rateLimit.apply(req, res, refused).then(() => next(err), next);
-    });
+  // the RateLimit headers, and over the quota it is a 429 like any other call. Without quotas there is
+  // nothing to count, and no continuation to make per request.
+  const security: RequestHandler =
+    rateLimit === undefined
+      ? checkSecurity
+      : (req, res, next) =>
+          checkSecurity(req, res, (err?: unknown) => {
+            const refused = err instanceof ForbiddenError ? err.principal : undefined;
+            if (refused === undefined || !isRateLimitedPath(req.path)) next(err);
+            else if (rateLimit.tryApply(req, res, refused)) next(err);
+            else rateLimit.apply(req, res, refused).then(() => next(err), next);
+          });
   // The validator already found the operation; its handler is one Map lookup away (no second routing).
   // A caller with credentials is counted against its quota here, once the security step knows who it is.
   const byOperation = new Map(contract.operations.map((op) => [op.operationId, (handlers as unknown as Record<string, RequestHandler>)[op.operationId]!]));

@@ -193,12 +193,11 @@ function parseQuote(symbol: string, result: Record<string, unknown>, nowMs: numb
   // Every price, from `meta` or from the bars, to the price hint (Yahoo sends some as float32).
   const decimals = priceDecimals(meta.priceHint);
   const rounded = (value: number | undefined) => (value === undefined ? null : roundTo(value, decimals));
-  const fromBars = rounded;
   const price = roundTo(rawPrice, decimals);
   const prevClose = roundTo(rawPrevClose, decimals);
-  const high = rounded(positive(meta.regularMarketDayHigh)) ?? fromBars(max(bars.high));
-  const low = rounded(positive(meta.regularMarketDayLow)) ?? fromBars(min(bars.low));
-  const open = fromBars(bars.open.find((v) => v !== undefined));
+  const high = rounded(positive(meta.regularMarketDayHigh)) ?? rounded(max(bars.high));
+  const low = rounded(positive(meta.regularMarketDayLow)) ?? rounded(min(bars.low));
+  const open = rounded(bars.open.find((v) => v !== undefined));
   const metaVolume = finite(meta.regularMarketVolume);
   const volume = metaVolume !== undefined && metaVolume >= 0 ? Math.round(metaVolume) : sum(bars.volume);
   const instrumentType = instrumentTypeOf(meta.instrumentType) ?? 'equity';
