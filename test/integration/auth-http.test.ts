@@ -156,6 +156,13 @@ describe('admin status: refused credentials answer 401 with the envelope', () =>
     await expectError(svc, await adminStatus(svc, { authorization: 'Bearer   ' }), 401, BAD_AUTH_HEADER);
   });
 
+  it('admin status: when a valid token is followed by anything else in the header, answers 401 naming the expected header', async () => {
+    await expectError(svc, await adminStatus(svc, { authorization: `Bearer ${adminToken} extra` }), 401, BAD_AUTH_HEADER);
+    await expectError(svc, await adminStatus(svc, { authorization: `Bearer ${adminToken}, Basic cm9vdDpwdw==` }), 401, BAD_AUTH_HEADER);
+    // Scheme names are case-insensitive (RFC 9110), so this one is still the admin's token.
+    expect((await adminStatus(svc, { authorization: `bearer ${adminToken}` })).status).toBe(200);
+  });
+
   it("admin status: when the bearer token is not a JWT ('Bearer a.b'), answers 401 'Invalid token'", async () => {
     await expectError(svc, await adminStatus(svc, bearer('a.b')), 401, INVALID_TOKEN);
     await expectError(svc, await adminStatus(svc, bearer('not-a-token-at-all')), 401, INVALID_TOKEN);

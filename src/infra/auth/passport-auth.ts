@@ -19,7 +19,7 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
-import { ExtractJwt, Strategy as JwtStrategy } from 'passport-jwt';
+import { Strategy as JwtStrategy } from 'passport-jwt';
 import { InvalidCredentialsError, NotAuthenticatedError } from '../../errors.js';
 import type { ApiKeyVerifier, AuthCallback, Principal, User, UserStore } from '../../ports.js';
 import { claimsOf, TOKEN_MESSAGES, type TokenClaims, type TokenService } from './tokens.js';
@@ -131,6 +131,17 @@ function apiKeyMatcher(apiKeys: readonly string[]): (candidate: string) => strin
   };
 }
 
+/**
+ * `Authorization: Bearer <token>` and nothing else (RFC 6750: one token after the scheme). passport-jwt's
+ * own extractor took the first word after the scheme and ignored whatever followed it.
+ */
+const BEARER_CREDENTIALS = /^bearer\s+(\S+)$/i;
+
+/** The token of a request's `Authorization` header, or null when the header is not exactly `Bearer <token>`. */
+function bearerTokenOf(req: Request): string | null {
+  return BEARER_CREDENTIALS.exec(req.headers.authorization ?? '')?.[1] ?? null;
+}
+
 function bearerFailureMessage(info: unknown): string {
   if (info instanceof Error) {
     if (info.name === 'TokenExpiredError') return AUTH_MESSAGES.expired;
@@ -149,7 +160,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
   const { userStore, tokens } = options;
   const findUser = options.findUser ?? ((username: string) => userStore.findByUsername(username));
   const now = options.now ?? Date.now;
-  const tokenOf = ExtractJwt.fromAuthHeaderAsBearerToken();
+  const tokenOf = bearerTokenOf;
   const verified = new QuickLRU<string, TokenClaims>({ maxSize: VERIFIED_TOKENS });
 
   /** The principal of verified `claims` when their user still exists under the same password. */
