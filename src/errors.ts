@@ -266,11 +266,18 @@ function inPlainWords(message: string): string {
     : 'must be a symbol of 1 to 32 of A-Z a-z 0-9 ^ . = -';
 }
 
+function violationOf(e: { path?: string; message?: string }): Violation {
+  const message = e.message ?? 'is invalid';
+  // The validator's message for a path it cannot percent-decode names the raw path, with a stray quote.
+  if (/malformed uri/i.test(message)) return { path: 'path', message: 'is not valid percent-encoding' };
+  const path = violationPath(e.path);
+  // An empty body where one is required: the validator says the body lacks a property named 'body'.
+  if (path === 'body' && message === "must have required property 'body'") return { path, message: 'is required: send a JSON object' };
+  return { path, message: inPlainWords(message) };
+}
+
 function violationsOf(err: HttpLikeError): Violation[] {
-  const list = (err.errors ?? []).map((e) =>
-    // The validator's message for a path it cannot percent-decode names the raw path, with a stray quote.
-    /malformed uri/i.test(e.message ?? '') ? { path: 'path', message: 'is not valid percent-encoding' } : { path: violationPath(e.path), message: inPlainWords(e.message ?? 'is invalid') },
-  );
+  const list = (err.errors ?? []).map(violationOf);
   return list.length > 0 ? list : [{ path: 'request', message: err.message ?? 'is invalid' }];
 }
 

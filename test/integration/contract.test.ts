@@ -144,6 +144,18 @@ describe('the contract and the error envelope, over a real socket', () => {
     expect(((await broken.json()) as { error: string }).error).toBe('Invalid request parameters: body is not valid JSON');
   });
 
+  it('a required body that is not sent at all: 422 saying the body is required', async () => {
+    const { port } = new URL(svc.url);
+    // No Content-Length and no Transfer-Encoding: a request without a body (fetch would send Content-Length: 0).
+    const answer = await rawExchange(Number(port), 'POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n');
+    const [head, text] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1.1 422 /);
+    const body = JSON.parse(text ?? '');
+    expectEnvelope(body, 422);
+    expect(body.error).toBe('Invalid request parameters: body is required: send a JSON object');
+    expect(body.violations).toEqual([{ path: 'body', message: 'is required: send a JSON object' }]);
+  });
+
   it('oversized body: answers 413 in the envelope', async () => {
     const res = await svc.fetch('/api/auth/login', {
       method: 'POST',
