@@ -42,8 +42,9 @@ export class InvalidRequestError extends AppError {
 
 /** A protected endpoint was called without credentials. */
 export class NotAuthenticatedError extends AppError {
-  constructor() {
-    super('NOT_AUTHENTICATED', 'Not authenticated: please log in first');
+  /** `hint`: what the caller sent that this operation does not take, said after the standard words. */
+  constructor(hint?: string) {
+    super('NOT_AUTHENTICATED', hint === undefined ? 'Not authenticated: please log in first' : `Not authenticated: please log in first (${hint})`);
   }
 }
 

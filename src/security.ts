@@ -31,6 +31,8 @@ export const NOT_BEARER_MESSAGE = "Invalid credentials: send the token as 'Autho
 interface Scheme {
   /** The (lower-case) request header that carries this scheme's credential. */
   header: string;
+  /** The credential in words: "a bearer token", "an API key". */
+  noun: string;
   authenticate(req: Request, done: AuthCallback): void;
 }
 
@@ -42,6 +44,8 @@ interface OperationSecurity {
   /** `{}` is among the requirements: a request without credentials passes as anonymous. */
   anonymous: boolean;
   requirements: Requirement[];
+  /** The schemes the operation does not take, to tell a caller who offered one of them why it was not enough. */
+  refused: Scheme[];
 }
 
 const BEARER_SCHEME = /^bearer(?:\s|$)/i;
@@ -55,6 +59,7 @@ function schemesOf(document: Record<string, unknown>, authenticator: Authenticat
     if (scheme.type === 'http' && scheme.scheme?.toLowerCase() === 'bearer') {
       schemes.set(name, {
         header: 'authorization',
+        noun: 'a bearer token',
         authenticate: (req, done) => {
           // Another scheme (Basic, or a bare token) is not a malformed bearer token: say what is expected.
           if (BEARER_SCHEME.test(req.headers.authorization ?? '')) authenticator.authenticateBearer(req, done);
@@ -62,7 +67,7 @@ function schemesOf(document: Record<string, unknown>, authenticator: Authenticat
         },
       });
     } else if (scheme.type === 'apiKey' && scheme.in === 'header' && scheme.name) {
-      schemes.set(name, { header: scheme.name.toLowerCase(), authenticate: (req, done) => authenticator.authenticateApiKey(req, done) });
+      schemes.set(name, { header: scheme.name.toLowerCase(), noun: 'an API key', authenticate: (req, done) => authenticator.authenticateApiKey(req, done) });
     } else {
       throw new StartupError(`The contract's security scheme '${name}' (${scheme.type ?? 'no type'}) is not one mds can check: bearer tokens and API keys in a header are`);
     }
@@ -71,6 +76,7 @@ function schemesOf(document: Record<string, unknown>, authenticator: Authenticat
 }
 
 function resolve(operation: Operation, schemes: Map<string, Scheme>): OperationSecurity {
+  const taken = new Set(operation.security.flatMap((requirement) => Object.keys(requirement)));
   let anonymous = operation.security.length === 0;
   const requirements: Requirement[] = [];
   for (const requirement of operation.security) {
@@ -87,7 +93,16 @@ function resolve(operation: Operation, schemes: Map<string, Scheme>): OperationS
       }),
     });
   }
-  return { anonymous, requirements };
+  const refused = [...schemes.entries()].filter(([name]) => !taken.has(name)).map(([, scheme]) => scheme);
+  return { anonymous, requirements, refused };
+}
+
+/** Why a request offering only credentials the operation does not take is not authenticated, in words. */
+function notTaken(security: OperationSecurity, headers: Request['headers']): NotAuthenticatedError {
+  const sent = security.refused.find((scheme) => headers[scheme.header] !== undefined);
+  if (sent === undefined) return new NotAuthenticatedError();
+  const wanted = [...new Set(security.requirements.flatMap((r) => r.schemes.map(({ scheme }) => scheme.noun)))].join(' or ');
+  return new NotAuthenticatedError(`this operation takes ${wanted}, not ${sent.noun}`);
 }
 
 /**
@@ -171,7 +186,7 @@ export function contractSecurity(operations: readonly Operation[], document: Rec
     }
     if (first === undefined) {
       if (security.anonymous) next();
-      else next(new NotAuthenticatedError());
+      else next(notTaken(security, req.headers));
       return;
     }
     // A check that needs no I/O ends here, before this call returns; the request goes on at once.

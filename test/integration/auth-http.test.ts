@@ -431,8 +431,9 @@ describe('change password over HTTP', () => {
     await expectError(svc, res, 422, `Invalid request parameters: body.new_password ${message}`, [{ path: 'body.new_password', message }]);
   });
 
-  it("change password: when only a valid API key is sent, answers 401 'Not authenticated: please log in first' (bearer only)", async () => {
-    await expectError(svc, await changePassword(svc, apiKey(VALID_KEY), 'anything-old', 'anything-new-1'), 401, NOT_AUTHENTICATED);
+  it("change password: when only a valid API key is sent, answers 401 'Not authenticated: please log in first', saying an API key is not taken here (bearer only)", async () => {
+    const message = `${NOT_AUTHENTICATED} (this operation takes a bearer token, not an API key)`;
+    await expectError(svc, await changePassword(svc, apiKey(VALID_KEY), 'anything-old', 'anything-new-1'), 401, message);
   });
 
   it("change password: when no credentials are sent, answers 401 'Not authenticated: please log in first'", async () => {

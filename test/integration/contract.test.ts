@@ -153,7 +153,7 @@ describe('the contract and the error envelope, over a real socket', () => {
     const body = JSON.parse(text ?? '');
     expectEnvelope(body, 422);
     expect(body.error).toBe('Invalid request parameters: body is required: send a JSON object');
-    expect(body.violations).toEqual([{ path: 'body', message: 'is required: send a JSON object' }]);
+    expect((body as unknown as { violations: unknown }).violations).toEqual([{ path: 'body', message: 'is required: send a JSON object' }]);
   });
 
   it('oversized body: answers 413 in the envelope', async () => {
