@@ -1,6 +1,6 @@
 /**
  * Request quotas (DESIGN.md section 11): every /api request but health counts against its caller's
- * quota, per client address for anonymous callers and per user or API key otherwise. One function,
+ * quota, per client address (an IPv6 address's /64) for anonymous callers and per user or API key otherwise. One function,
  * `apply`, is called by the Express app and by the fast path alike: it counts the request, adds the
  * IETF httpapi `RateLimit-Policy` and `RateLimit` headers, and rejects with `RateLimitedError` past
  * the quota (the 429 envelope with `Retry-After`).
@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { RateLimitedError } from './errors.js';
+import { addressGroup } from './services/address-group.js';
 import { NO_METRICS, type Metrics, type Principal, type QuotaUsage, type RequestCounter } from './ports.js';
 
 export interface RateLimitOptions {
@@ -90,7 +91,7 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
   const quotaOf = (req: IncomingMessage, principal: Principal | undefined): Quota | undefined => {
     if (!principal) {
       if (anonymousPerMinute === 0) return undefined;
-      return { name: 'anonymous', key: `ip:${clientAddress(req, trustProxy)}`, limit: perWindow(anonymousPerMinute) };
+      return { name: 'anonymous', key: `ip:${addressGroup(clientAddress(req, trustProxy))}`, limit: perWindow(anonymousPerMinute) };
     }
     const key = principal.id ?? `user:${principal.username}`;
     if (principal.rateLimitPerMinute !== undefined) {

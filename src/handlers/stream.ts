@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { addressGroup } from '../services/address-group.js';
 import { parseSymbolList } from '../services/market-data.js';
 import type { QuoteStreamHub, StreamSink } from '../services/quote-stream.js';
 import type { Handler } from './types.js';
@@ -40,8 +41,8 @@ export function streamHandlers(hub: QuoteStreamHub): { streamQuotes: Handler<'st
       const lastEventId = req.headers['last-event-id'];
       await hub.open({
         symbols: list,
-        // A few streams per anonymous address; an identified caller is bounded by its own quota.
-        address: req.principal === undefined ? (req.ip ?? req.socket.remoteAddress ?? 'unknown') : undefined,
+        // A few streams per anonymous address (an IPv6 address's /64); an identified caller is bounded by its own quota.
+        address: req.principal === undefined ? addressGroup(req.ip ?? req.socket.remoteAddress ?? 'unknown') : undefined,
         ...(typeof lastEventId === 'string' ? { lastEventId: Number(lastEventId) } : {}),
         sink: sinkOf(res),
       });

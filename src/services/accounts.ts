@@ -8,6 +8,7 @@ import { BusinessRuleError, ConfigError, InvalidCredentialsError, InvalidRequest
 import type { components } from '../generated/api.js';
 import type { Logger } from '../logger.js';
 import type { ActionContext, AuditLog, LoginAttempts, Passwords, Principal, TokenIssuer, User, UserStore } from '../ports.js';
+import { addressGroup } from './address-group.js';
 
 export type LoginResult = components['schemas']['LoginResult'];
 export type ApiUser = components['schemas']['User'];
@@ -71,8 +72,10 @@ export class AccountService {
    */
   async login(username: string, password: string, ip: string, requestId?: string): Promise<LoginResult> {
     const target = `user:${username}`;
+    // Failures are counted per address as every address-based limit counts them (an IPv6 /64 as one).
+    const from = addressGroup(ip);
     try {
-      await this.#throttle.check(username, ip);
+      await this.#throttle.check(username, from);
     } catch (err) {
       if (err instanceof TooManyRequestsError) {
         this.#audit.record({ action: 'login.failed', target, details: { reason: 'throttled' } }, { actor: 'anonymous', ip, requestId });
@@ -82,12 +85,12 @@ export class AccountService {
     const user = await this.#store.findByUsername(username);
     const valid = user ? await this.#passwords.verify(password, user.passwordHash) : await this.#passwords.verifyUnknownUser(password);
     if (!user || !valid) {
-      await this.#throttle.recordFailure(username, ip);
+      await this.#throttle.recordFailure(username, from);
       const reason = user ? 'wrong password' : 'unknown user';
       this.#audit.record({ action: 'login.failed', target, details: { reason } }, { actor: 'anonymous', ip, requestId });
       throw new InvalidCredentialsError(LOGIN_FAILED_MESSAGE);
     }
-    await this.#throttle.recordSuccess(username, ip);
+    await this.#throttle.recordSuccess(username, from);
     this.#audit.record({ action: 'login.succeeded', target }, { actor: target, ip, requestId });
     return this.#loginResult(user, this.#isDefaultAdminPassword(user.username, password));
   }

@@ -175,6 +175,16 @@ describe('AccountService', () => {
       expect((await accounts.login('alice', 'alice-password', '10.0.0.100')).ok).toBe(true);
     });
 
+    it('when the spraying addresses are IPv6 ones of one /64, then they count as one address', async () => {
+      const perIpLimit = MAX_FAILURES * 4;
+      for (let i = 0; i < perIpLimit; i++) {
+        await accounts.login(`user${i}`, 'wrong-password', `2001:db8:7:7::${(i + 1).toString(16)}`).catch(() => undefined);
+      }
+
+      await expect(accounts.login('alice', 'alice-password', '2001:db8:7:7:ffff::1')).rejects.toBeInstanceOf(TooManyRequestsError);
+      expect((await accounts.login('alice', 'alice-password', '2001:db8:7:8::1')).ok).toBe(true);
+    });
+
     it('when a login succeeds, then the username failure count starts again', async () => {
       for (let i = 0; i < MAX_FAILURES - 1; i++) {
         await accounts.login('alice', `guess-${i}`, '10.0.0.5').catch(() => undefined);

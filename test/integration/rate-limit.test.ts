@@ -240,6 +240,21 @@ describe('rate limits', () => {
     }
   });
 
+  it('when anonymous callers are IPv6 addresses, then one /64 shares one quota (a client cannot pick a fresh address per request)', async () => {
+    await client.flushdb();
+    const service = await startTestService({ CACHE_URL: redis.url, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1', TRUST_PROXY: 'true' });
+    try {
+      const first = await service.fetch('/api/indices', { headers: { 'X-Forwarded-For': '2001:db8:1:2::1' } });
+      const sameNetwork = await service.fetch('/api/indices', { headers: { 'X-Forwarded-For': '2001:db8:1:2:abcd::9' } });
+      const otherNetwork = await service.fetch('/api/indices', { headers: { 'X-Forwarded-For': '2001:db8:1:3::1' } });
+
+      expect([first.status, sameNetwork.status, otherNetwork.status]).toEqual([200, 429, 200]);
+      expect(await client.exists('mds:v1:ratelimit:ip:2001:db8:1:2::/64', 'mds:v1:ratelimit:ip:2001:db8:1:3::/64')).toBe(2);
+    } finally {
+      await service.close();
+    }
+  });
+
   it('when RATE_LIMIT_ANONYMOUS_PER_MINUTE is 0, then anonymous calls are not limited and carry no rate-limit headers', async () => {
     const service = await startTestService({ CACHE_URL: redis.url, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0' });
     try {

@@ -147,6 +147,22 @@ describe('GET /api/stream', () => {
     expect(anonymous.status).toBe(429);
   });
 
+  it('stream: IPv6 callers of one /64 share the per-address limit; another /64 has its own', async () => {
+    const provider = new ControlledProvider();
+    const a = uniqueSymbol('A');
+    provider.set(a, 101);
+    await start({ STREAM_MAX_PER_ADDRESS: '1', TRUST_PROXY: 'true' }, provider);
+    const first = await open(`/api/stream?symbols=${a}`, { 'X-Forwarded-For': '2001:db8:5:5::1' });
+    await first.waitForEvents(1);
+    const sameNetwork = await open(`/api/stream?symbols=${a}`, { 'X-Forwarded-For': '2001:db8:5:5:1234::2' });
+    await waitFor(() => sameNetwork.ended);
+    expect(sameNetwork.status).toBe(429);
+    const otherNetwork = await open(`/api/stream?symbols=${a}`, { 'X-Forwarded-For': '2001:db8:5:6::1' });
+    await otherNetwork.waitForEvents(1);
+    expect(otherNetwork.status).toBe(200);
+    expect(svc!.streams.size).toBe(2);
+  });
+
   it('stream: HEAD answers the headers of a stream without opening one; a Last-Event-ID past 15 digits is 422', async () => {
     const provider = new ControlledProvider();
     const a = uniqueSymbol('A');
