@@ -223,9 +223,15 @@ export class RedisCacheStore implements CacheStore {
     }
     const client = this.#client;
     this.#makeSubscriber = () => {
-      // Subscribing is no request: queueing it until Redis answers costs nobody a wait.
-      if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false });
-      return client.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true });
+      // Subscribing is no request: it may wait for Redis as long as Redis takes. So the subscriber
+      // queues while disconnected, keeps what it queued across failed connection attempts (the
+      // fail-fast `maxRetriesPerRequest: 0` dropped a SUBSCRIBE issued during a slow first connect,
+      // and that instance never heard another instance again) and has no command timeout.
+      const patient = { maxRetriesPerRequest: null, commandTimeout: undefined };
+      if (client instanceof Cluster) {
+        return client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false, redisOptions: { ...client.options.redisOptions, ...patient } });
+      }
+      return client.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true, ...patient });
     };
     if (typeof client.mdsGetWithTtl !== 'function') client.defineCommand('mdsGetWithTtl', { numberOfKeys: 1, lua: GET_WITH_TTL_LUA });
     if (typeof client.mdsReleaseLock !== 'function') client.defineCommand('mdsReleaseLock', { numberOfKeys: 1, lua: RELEASE_LOCK_LUA });
@@ -428,6 +434,12 @@ export class RedisCacheStore implements CacheStore {
     if (!this.#subscriber) {
       const sub = this.#makeSubscriber();
       sub.on('error', () => undefined);
+      // Every channel again on every connection: what this process listens to never depends on
+      // whether an earlier SUBSCRIBE got its answer (ioredis re-subscribes only confirmed channels).
+      sub.on('ready', () => {
+        const channels = [...this.#channelListeners.keys()];
+        if (channels.length > 0) sub.subscribe(...channels).catch(() => undefined);
+      });
       sub.on('message', (channel: string, message: string) => {
         for (const listener of this.#channelListeners.get(channel) ?? []) listener(message);
       });
