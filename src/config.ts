@@ -67,6 +67,8 @@ const schema = z.object({
   DEFAULT_ADMIN_PASSWORD: z.string().min(1).default(PLACEHOLDERS.adminPassword),
   BCRYPT_ROUNDS: int(4, 15).default(12),
   LOGIN_MAX_FAILURES: int(1, 1000).default(5),
+  /** Unset: four times LOGIN_MAX_FAILURES (one address may be many users behind one NAT). */
+  LOGIN_MAX_FAILURES_PER_ADDRESS: int(1, 100_000).optional(),
   LOGIN_BLOCK_SECONDS: int(1, 86_400).default(300),
   AUTH_CACHE_SECONDS: int(0, 300).default(5),
 
@@ -223,6 +225,7 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       defaultAdmin: { username: v.DEFAULT_ADMIN_USERNAME, password: v.DEFAULT_ADMIN_PASSWORD },
       bcryptRounds: v.BCRYPT_ROUNDS,
       loginMaxFailures: v.LOGIN_MAX_FAILURES,
+      loginMaxFailuresPerAddress: v.LOGIN_MAX_FAILURES_PER_ADDRESS ?? v.LOGIN_MAX_FAILURES * 4,
       loginBlockMs: v.LOGIN_BLOCK_SECONDS * 1000,
       /** How long the bearer check trusts a user it read (AUTH_CACHE_SECONDS); 0 reads the database every time. */
       userCacheTtlMs: v.AUTH_CACHE_SECONDS * 1000,

@@ -108,7 +108,7 @@ export async function openAccounts(
   const accounts = new AccountService({
     userStore: db.store,
     tokens: new TokenService({ secret: randomBytes(48).toString('base64url'), ttlMs: config.auth.tokenTtlMs }),
-    throttle: new LoginThrottle({ redis: undefined, maxFailures: config.auth.loginMaxFailures, blockMs: config.auth.loginBlockMs }),
+    throttle: new LoginThrottle({ redis: undefined, maxFailures: config.auth.loginMaxFailures, maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress, blockMs: config.auth.loginBlockMs }),
     passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds }),
     audit,
     defaultAdmin: config.auth.defaultAdmin,
@@ -154,6 +154,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     redisAvailable: () => cache.status().mode === 'redis',
     onRedisError: (cause) => cache.redisFailed(cause),
     maxFailures: config.auth.loginMaxFailures,
+    maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress,
     blockMs: config.auth.loginBlockMs,
     metrics,
   });

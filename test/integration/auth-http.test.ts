@@ -590,6 +590,22 @@ describe('login throttling over HTTP', () => {
   });
 });
 
+describe('login throttling per address over HTTP', () => {
+  it('login: after LOGIN_MAX_FAILURES_PER_ADDRESS failures from one address, whatever the usernames, answers 429 even to a correct login from it', async () => {
+    // In memory: the suites' shared Redis holds other tests' failures from 127.0.0.1.
+    const svc = await startTestService({ CACHE_URL: '', LOGIN_MAX_FAILURES: '5', LOGIN_MAX_FAILURES_PER_ADDRESS: '2' }, { init: true });
+    try {
+      await expectError(svc, await login(svc, 'nobody-1', 'wrong-password'), 401, LOGIN_FAILED);
+      await expectError(svc, await login(svc, 'nobody-2', 'wrong-password'), 401, LOGIN_FAILED);
+      const blocked = await login(svc, ADMIN.username, ADMIN.password);
+      expect(blocked.status).toBe(429);
+      expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('admin users API', () => {
   let svc: TestService;
   let adminToken: string;

@@ -134,6 +134,13 @@ describe('config', () => {
     expect(() => loadConfig({ CACHE_CLUSTER_NODES: 'n:7000', CACHE_DB: '3' }, noFile)).toThrow(/CACHE_DB must be 0/);
   });
 
+  it('when LOGIN_MAX_FAILURES_PER_ADDRESS is unset, then the per-address limit is four times LOGIN_MAX_FAILURES; when set, it is its own', () => {
+    expect(loadConfig({}, noFile).auth.loginMaxFailuresPerAddress).toBe(20);
+    expect(loadConfig({ LOGIN_MAX_FAILURES: '3' }, noFile).auth.loginMaxFailuresPerAddress).toBe(12);
+    expect(loadConfig({ LOGIN_MAX_FAILURES: '3', LOGIN_MAX_FAILURES_PER_ADDRESS: '7' }, noFile).auth.loginMaxFailuresPerAddress).toBe(7);
+    expect(() => loadConfig({ LOGIN_MAX_FAILURES_PER_ADDRESS: '0' }, noFile)).toThrow(/LOGIN_MAX_FAILURES_PER_ADDRESS/);
+  });
+
   it('when NODE_ENV=production and SECRET_KEY is unset, then loading refuses', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' }, noFile)).toThrow(/SECRET_KEY/);
     expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(40) }, noFile).auth.secretKey).toHaveLength(40);
