@@ -1,7 +1,7 @@
-import { Command } from '@oclif/core';
+import { MdsCommand } from '../cli/command.js';
 import { withAccounts } from '../cli/context.js';
 
-export default class Init extends Command {
+export default class Init extends MdsCommand {
   static override description =
     'Create the user table (run the database migrations) and the default administrator from DEFAULT_ADMIN_USERNAME / DEFAULT_ADMIN_PASSWORD. Safe to run again.';
 

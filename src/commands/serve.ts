@@ -1,12 +1,13 @@
 import cluster, { type Worker } from 'node:cluster';
-import { Command, Flags } from '@oclif/core';
+import { Flags } from '@oclif/core';
+import { MdsCommand } from '../cli/command.js';
 import { fail, failure, loadCliConfig } from '../cli/context.js';
 import type { Config } from '../config.js';
 import { answerClusterScrapes, clusterMetricsSource, startMetricsServer, type MetricsServer } from '../infra/metrics/index.js';
 import { createLogger, type Logger } from '../logger.js';
 import { startService } from '../main.js';
 
-export default class Serve extends Command {
+export default class Serve extends MdsCommand {
   static override description =
     'Start the HTTP API: connect the cache (or fall back to memory), open the database, check the default administrator, start the scheduler and authentication, then listen. SIGTERM/SIGINT finish in-flight requests and exit 0.';
 

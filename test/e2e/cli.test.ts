@@ -69,6 +69,23 @@ describe('mds init', () => {
     expect(r.stderr).toMatch(/^Error: Invalid configuration: .*CACHE_TTL_SECONDS.*RATE_LIMIT_ANONYMOUS_PER_MINUTE.*DATA_REQUIRES_AUTH/);
   });
 
+  it('when a flag or argument is refused by the parser, exits 2 with one line naming it and no usage block', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['serve', '--port', 'abc'], /^Error: --port: Expected an integer but received: abc \(see --help\)$/],
+      [['keys', 'create', 'feed', '--rate-limit', '-5'], /^Error: --rate-limit: Expected an integer greater than or equal to 1 but received: -5 \(see --help\)$/],
+      [['keys', 'create', 'feed', '--role', 'superuser'], /^Error: Expected --role=superuser to be one of: read, admin \(see --help\)$/],
+      [['keys', 'revoke'], /^Error: Missing 1 required arg: id .*\(see --help\)$/],
+      [['users', 'list', '--bogus'], /^Error: Nonexistent flag: --bogus \(see --help\)$/],
+    ];
+    for (const [args, line] of cases) {
+      const r = mds(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(r.stderr.trimEnd(), args.join(' ')).toMatch(line);
+      expect(r.stdout).toBe('');
+    }
+  });
+
   it('when the database is unreachable, exits non-zero with one clear line', () => {
     env.DATABASE_URL = 'postgres://nobody@127.0.0.1:1/nothing';
     const r = mds(['init']);

@@ -1,9 +1,10 @@
-import { Args, Command, Flags } from '@oclif/core';
+import { Args, Flags } from '@oclif/core';
+import { MdsCommand } from '../../cli/command.js';
 import { withKeys } from '../../cli/context.js';
 import { CLI_CONTEXT } from '../../services/accounts.js';
 import { RATE_LIMIT_MAX_PER_MINUTE } from '../../services/api-keys.js';
 
-export default class KeysCreate extends Command {
+export default class KeysCreate extends MdsCommand {
   static override description =
     'Create a managed API key (the same as POST /api/admin/api-keys). The key is printed once, on its own line; only its SHA-256 digest is stored, so copy it now. Clients send it as X-API-Key.';
 

@@ -1,7 +1,8 @@
-import { Command, Flags } from '@oclif/core';
+import { Flags } from '@oclif/core';
+import { MdsCommand } from '../../cli/command.js';
 import { withKeys } from '../../cli/context.js';
 
-export default class KeysList extends Command {
+export default class KeysList extends MdsCommand {
   static override description = 'List managed API keys, newest first, without their secrets (the same as GET /api/admin/api-keys).';
 
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --json'];

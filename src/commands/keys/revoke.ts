@@ -1,8 +1,9 @@
-import { Args, Command } from '@oclif/core';
+import { Args } from '@oclif/core';
+import { MdsCommand } from '../../cli/command.js';
 import { withKeys } from '../../cli/context.js';
 import { CLI_CONTEXT } from '../../services/accounts.js';
 
-export default class KeysRevoke extends Command {
+export default class KeysRevoke extends MdsCommand {
   static override description =
     'Revoke a managed API key (the same as DELETE /api/admin/api-keys/{id}). Running instances refuse it within a second.';
 

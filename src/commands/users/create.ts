@@ -1,8 +1,9 @@
-import { Args, Command, Flags } from '@oclif/core';
+import { Args, Flags } from '@oclif/core';
+import { MdsCommand } from '../../cli/command.js';
 import { withAccounts } from '../../cli/context.js';
 import { readPassword } from '../../cli/prompt.js';
 
-export default class UsersCreate extends Command {
+export default class UsersCreate extends MdsCommand {
   static override description =
     'Create a user account. The password is asked for on the terminal (twice, not echoed) or read from the first line of standard input, so it stays out of shell history.';
 

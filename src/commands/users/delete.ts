@@ -1,7 +1,8 @@
-import { Args, Command } from '@oclif/core';
+import { Args } from '@oclif/core';
+import { MdsCommand } from '../../cli/command.js';
 import { withAccounts } from '../../cli/context.js';
 
-export default class UsersDelete extends Command {
+export default class UsersDelete extends MdsCommand {
   static override description = 'Delete a user account. The last administrator cannot be deleted.';
 
   static override examples = ['<%= config.bin %> <%= command.id %> analyst'];

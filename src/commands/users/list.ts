@@ -1,7 +1,8 @@
-import { Command, Flags } from '@oclif/core';
+import { Flags } from '@oclif/core';
+import { MdsCommand } from '../../cli/command.js';
 import { withAccounts } from '../../cli/context.js';
 
-export default class UsersList extends Command {
+export default class UsersList extends MdsCommand {
   static override description = 'List user accounts (the same as GET /api/admin/users).';
 
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --json'];

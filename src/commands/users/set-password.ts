@@ -1,8 +1,9 @@
-import { Args, Command } from '@oclif/core';
+import { Args } from '@oclif/core';
+import { MdsCommand } from '../../cli/command.js';
 import { withAccounts } from '../../cli/context.js';
 import { readPassword } from '../../cli/prompt.js';
 
-export default class UsersSetPassword extends Command {
+export default class UsersSetPassword extends MdsCommand {
   static override description =
     "Set a user's password (every token issued before stops working). Asked on the terminal or read from the first line of standard input.";
 

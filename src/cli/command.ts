@@ -1,0 +1,33 @@
+/**
+ * The base of every `mds` command. A flag or argument oclif's parser refuses (`--port abc`, a missing
+ * argument, an unknown flag) is one line on stderr with exit code 2, like every other CLI error: oclif
+ * printed it over three lines, boxed, followed by the usage.
+ */
+import { Command, Errors } from '@oclif/core';
+import { fail } from './context.js';
+
+// oclif dims part of some messages when stderr is a terminal.
+// eslint-disable-next-line no-control-regex
+const ANSI_STYLE = /\u001B\[[0-9;]*m/g;
+const HELP_HINT = 'See more help with --help';
+
+/** oclif's parser message in one line: `--port: Expected an integer but received: abc (see --help)`. */
+export function parseErrorLine(message: string): string {
+  const lines = message
+    .replace(ANSI_STYLE, '')
+    .split('\n')
+    .map((line) => line.trim().replace(/\s+/g, ' '))
+    .filter((line) => line.length > 0 && line !== HELP_HINT);
+  const [first = 'Invalid arguments', ...rest] = lines;
+  const parsing = /^Parsing (--\S+)$/.exec(first);
+  const text = parsing && rest.length > 0 ? `${parsing[1]}: ${rest.join(' ')}` : lines.join(' ');
+  return `${text} (see --help)`;
+}
+
+export abstract class MdsCommand extends Command {
+  protected override async catch(err: Errors.CLIError & { exitCode?: number }): Promise<unknown> {
+    // Parser errors carry `parse`, except a flag value that fails to parse ("Parsing --port ...").
+    if (err instanceof Errors.CLIError && ('parse' in err || err.message.startsWith('Parsing --'))) fail(this, parseErrorLine(err.message), err.oclif.exit ?? 2);
+    return super.catch(err);
+  }
+}
