@@ -182,8 +182,9 @@ export interface ApiKeyStore {
 /** Turns a presented managed key into the caller it stands for. */
 export interface ApiKeyVerifier {
   /**
-   * The principal of `key` when it is a managed key that exists and has not expired, else `undefined`.
-   * Throws only when the store cannot answer.
+   * The principal of `key` when it is a managed key that exists and has not expired, `undefined` when
+   * no such key exists (never created, or revoked). Throws `InvalidCredentialsError` for an expired
+   * key, and any other error when the store cannot answer.
    */
   verify(key: string): Promise<Principal | undefined>;
 }

@@ -6,10 +6,13 @@
  */
 import { parseInstant } from './instant.js';
 import { hash, randomBytes, randomUUID } from 'node:crypto';
-import { ApiKeyNotFoundError, InvalidRequestError } from '../errors.js';
+import { ApiKeyNotFoundError, InvalidCredentialsError, InvalidRequestError } from '../errors.js';
 import type { components } from '../generated/api.js';
 import type { Logger } from '../logger.js';
 import type { ActionContext, ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier, AuditLog, Broadcast, Principal } from '../ports.js';
+
+/** What a managed key past its `expires_at` is told (401). */
+export const EXPIRED_KEY_MESSAGE = 'API key has expired';
 
 export type ApiKey = components['schemas']['ApiKey'];
 export type CreatedApiKey = components['schemas']['CreatedApiKey'];
@@ -165,7 +168,8 @@ export class ApiKeyService implements ApiKeyVerifier {
       if (!record) return undefined;
       if (generation === this.#generation && this.#cacheTtlMs > 0) this.#remember(digest, record, nowMs);
     }
-    if (record.expiresAt && record.expiresAt.getTime() <= this.#now()) return undefined;
+    // The caller holds the key, so saying it expired tells them nothing they could not know.
+    if (record.expiresAt && record.expiresAt.getTime() <= this.#now()) throw new InvalidCredentialsError(EXPIRED_KEY_MESSAGE);
     this.#touch(record.id);
     return principalOf(record);
   }

@@ -90,7 +90,7 @@ describe('ApiKeyService', () => {
     nowMs += 59_999;
     expect(await keys.verify(created.key)).toBeDefined();
     nowMs += 1;
-    expect(await keys.verify(created.key)).toBeUndefined();
+    await expect(keys.verify(created.key)).rejects.toMatchObject({ code: 'INVALID_CREDENTIALS', message: 'API key has expired' });
   });
 
   it('last_used_at: when a key is used many times, then it is written once a minute, not once a use', async () => {

@@ -180,7 +180,10 @@ describe('managed API keys over HTTP', () => {
     await waitFor(async () => (await adminStatus(b, key.key)).status === 401, { timeoutMs: 5000, intervalMs: 100, message: 'the expired key is refused' });
 
     expect(Date.now()).toBeGreaterThanOrEqual(new Date(key.expires_at ?? 0).getTime());
-    expect((await adminStatus(a, key.key)).status).toBe(401);
+    const refused = await adminStatus(a, key.key);
+    expect(refused.status).toBe(401);
+    // Expired, not unknown: the caller is told which (DESIGN 4), as for an expired token.
+    expect(await refused.json()).toEqual({ success: false, error: 'API key has expired', code: 401, detail: 'API key has expired' });
   });
 
   it('create: when the body is invalid, then 422 naming each field, and nothing is created', async () => {
