@@ -4,6 +4,9 @@
  * load must be a short fallback to memory at worst: no request fails or waits more than a second.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Cluster } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +16,8 @@ import { createCache, type ResilientCache } from '../../src/infra/cache/index.js
 import { TooManyRequestsError } from '../../src/errors.js';
 import { documentedStatuses } from '../helpers/contract-status.js';
 import { captureLogs } from '../helpers/log-capture.js';
-import { startRedisCluster, startSentinelGroup, type RedisClusterProcesses, type SentinelGroup } from '../helpers/redis-server.js';
+import { freePort, startRedisCluster, startSentinelGroup, type RedisClusterProcesses, type SentinelGroup } from '../helpers/redis-server.js';
+import { spawnServe } from '../helpers/serve-process.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -142,6 +146,31 @@ describe('Redis Sentinel', () => {
     // Writes land on the new master: the login throttle and cache keys live there now.
     expect(await adminCache(svc, token)).toMatchObject({ mode: 'redis', topology: 'sentinel', node: after });
   }, 60_000);
+
+  it('when mds serve runs on Sentinel and gets SIGTERM, then it exits 0 within seconds (the failover watch on the sentinels is closed too)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mds-sentinel-stop-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const env = {
+      PATH: process.env.PATH,
+      HOME: dir,
+      NODE_ENV: 'test',
+      DATABASE_URL: `sqlite:${join(dir, 'mds.sqlite')}`,
+      SECRET_KEY: 'sentinel-stop-secret-key-0123456789abcdef',
+      CACHE_SENTINELS: group.sentinelList,
+      CACHE_SENTINEL_NAME: group.name,
+      METRICS_PORT: '0',
+      REFRESH_INTERVAL_SECONDS: '0',
+    };
+    const serve = await spawnServe(['--port', String(await freePort())], { env });
+    cleanups.push(async () => serve.child.kill('SIGKILL'));
+    await waitFor(async () => ((await (await fetch(`${serve.url}/api/health`)).json()) as { cache: boolean }).cache, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      message: 'the service on the Sentinel master',
+    });
+    const exit = await Promise.race([serve.stop('SIGTERM'), new Promise<string>((done) => setTimeout(() => done('still running 10 s after SIGTERM'), 10_000))]);
+    expect(exit).toBe(0);
+  }, 30_000);
 
   it('when a message is published through Sentinel, then another instance receives it, before and after a failover', async () => {
     const env = { CACHE_SENTINELS: group.sentinelList, CACHE_SENTINEL_NAME: group.name };

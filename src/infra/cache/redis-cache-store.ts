@@ -481,13 +481,11 @@ export class RedisCacheStore implements CacheStore {
     if (!this.#ownsClient) return;
     const client = this.#client;
     if (client.status === 'ready') {
-      try {
-        await client.quit();
-        return;
-      } catch {
-        // fall through: drop the socket instead of a polite QUIT
-      }
+      // A polite QUIT first; a failure only means the socket is dropped below instead.
+      await client.quit().catch(() => undefined);
     }
+    // Also after QUIT: ioredis closes a Sentinel client's failover watch (a subscription on every
+    // sentinel) only in disconnect(), and those connections alone kept `mds serve` from exiting.
     client.disconnect(false);
   }
 
