@@ -227,7 +227,9 @@ export async function startService(config: Config, logger: Logger, options: Star
 
   const health = new HealthService({
     datasource: () => provider.health().healthy,
-    cache: () => cache.status().connected,
+    // True while the service is caching in Redis: not while it serves from memory, even if the
+    // connection is up (a stalled or failing Redis, a cluster without all its slots).
+    cache: () => cache.status().mode === 'redis',
     // A second-old answer is as true for a monitor; one query a second replaces one per request.
     auth: recently(() => db.store.ping(), 1000),
   });

@@ -9,7 +9,7 @@ export type Health = components['schemas']['Health'];
 export interface HealthProbes {
   /** The upstream provider answered its last request. */
   datasource?: () => boolean;
-  /** The external cache store is connected. */
+  /** The external cache store is in use (answering; not the memory fallback). */
   cache?: () => boolean;
   /** The user database answers and tokens can be signed. */
   auth?: () => Promise<boolean>;

@@ -342,6 +342,28 @@ describe('Redis unavailable or misconfigured', () => {
     expect(await redisClient(r.port).exists(KEY)).toBe(1);
   });
 
+  it('when Redis stalls with the connection up, then health cache is false while memory serves, and true again once Redis answers', async () => {
+    const r = await extraRedis();
+    const svc = await boot({ CACHE_URL: r.url });
+    expect((await health(svc)).cache).toBe(true);
+
+    r.pause();
+    try {
+      // A read of something not cached in process goes to Redis, times out there, and falls back.
+      expect((await svc.fetch('/api/quotes/MSFT')).status).toBe(200);
+      await waitFor(async () => (await adminStatus(svc)).cache.mode === 'memory', { timeoutMs: 5_000, intervalMs: 50, message: 'the fallback to memory' });
+      expect((await adminStatus(svc)).cache).toMatchObject({ mode: 'memory', connected: true });
+      expect((await health(svc)).cache).toBe(false);
+    } finally {
+      r.resume();
+    }
+    await waitFor(async () => (await health(svc)).cache && (await adminStatus(svc)).cache.mode === 'redis', {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      message: 'health cache true again once Redis answers',
+    });
+  });
+
   it('when CACHE_PASSWORD is right, then the service caches in Redis through CACHE_HOST/CACHE_PORT', async () => {
     const password = 'cache-password-0123';
     const r = await extraRedis({ password });
