@@ -51,7 +51,7 @@ const schema = z.object({
   CACHE_URL: z
     .string()
     .optional()
-    .refine((v) => v === undefined || /^rediss?:\/\/.+/.test(v), 'must be redis://[:password@]host[:port][/db]'),
+    .refine((v) => v === undefined || isRedisUrl(v), 'must be redis[s]://[[user]:password@]host[:port][/db] with a port of 1-65535 and a db of 0-15'),
   CACHE_SENTINELS: csv.default([]).refine((list) => list.every(isHostPort), 'must be host:port pairs, comma-separated'),
   CACHE_SENTINEL_NAME: z.string().min(1).max(200).default('mymaster'),
   CACHE_SENTINEL_PASSWORD: z.string().default(''),
@@ -134,6 +134,29 @@ function redisFromParts(v: z.infer<typeof schema>) {
   return { host: v.CACHE_HOST, port: v.CACHE_PORT, db: v.CACHE_DB, password: v.CACHE_PASSWORD, username: undefined, tls: false };
 }
 
+/** A `redis://` or `rediss://` URL with a host, a port of 1-65535 if any, and a database of 0-15 if any. */
+function isRedisUrl(value: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  if ((url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.hostname === '') return false;
+  if (url.pathname === '' || url.pathname === '/') return true;
+  const db = /^\/(\d{1,2})$/.exec(url.pathname)?.[1];
+  return db !== undefined && Number(db) <= 15;
+}
+
+/** Variables whose values are secrets: an error names them without their value. */
+const SECRET_VARIABLES = new Set(['SECRET_KEY', 'API_KEYS', 'DEFAULT_ADMIN_PASSWORD', 'CACHE_PASSWORD', 'CACHE_SENTINEL_PASSWORD']);
+
+/** What an error may quote of a variable's value: secrets as `***`, a URL's password as `***`. */
+function shownValue(name: string, value: string): string {
+  if (SECRET_VARIABLES.has(name)) return '***';
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@');
+}
+
 /**
  * Which Redis topology the variables name. Only one may be chosen: a single server (CACHE_URL, or
  * CACHE_HOST/CACHE_PORT other than their defaults), CACHE_SENTINELS or CACHE_CLUSTER_NODES. CACHE_PASSWORD and
@@ -183,7 +206,7 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
 
   const parsed = schema.safeParse(input);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}=${JSON.stringify(input[String(i.path[0])] ?? '')}: ${i.message}`);
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}=${JSON.stringify(shownValue(String(i.path[0]), input[String(i.path[0])] ?? ''))}: ${i.message}`);
     throw new ConfigError(`Invalid configuration: ${lines.join('; ')}`);
   }
   const v = parsed.data;

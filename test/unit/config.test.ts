@@ -141,6 +141,32 @@ describe('config', () => {
     expect(() => loadConfig({ LOGIN_MAX_FAILURES_PER_ADDRESS: '0' }, noFile)).toThrow(/LOGIN_MAX_FAILURES_PER_ADDRESS/);
   });
 
+  it.each(['http://127.0.0.1:6379/0', 'redis://127.0.0.1:notaport/0', 'redis://127.0.0.1:70000', 'redis://127.0.0.1:6379/16', 'redis://127.0.0.1:6379/99', 'redis://127.0.0.1:6379/x', 'redis://'])(
+    'when CACHE_URL is %o, then loading fails naming CACHE_URL and what it must be',
+    (bad) => {
+      expect(() => loadConfig({ CACHE_URL: bad }, noFile)).toThrow(/CACHE_URL=.*must be redis\[s\]:\/\/.*a db of 0-15/);
+    },
+  );
+
+  it('when an invalid variable holds a password, then the error shows it as *** (a URL keeps everything but its password)', () => {
+    const secret = 'Url-Secret-PW-66';
+    let message = '';
+    try {
+      loadConfig({ CACHE_URL: `http://:${secret}@127.0.0.1:6379/0`, DATABASE_URL: `mysql://app:${secret}@db/app`, BCRYPT_ROUNDS: '99' }, noFile);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('CACHE_URL="http://:***@127.0.0.1:6379/0"');
+    expect(message).toContain('DATABASE_URL="mysql://app:***@db/app"');
+    expect(message).toContain('BCRYPT_ROUNDS="99"');
+    expect(message).not.toContain(secret);
+  });
+
+  it('when CACHE_URL names database 0 to 15, then that database is used', () => {
+    expect(loadConfig({ CACHE_URL: 'redis://127.0.0.1:6380/15' }, noFile).cache.redis).toMatchObject({ port: 6380, db: 15 });
+    expect(loadConfig({ CACHE_URL: 'rediss://u:p@cache.example:6380' }, noFile).cache.redis).toMatchObject({ db: 0, tls: true, username: 'u', password: 'p' });
+  });
+
   it('when NODE_ENV=production and SECRET_KEY is unset, then loading refuses', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' }, noFile)).toThrow(/SECRET_KEY/);
     expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(40) }, noFile).auth.secretKey).toHaveLength(40);
