@@ -49,6 +49,14 @@ export default class Serve extends MdsCommand {
       return;
     }
     if (cluster.isWorker && config.metrics.enabled) answerClusterScrapes();
+    // A signal during startup is kept and acted on once startup is done (stopping halfway would leave
+    // a migration or the cache connection half made): the process still drains and exits 0.
+    let onSignal = (signal: string) => {
+      requested ??= signal;
+    };
+    let requested: string | undefined;
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+    process.on('SIGINT', () => onSignal('SIGINT'));
     let service;
     try {
       // Workers share the API port, not the metrics one: the primary serves their sum.
@@ -71,8 +79,8 @@ export default class Serve extends MdsCommand {
           resolve();
         });
       };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
+      onSignal = stop;
+      if (requested !== undefined) stop(requested);
     });
     // A worker's IPC channel to the primary would keep it alive after the drain.
     if (cluster.isWorker) cluster.worker?.disconnect();

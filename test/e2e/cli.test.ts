@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -195,6 +196,30 @@ describe('mds serve', () => {
 });
 
 describe('mds serve shutdown', () => {
+  it('on SIGTERM while still starting (waiting for Redis), finishes starting, stops and exits 0', async () => {
+    // Stands where Redis should be: takes the connection and never answers, so startup waits there.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((done) => silent.listen(0, '127.0.0.1', done));
+    try {
+      env.CACHE_URL = `redis://127.0.0.1:${(silent.address() as AddressInfo).port}/0`;
+      const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+      // The command is running once it tries to reach Redis.
+      await waitFor(() => sockets.size > 0, { timeoutMs: 20_000, message: 'serve to connect to the silent Redis' });
+      child.kill('SIGTERM');
+
+      expect(await exited).toBe(0);
+      expect(stdout).toContain('"msg":"shutting down"');
+      expect(stdout).toContain('"msg":"stopped"');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  });
+
   it('on SIGTERM, a request in flight still gets its answer before the process exits 0', async () => {
     expect(mds(['init']).code).toBe(0);
     const upstream = await startFakeUpstream({ fixturesDir: resolve(import.meta.dirname, '../fixtures/yahoo') });
