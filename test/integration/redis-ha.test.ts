@@ -300,6 +300,7 @@ describe('Redis Cluster', () => {
     const load = loadOn(svc, token);
     await waitFor(() => load.samples.length > 30, { timeoutMs: 10_000, message: 'load to warm up' });
     // The last node, so the seed reported in status stays alive.
+    const logsBeforeKill = svc.logs.length;
     await cluster.nodes[2]!.kill();
     await waitFor(async () => (await adminCache(svc, token)).mode === 'memory', {
       timeoutMs: 10_000,
@@ -309,6 +310,11 @@ describe('Redis Cluster', () => {
     const seen = load.samples.length;
     await waitFor(() => load.samples.length > seen + 60, { timeoutMs: 15_000, message: 'load after the kill' });
     expect(load.samples.slice(seen).every((s) => s.status === 200)).toBe(true);
+    // One outage, one switch: no return to Redis while a master is still down (the cluster client
+    // says 'ready' again meanwhile; only a PING of every master may bring the service back).
+    const switches = svc.logs.slice(logsBeforeKill).filter((l) => typeof l.msg === 'string' && /^Redis (is back|connection lost)/.test(l.msg));
+    expect(switches.map((l) => l.msg as string).filter((m) => m.startsWith('Redis is back'))).toEqual([]);
+    expect(await adminCache(svc, token)).toMatchObject({ mode: 'memory' });
 
     // The node comes back with its cluster identity (its nodes file): the service returns to Redis.
     await cluster.nodes[2]!.restart();

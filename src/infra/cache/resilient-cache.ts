@@ -81,7 +81,7 @@ export class ResilientCache implements CacheStore, Broadcast {
       return;
     }
     this.#unsubscribe.push(
-      redis.onReady(() => this.#toRedis()),
+      redis.onReady(() => this.#confirmRedis()),
       redis.onDown((cause) => this.#toMemory(cause)),
     );
     try {
@@ -258,6 +258,20 @@ export class ResilientCache implements CacheStore, Broadcast {
     this.#useRedis = false;
     this.#logger.warn({ cache: 'memory', reason: reasonOf(cause) }, 'Redis connection lost: caching in process memory until it is back');
     this.#startProbe();
+  }
+
+  /**
+   * A reconnect is trusted once Redis answers a PING (for a cluster: every master, cluster state ok).
+   * A cluster client says 'ready' again while a master is still down; switching on that alone made
+   * one outage a run of lost/back switches, each failing a request over to memory.
+   */
+  #confirmRedis(): void {
+    const redis = this.#redis;
+    if (!redis || this.#useRedis || this.#closed) return;
+    void redis.ping().then((ok) => {
+      if (ok) this.#toRedis();
+      else this.#startProbe();
+    });
   }
 
   #toRedis(): void {
