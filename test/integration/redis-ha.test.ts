@@ -16,7 +16,7 @@ import { createCache, type ResilientCache } from '../../src/infra/cache/index.js
 import { TooManyRequestsError } from '../../src/errors.js';
 import { documentedStatuses } from '../helpers/contract-status.js';
 import { captureLogs } from '../helpers/log-capture.js';
-import { freePort, startRedisCluster, startSentinelGroup, type RedisClusterProcesses, type SentinelGroup } from '../helpers/redis-server.js';
+import { clusterStateOk, freePort, startRedisCluster, startSentinelGroup, type RedisClusterProcesses, type SentinelGroup } from '../helpers/redis-server.js';
 import { spawnServe } from '../helpers/serve-process.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -308,7 +308,11 @@ describe('Redis Cluster', () => {
       message: 'fallback to memory',
     });
     const seen = load.samples.length;
-    await waitFor(() => load.samples.length > seen + 60, { timeoutMs: 15_000, message: 'load after the kill' });
+    // Through the moment the cluster itself marks the node failed (cluster-node-timeout): before it,
+    // CLUSTER INFO on the survivors still says ok.
+    await waitFor(async () => !(await clusterStateOk(cluster.nodes[0]!.port)), { timeoutMs: 15_000, intervalMs: 100, message: 'the cluster to see the node fail' });
+    const afterFail = load.samples.length;
+    await waitFor(() => load.samples.length > Math.max(seen + 60, afterFail + 60), { timeoutMs: 15_000, message: 'load after the kill' });
     expect(load.samples.slice(seen).every((s) => s.status === 200)).toBe(true);
     // One outage, one switch: no return to Redis while a master is still down (the cluster client
     // says 'ready' again meanwhile; only a PING of every master may bring the service back).

@@ -460,6 +460,17 @@ export class RedisCacheStore implements CacheStore {
       if (masters.length === 0) return false;
       const info = await this.#run('CLUSTER INFO', () => masters[0]!.cluster('INFO'));
       if (!/^cluster_state:ok\b/m.test(String(info))) return false;
+      // Until the cluster itself notices a dead master (cluster-node-timeout), CLUSTER INFO still says
+      // ok while ioredis has dropped that node: every master that owns slots must be among those
+      // answering, or the cache would switch back to Redis and fail over again, once per reconnect.
+      const ranges = await this.#run('CLUSTER SLOTS', () => masters[0]!.cluster('SLOTS'));
+      const owners = new Set(ranges.flatMap(([, , master]) => (master ? [`${master[0]}:${master[1]}`] : []))).size;
+      if (masters.length < owners) {
+        // ioredis re-learns a dropped node only from a slot refresh, which nothing else triggers
+        // while the service serves from memory: ask for one, so a master that is back is seen.
+        client.refreshSlotsCache();
+        return false;
+      }
       const pongs = await Promise.all(masters.map((node) => this.#run('PING', () => node.ping())));
       return pongs.every((pong) => pong === 'PONG');
     } catch {
