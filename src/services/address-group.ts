@@ -6,13 +6,18 @@
  * dual-stack socket reports IPv4 peers) counts as its IPv4 address; anything that is not an address
  * is returned as it is.
  */
+import { isIPv4 } from 'node:net';
 import ipaddr from 'ipaddr.js';
+
+const IPV4_MAPPED = '::ffff:';
 
 /** Leading 16-bit groups of an IPv6 address that make its /64 network. */
 const NETWORK_GROUPS = 4;
 
 export function addressGroup(address: string): string {
   if (!address.includes(':')) return address;
+  // How a server listening on `::` sees every IPv4 client: answered without parsing, as it is per request.
+  if (address.startsWith(IPV4_MAPPED) && isIPv4(address.slice(IPV4_MAPPED.length))) return address.slice(IPV4_MAPPED.length);
   let parsed: ipaddr.IPv6;
   try {
     parsed = ipaddr.IPv6.parse(address);

@@ -1,7 +1,7 @@
 /**
  * Login throttling with rate-limiter-flexible: failed logins are counted per username and per client
- * address (the caller passes an IPv6 address's /64, see `addressGroup`); past the limit the username (or address) is blocked for a while. Counters live in Redis so
- * every instance sees them, with process memory as insurance when Redis fails or is absent.
+ * address (the caller passes an IPv6 address's /64, see `addressGroup`); past the limit the username
+ * (or address) is blocked for a while. Counters live in Redis so every instance sees them, with process memory as insurance when Redis fails or is absent.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';

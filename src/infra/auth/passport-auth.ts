@@ -160,7 +160,6 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
   const { userStore, tokens } = options;
   const findUser = options.findUser ?? ((username: string) => userStore.findByUsername(username));
   const now = options.now ?? Date.now;
-  const tokenOf = bearerTokenOf;
   const verified = new QuickLRU<string, TokenClaims>({ maxSize: VERIFIED_TOKENS });
 
   /** The principal of verified `claims` when their user still exists under the same password. */
@@ -182,13 +181,13 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
     else decide(found);
   };
 
-  const jwtStrategy = new JwtStrategy({ jwtFromRequest: tokenOf, ...tokens.verificationOptions(), passReqToCallback: true }, (req: Request, payload: unknown, done: StrategyDone) => {
+  const jwtStrategy = new JwtStrategy({ jwtFromRequest: bearerTokenOf, ...tokens.verificationOptions(), passReqToCallback: true }, (req: Request, payload: unknown, done: StrategyDone) => {
     const claims = claimsOf(payload);
     if (!claims) {
       done(null, false, { message: AUTH_MESSAGES.invalid });
       return;
     }
-    const token = tokenOf(req);
+    const token = bearerTokenOf(req);
     if (token) verified.set(token, claims);
     admit(claims, done);
   });
@@ -214,7 +213,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
         done(new NotAuthenticatedError());
         return;
       }
-      const token = tokenOf(req);
+      const token = bearerTokenOf(req);
       const remembered = token ? verified.get(token) : undefined;
       if (remembered === undefined) {
         attempt(jwtStrategy, req, outcome(done, bearerFailureMessage));

@@ -231,7 +231,8 @@ export class RedisCacheStore implements CacheStore {
       if (client instanceof Cluster) {
         return client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false, redisOptions: { ...client.options.redisOptions, ...patient } });
       }
-      return client.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true, ...patient });
+      // ioredis's own re-subscribing is off: the 'ready' handler below subscribes every channel itself.
+      return client.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: false, ...patient });
     };
     if (typeof client.mdsGetWithTtl !== 'function') client.defineCommand('mdsGetWithTtl', { numberOfKeys: 1, lua: GET_WITH_TTL_LUA });
     if (typeof client.mdsReleaseLock !== 'function') client.defineCommand('mdsReleaseLock', { numberOfKeys: 1, lua: RELEASE_LOCK_LUA });
