@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import jwt from 'jsonwebtoken';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
+import { freePort } from '../helpers/redis-server.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
 
 const API_KEYS = 'key-one,key-two';
@@ -592,8 +593,9 @@ describe('login throttling over HTTP', () => {
 
 describe('login throttling per address over HTTP', () => {
   it('login: after LOGIN_MAX_FAILURES_PER_ADDRESS failures from one address, whatever the usernames, answers 429 even to a correct login from it', async () => {
-    // In memory: the suites' shared Redis holds other tests' failures from 127.0.0.1.
-    const svc = await startTestService({ CACHE_URL: '', LOGIN_MAX_FAILURES: '5', LOGIN_MAX_FAILURES_PER_ADDRESS: '2' }, { init: true });
+    // In memory (a Redis that is not there): any shared Redis holds other tests' failures from 127.0.0.1.
+    const nowhere = `redis://127.0.0.1:${await freePort()}/0`;
+    const svc = await startTestService({ CACHE_URL: nowhere, LOGIN_MAX_FAILURES: '5', LOGIN_MAX_FAILURES_PER_ADDRESS: '2' }, { init: true });
     try {
       await expectError(svc, await login(svc, 'nobody-1', 'wrong-password'), 401, LOGIN_FAILED);
       await expectError(svc, await login(svc, 'nobody-2', 'wrong-password'), 401, LOGIN_FAILED);
