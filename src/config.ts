@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
-import { ConfigError } from './errors.js';
+import { ConfigError } from './domain/errors.js';
 
 /** Placeholder values shipped in `.env.example`; startup warns while they are in use. */
 export const PLACEHOLDERS = {

@@ -2,8 +2,8 @@
 import type { Command } from '@oclif/core';
 import { pino } from 'pino';
 import { loadConfig, type Config } from '../config.js';
-import { AppError } from '../errors.js';
-import { createLogger, type Logger } from '../logger.js';
+import { AppError } from '../domain/errors.js';
+import { createLogger, type Logger } from '../infra/logger.js';
 import { openAccounts } from '../main.js';
 
 /** Loads config; flags win over the environment. A bad value exits with one line naming the variable. */

@@ -3,8 +3,9 @@ import { Flags } from '@oclif/core';
 import { MdsCommand } from '../cli/command.js';
 import { fail, failure, loadCliConfig } from '../cli/context.js';
 import type { Config } from '../config.js';
-import { answerClusterScrapes, clusterMetricsSource, startMetricsServer, type MetricsServer } from '../infra/metrics/index.js';
-import { createLogger, type Logger } from '../logger.js';
+import { startMetricsServer, type MetricsServer } from '../http/metrics-server.js';
+import { answerClusterScrapes, clusterMetricsSource } from '../infra/metrics/index.js';
+import { createLogger, type Logger } from '../infra/logger.js';
 import { startService } from '../main.js';
 
 export default class Serve extends MdsCommand {

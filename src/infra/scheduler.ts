@@ -5,8 +5,8 @@
  */
 import { Cron } from 'croner';
 import type { components } from '../generated/api.js';
-import type { Logger } from '../logger.js';
-import type { CacheStore } from '../ports.js';
+import type { Logger } from './logger.js';
+import type { CacheStore } from '../domain/ports.js';
 
 export type SchedulerJobStatus = components['schemas']['SchedulerJob'];
 

@@ -4,11 +4,11 @@
  * the CLI. Results are shaped as the API spells them; password hashes never leave this service.
  * Every security event (logins, password changes, user changes) goes to the audit log.
  */
-import { BusinessRuleError, ConfigError, InvalidCredentialsError, InvalidRequestError, TooManyRequestsError, UsernameTakenError } from '../errors.js';
+import { BusinessRuleError, ConfigError, InvalidCredentialsError, InvalidRequestError, TooManyRequestsError, UsernameTakenError } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
-import type { Logger } from '../logger.js';
-import type { ActionContext, AuditLog, LoginAttempts, Passwords, Principal, TokenIssuer, User, UserStore } from '../ports.js';
-import { addressGroup } from './address-group.js';
+import type { Logger } from '../domain/ports.js';
+import type { ActionContext, AuditLog, LoginAttempts, Passwords, Principal, TokenIssuer, User, UserStore } from '../domain/ports.js';
+import { addressGroup } from '../domain/address-group.js';
 
 export type LoginResult = components['schemas']['LoginResult'];
 export type ApiUser = components['schemas']['User'];

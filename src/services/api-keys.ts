@@ -4,12 +4,12 @@
  * here at once and, through the Broadcast port, on every other instance; entries also die on their own
  * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer.
  */
-import { parseInstant } from './instant.js';
+import { parseInstant } from '../domain/instant.js';
 import { hash, randomBytes, randomUUID } from 'node:crypto';
-import { ApiKeyNotFoundError, InvalidCredentialsError, InvalidRequestError } from '../errors.js';
+import { ApiKeyNotFoundError, InvalidCredentialsError, InvalidRequestError } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
-import type { Logger } from '../logger.js';
-import type { ActionContext, ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier, AuditLog, Broadcast, Principal } from '../ports.js';
+import type { Logger } from '../domain/ports.js';
+import type { ActionContext, ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier, AuditLog, Broadcast, Principal } from '../domain/ports.js';
 
 /** What a managed key past its `expires_at` is told (401). */
 export const EXPIRED_KEY_MESSAGE = 'API key has expired';

@@ -4,11 +4,11 @@
  * canonical key and a lifetime that follows the data (a quote lives longer while its market is
  * closed); this file only says what to load and how long it stays true.
  */
-import { parseInstant } from './instant.js';
-import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violation } from '../errors.js';
+import { parseInstant } from '../domain/instant.js';
+import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violation } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
-import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../ports.js';
-import { allMarketStatuses, marketOf, marketStatus } from './market-calendar.js';
+import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../domain/ports.js';
+import { allMarketStatuses, marketOf, marketStatus } from '../domain/market-calendar.js';
 import type { CachedRepresentation, CacheRead, CacheStats, Loaded, RepresentationCache } from './representation-cache.js';
 
 type IndicesResponse = components['schemas']['IndicesResponse'];

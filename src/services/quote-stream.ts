@@ -17,9 +17,9 @@
  * changed up to N": the first events then carry only the symbols whose version is later than N minus
  * a margin that covers clocks and delivery delays between instances (a duplicate rather than a gap).
  */
-import { UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import type { Broadcast, CacheStore, Quote } from '../ports.js';
+import { UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
+import type { Logger } from '../domain/ports.js';
+import type { Broadcast, CacheStore, Quote } from '../domain/ports.js';
 import { KEY_PREFIX, type FillListener } from './representation-cache.js';
 
 /**

@@ -8,9 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import QuickLRU from 'quick-lru';
-import { CacheUnavailableError, DataSourceError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import { NO_METRICS, type Broadcast, type CacheEntry, type CacheResult, type CacheStore, type Metrics } from '../ports.js';
+import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
+import type { Logger } from '../domain/ports.js';
+import { NO_METRICS, type Broadcast, type CacheEntry, type CacheResult, type CacheStore, type Metrics } from '../domain/ports.js';
 
 /** The `X-Cache` value: from the cache, fetched upstream now, or an expired copy standing in for a failed upstream. */
 export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';

@@ -4,10 +4,10 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp } from '../../src/app.js';
-import type { Contract } from '../../src/contract.js';
-import type { Handlers } from '../../src/handlers/types.js';
-import type { Logger } from '../../src/logger.js';
+import { createApp } from '../../src/http/app.js';
+import type { Contract } from '../../src/http/contract.js';
+import type { Handlers } from '../../src/http/handlers/types.js';
+import type { Logger } from '../../src/infra/logger.js';
 
 /** Every operation of `contract` answered by `handler`, except those named in `overrides`. */
 export function handlersOf(contract: Contract, handler: unknown, overrides: Record<string, unknown> = {}): Handlers {

@@ -4,7 +4,7 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { loadContract } from '../../src/contract.js';
+import { loadContract } from '../../src/http/contract.js';
 
 const contract = loadContract();
 const ajv = new Ajv2020({ strict: false, allErrors: true });

@@ -4,7 +4,7 @@
  * GET /api/indices answers before Express, so tests check its statuses here as well.
  */
 import { expect } from 'vitest';
-import { loadContract } from '../../src/contract.js';
+import { loadContract } from '../../src/http/contract.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 

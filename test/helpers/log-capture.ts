@@ -1,5 +1,5 @@
 /** A real pino logger whose JSON lines land in an array, so tests can assert on what was logged. */
-import { createLogger, type Logger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/infra/logger.js';
 
 export interface LogLine {
   level: number;

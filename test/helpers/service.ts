@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createLogger, type Logger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/infra/logger.js';
 import { openAccounts, startService, type RunningService, type StartOptions } from '../../src/main.js';
 import { logFile, noteSecrets } from './log-files.js';
 

@@ -15,15 +15,15 @@ import {
   TooManyRequestsError,
   UserNotFoundError,
   UsernameTakenError,
-} from '../../src/errors.js';
+} from '../../src/domain/errors.js';
 import { PinoAuditLog } from '../../src/infra/audit/pino-audit-log.js';
 import { LoginThrottle } from '../../src/infra/auth/login-throttle.js';
 import { AUTH_MESSAGES, createPassportAuth } from '../../src/infra/auth/passport-auth.js';
 import { PasswordHasher } from '../../src/infra/auth/passwords.js';
 import { TokenService } from '../../src/infra/auth/tokens.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
-import { createLogger } from '../../src/logger.js';
-import type { Principal } from '../../src/ports.js';
+import { createLogger } from '../../src/infra/logger.js';
+import type { Principal } from '../../src/domain/ports.js';
 import { AccountService, LOGIN_FAILED_MESSAGE } from '../../src/services/accounts.js';
 import { startAuthProbe, type AuthProbe } from '../helpers/auth-probe.js';
 import { captureLogs, type LogLine } from '../helpers/log-capture.js';

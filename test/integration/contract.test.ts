@@ -1,10 +1,10 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createApp } from '../../src/app.js';
-import { loadContract } from '../../src/contract.js';
-import { StartupError } from '../../src/errors.js';
-import type { Handlers } from '../../src/handlers/types.js';
+import { createApp } from '../../src/http/app.js';
+import { loadContract } from '../../src/http/contract.js';
+import { StartupError } from '../../src/domain/errors.js';
+import type { Handlers } from '../../src/http/handlers/types.js';
 import { handlersOf, startBareApp } from '../helpers/bare-app.js';
 import { schemaViolations } from '../helpers/contract-schema.js';
 import { captureLogger, startTestService, type TestService } from '../helpers/service.js';

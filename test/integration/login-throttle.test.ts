@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { TooManyRequestsError } from '../../src/errors.js';
+import { TooManyRequestsError } from '../../src/domain/errors.js';
 import { LoginThrottle, THROTTLE_KEY_PREFIX } from '../../src/infra/auth/login-throttle.js';
 import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadContract } from '../../src/contract.js';
+import { loadContract } from '../../src/http/contract.js';
 import {
   openApiValidatorMiddleware,
   precompiledMetadataMiddleware,
@@ -17,7 +17,7 @@ import {
   validatorInternalsPresent,
   WRAPPED_VALIDATOR_VERSION,
   type ValidatorContext,
-} from '../../src/openapi-validator.js';
+} from '../../src/http/openapi-validator.js';
 
 const requireHere = createRequire(import.meta.url);
 const installedVersion = (JSON.parse(readFileSync(requireHere.resolve('express-openapi-validator/package.json'), 'utf8')) as { version: string }).version;

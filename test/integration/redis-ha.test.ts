@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { LoginThrottle } from '../../src/infra/auth/login-throttle.js';
 import { createCache, type ResilientCache } from '../../src/infra/cache/index.js';
-import { TooManyRequestsError } from '../../src/errors.js';
+import { TooManyRequestsError } from '../../src/domain/errors.js';
 import { documentedStatuses } from '../helpers/contract-status.js';
 import { captureLogs } from '../helpers/log-capture.js';
 import { clusterStateOk, freePort, startRedisCluster, startSentinelGroup, type RedisClusterProcesses, type SentinelGroup } from '../helpers/redis-server.js';

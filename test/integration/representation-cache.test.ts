@@ -3,11 +3,11 @@
  * an in-test loader whose calls are counted and whose answers the test releases.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DataSourceError } from '../../src/errors.js';
+import { DataSourceError } from '../../src/domain/errors.js';
 import { loadConfig } from '../../src/config.js';
 import { createCache } from '../../src/infra/cache/index.js';
 import type { ResilientCache } from '../../src/infra/cache/resilient-cache.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/infra/logger.js';
 import { RepresentationCache, type CacheRead, type RepresentationCacheOptions } from '../../src/services/representation-cache.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';

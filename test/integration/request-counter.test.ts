@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BatchedRequestCounter } from '../../src/infra/quota/batched-request-counter.js';
-import { RATE_LIMIT_KEY_PREFIX, RedisRequestCounter } from '../../src/infra/quota/redis-request-counter.js';
+import { BatchedRequestCounter } from '../../src/infra/counters/batched-request-counter.js';
+import { RATE_LIMIT_KEY_PREFIX, RedisRequestCounter } from '../../src/infra/counters/redis-request-counter.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 

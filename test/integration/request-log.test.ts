@@ -1,8 +1,8 @@
 /** The request log over a real socket: one line per request with its id, and no work at levels that are off. */
 import type { Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadContract } from '../../src/contract.js';
-import type { Logger } from '../../src/logger.js';
+import { loadContract } from '../../src/http/contract.js';
+import type { Logger } from '../../src/infra/logger.js';
 import { handlersOf, startBareApp } from '../helpers/bare-app.js';
 import { captureLogger } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait-for.js';

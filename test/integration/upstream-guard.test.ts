@@ -7,10 +7,10 @@
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DataSourceError } from '../../src/errors.js';
+import { DataSourceError } from '../../src/domain/errors.js';
 import { createMarketDataProvider, type ResilientMarketDataProvider } from '../../src/infra/market/index.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from '../../src/infra/market/upstream-guard-errors.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/infra/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 

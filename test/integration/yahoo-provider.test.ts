@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DataSourceError } from '../../src/errors.js';
-import { createLogger } from '../../src/logger.js';
+import { DataSourceError } from '../../src/domain/errors.js';
+import { createLogger } from '../../src/infra/logger.js';
 import {
   CircuitOpenError,
   ResilientMarketDataProvider,
@@ -11,7 +11,7 @@ import {
 } from '../../src/infra/market/resilient-market-data-provider.js';
 import { UpstreamRateLimitedError } from '../../src/infra/market/upstream-guard-errors.js';
 import { DEFAULT_USER_AGENT, YahooMarketDataProvider } from '../../src/infra/market/yahoo-market-data-provider.js';
-import type { Quote } from '../../src/ports.js';
+import type { Quote } from '../../src/domain/ports.js';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamMode } from '../helpers/fake-upstream.js';
 
 const FIXTURES_DIR = fileURLToPath(new URL('../fixtures/yahoo/', import.meta.url));

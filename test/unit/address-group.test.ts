@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressGroup } from '../../src/services/address-group.js';
+import { addressGroup } from '../../src/domain/address-group.js';
 
 describe('addressGroup', () => {
   it('when the address is IPv4, then it is its own group', () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError } from '../../src/domain/errors.js';
 
 const noFile = { readFile: false } as const;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseInstant } from '../../src/services/instant.js';
+import { parseInstant } from '../../src/domain/instant.js';
 
 describe('parseInstant', () => {
   it('when a date or a date-time exists, then it is its epoch ms (a date is midnight UTC)', () => {

@@ -1,6 +1,6 @@
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
-import { InvalidRequestError } from '../../src/errors.js';
+import { InvalidRequestError } from '../../src/domain/errors.js';
 import { assertAcceptablePassword, PasswordHasher } from '../../src/infra/auth/passwords.js';
 
 function violationOf(password: string, path?: string): InvalidRequestError {

@@ -5,10 +5,10 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { RateLimitedError } from '../../src/errors.js';
-import { RedisRequestCounter } from '../../src/infra/quota/redis-request-counter.js';
-import type { Principal } from '../../src/ports.js';
-import { clientAddress, createRateLimit, isRateLimitedPath } from '../../src/rate-limit.js';
+import { RateLimitedError } from '../../src/domain/errors.js';
+import { RedisRequestCounter } from '../../src/infra/counters/redis-request-counter.js';
+import type { Principal } from '../../src/domain/ports.js';
+import { clientAddress, createRateLimit, isRateLimitedPath } from '../../src/http/rate-limit.js';
 
 function exchange(headers: Record<string, string> = {}): { req: IncomingMessage; res: ServerResponse } {
   const req = new IncomingMessage(new Socket());

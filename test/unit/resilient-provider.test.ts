@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { DataSourceError } from '../../src/errors.js';
+import { DataSourceError } from '../../src/domain/errors.js';
 import { createMarketDataProvider } from '../../src/infra/market/index.js';
 import { ResilientMarketDataProvider } from '../../src/infra/market/resilient-market-data-provider.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/infra/logger.js';
 import { UpstreamBusyError } from '../../src/infra/market/upstream-guard-errors.js';
-import type { MarketDataProvider, Quote, UpstreamOutcome } from '../../src/ports.js';
+import type { MarketDataProvider, Quote, UpstreamOutcome } from '../../src/domain/ports.js';
 
 function captureLogger() {
   const lines: Array<{ level: number; msg: string; provider?: string }> = [];

@@ -6,11 +6,11 @@
  * the real checks over HTTP are in test/integration/auth-http.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { contractFromYaml } from '../../src/contract.js';
-import { ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../../src/errors.js';
-import type { Authenticator } from '../../src/app.js';
-import type { AuthCallback } from '../../src/ports.js';
-import { contractSecurity, NOT_BEARER_MESSAGE } from '../../src/security.js';
+import { contractFromYaml } from '../../src/http/contract.js';
+import { ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../../src/domain/errors.js';
+import type { Authenticator } from '../../src/http/security.js';
+import type { AuthCallback } from '../../src/domain/ports.js';
+import { contractSecurity, NOT_BEARER_MESSAGE } from '../../src/http/security.js';
 
 const authenticator: Authenticator = {
   authenticateBearer: (_req, done) => done(new Error('not used')),

@@ -5,7 +5,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { describe, expect, it } from 'vitest';
-import { series } from '../../src/series.js';
+import { series } from '../../src/http/series.js';
 
 const req = {} as Request;
 const res = {} as Response;

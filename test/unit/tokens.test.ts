@@ -1,6 +1,6 @@
 import jwt from 'jsonwebtoken';
 import { describe, expect, it } from 'vitest';
-import { InvalidCredentialsError } from '../../src/errors.js';
+import { InvalidCredentialsError } from '../../src/domain/errors.js';
 import { TOKEN_MESSAGES, TokenService } from '../../src/infra/auth/tokens.js';
 
 const SECRET = 'unit-test-secret-0123456789abcdef';

@@ -3,8 +3,8 @@
  * pipeline can route them apart. Events carry identities and outcomes only; the log's redaction
  * paths stay on as a second guard against a credential slipping into `details`.
  */
-import type { Logger } from '../../logger.js';
-import type { ActionContext, AuditEvent, AuditLog } from '../../ports.js';
+import type { Logger } from '../logger.js';
+import type { ActionContext, AuditEvent, AuditLog } from '../../domain/ports.js';
 
 /** Writes each event as `{audit: true, actor, action, target, ip, reqId, ...details}` at level info. */
 export class PinoAuditLog implements AuditLog {

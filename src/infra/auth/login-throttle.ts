@@ -5,8 +5,8 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { TooManyRequestsError } from '../../errors.js';
-import type { LoginAttempts, Metrics } from '../../ports.js';
+import { TooManyRequestsError } from '../../domain/errors.js';
+import type { LoginAttempts, Metrics } from '../../domain/ports.js';
 
 /** Every throttle key starts with this (`mds:v1:throttle:user:<name>`, `mds:v1:throttle:ip:<address>`). */
 export const THROTTLE_KEY_PREFIX = 'mds:v1:throttle:';

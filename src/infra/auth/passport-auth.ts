@@ -20,8 +20,8 @@ import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
 import { Strategy as JwtStrategy } from 'passport-jwt';
-import { InvalidCredentialsError, NotAuthenticatedError } from '../../errors.js';
-import type { ApiKeyVerifier, AuthCallback, Principal, User, UserStore } from '../../ports.js';
+import { InvalidCredentialsError, NotAuthenticatedError } from '../../domain/errors.js';
+import type { ApiKeyVerifier, AuthCallback, Principal, User, UserStore } from '../../domain/ports.js';
 import { claimsOf, TOKEN_MESSAGES, type TokenClaims, type TokenService } from './tokens.js';
 
 /** The header carrying API keys. */

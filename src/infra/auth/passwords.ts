@@ -3,8 +3,8 @@
  * unknown user cost as much as one with a wrong password.
  */
 import { randomBytes } from 'node:crypto';
-import { InvalidRequestError } from '../../errors.js';
-import type { Passwords } from '../../ports.js';
+import { InvalidRequestError } from '../../domain/errors.js';
+import type { Passwords } from '../../domain/ports.js';
 import { sharedBcryptPool, type BcryptPool } from './bcrypt-pool.js';
 
 /** bcrypt reads at most 72 bytes; a longer password would be silently truncated, so it is refused. */

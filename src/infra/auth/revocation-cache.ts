@@ -10,7 +10,7 @@
  * write (the last administrator cannot be deleted) ask the store itself, never this memory.
  */
 import QuickLRU from 'quick-lru';
-import type { Broadcast, User, UserStore } from '../../ports.js';
+import type { Broadcast, User, UserStore } from '../../domain/ports.js';
 
 /** The channel on which instances tell each other that a user changed; the message is the username. */
 export const USER_CHANGED_CHANNEL = 'mds:v1:auth:user-changed';

@@ -6,8 +6,8 @@
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import QuickLRU from 'quick-lru';
-import { InvalidCredentialsError } from '../../errors.js';
-import type { TokenIssuer } from '../../ports.js';
+import { InvalidCredentialsError } from '../../domain/errors.js';
+import type { TokenIssuer } from '../../domain/ports.js';
 
 /** The only signing algorithm issued or accepted. */
 export const TOKEN_ALGORITHM = 'HS256';

@@ -3,7 +3,7 @@
  * the result before serving and `close()` on shutdown.
  */
 import type { Config } from '../../config.js';
-import type { Logger } from '../../logger.js';
+import type { Logger } from '../logger.js';
 import { MemoryCacheStore } from './memory-cache-store.js';
 import { RedisCacheStore } from './redis-cache-store.js';
 import { ResilientCache } from './resilient-cache.js';

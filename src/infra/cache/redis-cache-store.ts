@@ -10,8 +10,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { CacheUnavailableError } from '../../errors.js';
-import type { CacheEntry, CacheStore } from '../../ports.js';
+import { CacheUnavailableError } from '../../domain/errors.js';
+import type { CacheEntry, CacheStore } from '../../domain/ports.js';
 
 /** A host and port of a sentinel or cluster node. */
 export interface RedisNodeAddress {

@@ -5,8 +5,8 @@
  * transition is logged once.
  */
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../../logger.js';
-import type { Broadcast, CacheEntry, CacheStore } from '../../ports.js';
+import type { Logger } from '../logger.js';
+import type { Broadcast, CacheEntry, CacheStore } from '../../domain/ports.js';
 import type { MemoryCacheStore } from './memory-cache-store.js';
 import type { RedisCacheStore, RedisClient, RedisTopology } from './redis-cache-store.js';
 

@@ -3,7 +3,7 @@
  * `postgres://user:pass@host:port/db` (pg). The schema comes from migrations only.
  */
 import { DataSource } from 'typeorm';
-import { AppError } from '../../errors.js';
+import { AppError } from '../../domain/errors.js';
 import { apiKeyEntity } from './api-key-entity.js';
 import { CreateUsers1763726400000 } from './migrations/1763726400000-create-users.js';
 import { CreateApiKeys1763900000000 } from './migrations/1763900000000-create-api-keys.js';

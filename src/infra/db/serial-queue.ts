@@ -5,7 +5,7 @@
  * operation stays whole whichever store it belongs to.
  */
 import type { DataSource } from 'typeorm';
-import { AppError } from '../../errors.js';
+import { AppError } from '../../domain/errors.js';
 import { isMissingTable, reasonOf } from './db-errors.js';
 
 /** Runs async jobs one at a time. */

@@ -4,8 +4,8 @@
  */
 import type { DataSource, Repository } from 'typeorm';
 import { isUniqueViolation, reasonOf } from './db-errors.js';
-import { AppError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../errors.js';
-import type { User, UserStore } from '../../ports.js';
+import { AppError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../domain/errors.js';
+import type { User, UserStore } from '../../domain/ports.js';
 import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
 import { createDataSource, databaseKindOf, parseDatabaseUrl, redactDatabaseUrl, type DataSourceOptions } from './data-source.js';
 import { storeOperations } from './serial-queue.js';

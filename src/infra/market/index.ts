@@ -4,7 +4,7 @@
  */
 import type { RedisClient } from '../cache/redis-cache-store.js';
 import type { Config } from '../../config.js';
-import type { Logger } from '../../logger.js';
+import type { Logger } from '../logger.js';
 import { ResilientMarketDataProvider, type ResilientMarketDataProviderOptions } from './resilient-market-data-provider.js';
 import { SimulatedMarketDataProvider } from './simulated-market-data-provider.js';
 import { GuardedMarketDataProvider, UpstreamGuard } from './upstream-guard.js';

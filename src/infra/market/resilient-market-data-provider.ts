@@ -5,9 +5,9 @@
  */
 import CircuitBreaker from 'opossum';
 import type { components } from '../../generated/api.js';
-import { DataSourceError } from '../../errors.js';
-import type { Logger } from '../../logger.js';
-import type { History, HistoryQuery, MarketDataProvider, Metrics, Quote, SearchResult, UpstreamOutcome } from '../../ports.js';
+import { DataSourceError } from '../../domain/errors.js';
+import type { Logger } from '../logger.js';
+import type { History, HistoryQuery, MarketDataProvider, Metrics, Quote, SearchResult, UpstreamOutcome } from '../../domain/ports.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 /** The provider's health as the admin status reports it. */

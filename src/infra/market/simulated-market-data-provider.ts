@@ -4,8 +4,8 @@
  * never be mistaken for market data.
  */
 import { DateTime } from 'luxon';
-import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, Quote, SearchResult } from '../../ports.js';
-import { marketOf, marketStatus, tradingSessions, type MarketCode, type TradingSession } from '../../services/market-calendar.js';
+import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, Quote, SearchResult } from '../../domain/ports.js';
+import { marketOf, marketStatus, tradingSessions, type MarketCode, type TradingSession } from '../../domain/market-calendar.js';
 import { SIMULATED_DIRECTORY, type SimulatedInstrument } from './simulated-directory.js';
 
 export { SIMULATED_DIRECTORY } from './simulated-directory.js';

@@ -2,7 +2,7 @@
  * The two ways an upstream call can be held back for throttling, told apart from real outages so the
  * circuit breaker does not count them: the upstream said 429, or our own budget had no room in time.
  */
-import { DataSourceError } from '../../errors.js';
+import { DataSourceError } from '../../domain/errors.js';
 
 /** The upstream answered 429; `retryAfterSeconds` is its `Retry-After` (5 s when it sent none). */
 export class UpstreamRateLimitedError extends DataSourceError {

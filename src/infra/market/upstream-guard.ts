@@ -9,8 +9,8 @@
  */
 import type { RedisClient } from '../cache/redis-cache-store.js';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Logger } from '../../logger.js';
-import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../ports.js';
+import type { Logger } from '../logger.js';
+import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../domain/ports.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 export { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';

@@ -4,8 +4,8 @@
  * that can go wrong upstream becomes a `DataSourceError` at this boundary; an unknown symbol is an
  * answer (`undefined`), never an error.
  */
-import { DataSourceError } from '../../errors.js';
-import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, MarketState, Quote, SearchResult } from '../../ports.js';
+import { DataSourceError } from '../../domain/errors.js';
+import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, MarketState, Quote, SearchResult } from '../../domain/ports.js';
 import { UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 /** Options of `YahooMarketDataProvider`. */

@@ -1,3 +1,2 @@
-/** Prometheus metrics: the prom-client adapter of the `Metrics` port and its own listener. */
-export { PrometheusMetrics, answerClusterScrapes, clusterMetricsSource, type MetricsSource, type WatchedState } from './prometheus-metrics.js';
-export { startMetricsServer, type MetricsServer } from './metrics-server.js';
+/** Prometheus metrics: the prom-client adapter of the `Metrics` port (its listener is `http/metrics-server.ts`). */
+export { PrometheusMetrics, answerClusterScrapes, clusterMetricsSource, type WatchedState } from './prometheus-metrics.js';

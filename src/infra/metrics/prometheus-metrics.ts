@@ -4,7 +4,7 @@
  * `serve --workers N` each worker hands its registry to the primary, which sums them into one view.
  */
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { CacheResult, Metrics, UpstreamOutcome } from '../../ports.js';
+import type { CacheResult, Metrics, MetricsSource, UpstreamOutcome } from '../../domain/ports.js';
 import { SeriesHistogram } from './series-histogram.js';
 
 /**
@@ -33,12 +33,6 @@ export interface WatchedState {
   breakerState?: () => (typeof BREAKER_STATES)[number];
 }
 
-/** The text a scrape answers and its content type. */
-export interface MetricsSource {
-  contentType: string;
-  /** The metrics in the Prometheus text format. Rejects when a cluster worker does not answer in time. */
-  render(): Promise<string>;
-}
 
 /** Prometheus metrics of one service process. */
 export class PrometheusMetrics implements Metrics, MetricsSource {

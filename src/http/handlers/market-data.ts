@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import type { HistoryParams, MarketDataService } from '../services/market-data.js';
-import type { CachedRepresentation } from '../services/representation-cache.js';
+import type { HistoryParams, MarketDataService } from '../../services/market-data.js';
+import type { CachedRepresentation } from '../../services/representation-cache.js';
 import { representationReply } from './representation.js';
 import type { Handler, JsonResponse } from './types.js';
 

@@ -31,7 +31,7 @@ export interface Contract {
 
 /** `openapi.yaml` at the package root, from `src/` or `dist/` alike. */
 export function defaultContractPath(): string {
-  return resolve(dirname(fileURLToPath(import.meta.url)), '..', 'openapi.yaml');
+  return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'openapi.yaml');
 }
 
 export function loadContract(path = defaultContractPath()): Contract {

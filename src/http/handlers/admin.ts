@@ -1,8 +1,8 @@
-import type { AuditLog } from '../ports.js';
-import type { AccountService } from '../services/accounts.js';
-import type { ApiKeyService } from '../services/api-keys.js';
-import type { MarketDataService } from '../services/market-data.js';
-import type { StatusService } from '../services/status.js';
+import type { AuditLog } from '../../domain/ports.js';
+import type { AccountService } from '../../services/accounts.js';
+import type { ApiKeyService } from '../../services/api-keys.js';
+import type { MarketDataService } from '../../services/market-data.js';
+import type { StatusService } from '../../services/status.js';
 import { actionContext } from './context.js';
 import type { Handler, JsonResponse } from './types.js';
 

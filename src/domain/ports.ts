@@ -1,8 +1,12 @@
 /**
  * The ports: what the services need from the outside world. Adapters in `src/infra` implement them
- * and translate their technology's errors into the errors of `src/errors.ts` at their own boundary.
+ * and translate their technology's errors into the errors of `domain/errors.ts` at their own boundary.
  */
-import type { components } from './generated/api.js';
+import type { Logger } from 'pino';
+import type { components } from '../generated/api.js';
+
+/** The structured logger (pino) every part writes to; built once in `infra/logger.ts`. */
+export type { Logger };
 
 /** One market quote, exactly as the API spells it. */
 export type Quote = components['schemas']['Quote'];
@@ -320,3 +324,10 @@ export const NO_METRICS: Metrics = Object.freeze({
   streamClients() {},
   streamEvent() {},
 });
+
+/** The text a scrape answers and its content type. */
+export interface MetricsSource {
+  contentType: string;
+  /** The metrics in the Prometheus text format. Rejects when a cluster worker does not answer in time. */
+  render(): Promise<string>;
+}

@@ -2,7 +2,7 @@
  * How a cached representation is sent: status, cache headers and the exact cached bytes. Shared by
  * the Express handlers and the fast path in front of Express, so both send the same bytes and headers.
  */
-import type { CachedRepresentation } from '../services/representation-cache.js';
+import type { CachedRepresentation } from '../../services/representation-cache.js';
 
 /** True when an `If-None-Match` header names `etag` (or `*`); weak comparison, as RFC 9110 asks for GET. */
 export function etagMatches(header: string | undefined, etag: string): boolean {

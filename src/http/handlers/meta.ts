@@ -1,5 +1,5 @@
 import type { Contract } from '../contract.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../../domain/errors.js';
 import type { Handler } from './types.js';
 
 /** The documentation page could not be found (it is built by `npm run build`). */

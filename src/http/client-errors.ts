@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { toParserErrorResponse } from './errors.js';
-import type { Logger } from './logger.js';
+import { toParserErrorResponse } from './envelope.js';
+import type { Logger } from '../domain/ports.js';
 
 export function answerClientErrors(server: Server, logger: Logger): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {

@@ -1,7 +1,7 @@
 import type { Response } from 'express';
-import { addressGroup } from '../services/address-group.js';
-import { parseSymbolList } from '../services/market-data.js';
-import type { QuoteStreamHub, StreamSink } from '../services/quote-stream.js';
+import { addressGroup } from '../../domain/address-group.js';
+import { parseSymbolList } from '../../services/market-data.js';
+import type { QuoteStreamHub, StreamSink } from '../../services/quote-stream.js';
 import type { Handler } from './types.js';
 
 /** Headers of an event stream: never stored or transformed, never buffered by a proxy (nginx honours X-Accel-Buffering). */

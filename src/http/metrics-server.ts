@@ -4,9 +4,9 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { toErrorResponse } from '../../errors.js';
-import type { Logger } from '../../logger.js';
-import type { MetricsSource } from './prometheus-metrics.js';
+import { toErrorResponse } from './envelope.js';
+import type { Logger } from '../domain/ports.js';
+import type { MetricsSource } from '../domain/ports.js';
 
 /** A listening metrics server. */
 export interface MetricsServer {

@@ -3,7 +3,7 @@
  * are indexed from `operations[...]`, never written by hand.
  */
 import type { Request, Response } from 'express';
-import type { operations } from '../generated/api.js';
+import type { operations } from '../../generated/api.js';
 
 export type OperationId = keyof operations;
 

@@ -1,7 +1,7 @@
 /** Who did what from where: the audit context of a request, from its principal, address and id. */
 import type { Request } from 'express';
-import type { ActionContext } from '../ports.js';
-import { actorOf } from '../services/accounts.js';
+import type { ActionContext } from '../../domain/ports.js';
+import { actorOf } from '../../services/accounts.js';
 
 export function actionContext(req: Request): ActionContext {
   return {

@@ -1,4 +1,4 @@
-import type { HealthService } from '../services/health.js';
+import type { HealthService } from '../../services/health.js';
 import type { Handler, JsonResponse } from './types.js';
 
 export function healthHandlers(health: HealthService): { getHealth: Handler<'getHealth'> } {

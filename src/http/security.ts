@@ -20,10 +20,15 @@
  * this one step.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { Authenticator } from './app.js';
 import type { Operation } from './contract.js';
-import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from './errors.js';
-import type { AuthCallback, Principal } from './ports.js';
+import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../domain/errors.js';
+import type { AuthCallback, Principal } from '../domain/ports.js';
+
+/** Checks the credentials of a request; ends with the principal, or NotAuthenticatedError / InvalidCredentialsError. */
+export interface Authenticator {
+  authenticateBearer(req: Request, done: AuthCallback): void;
+  authenticateApiKey(req: Request, done: AuthCallback): void;
+}
 
 /** What a request is told when its Authorization header is not `Bearer <token>` at all. */
 export const NOT_BEARER_MESSAGE = "Invalid credentials: send the token as 'Authorization: Bearer <token>'";

@@ -6,7 +6,7 @@
  * exchanges' zones goes through luxon, which follows the IANA rules (daylight saving included).
  */
 import { DateTime, IANAZone } from 'luxon';
-import type { InstrumentType, MarketState } from '../ports.js';
+import type { InstrumentType, MarketState } from './ports.js';
 
 /** The markets the calendar knows. */
 export type MarketCode = 'US' | 'UK' | 'DE' | 'EU' | 'JP' | 'HK' | 'CN' | 'CRYPTO' | 'FX';

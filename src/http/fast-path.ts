@@ -18,11 +18,11 @@ import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { requestIdOf, routeOf } from './app.js';
 import { createCors } from './cors.js';
-import { toErrorResponse } from './errors.js';
+import { toErrorResponse } from './envelope.js';
 import { representationReply } from './handlers/representation.js';
-import type { Logger } from './logger.js';
-import { NO_METRICS, type Metrics } from './ports.js';
-import type { RepresentationCache } from './services/representation-cache.js';
+import type { Logger } from '../domain/ports.js';
+import { NO_METRICS, type Metrics } from '../domain/ports.js';
+import type { RepresentationCache } from '../services/representation-cache.js';
 import { hasCredentials, type RateLimit } from './rate-limit.js';
 
 /** The contract's `maxLength` of the `If-None-Match` parameter of every cached read. */

@@ -1,166 +1,19 @@
 /**
- * Errors of the service and the one function that turns any failure into the error envelope.
- * Domain errors carry a stable `code` and a `cause`, never an HTTP status: `toErrorResponse` maps them.
+ * The error envelope: the one function that turns any failure (ours, the validator's, the body
+ * parser's, Node's HTTP parser's, anything unknown) into a status, the envelope and its headers.
  */
-import type { Principal } from './ports.js';
-
-/** Base class of every error the service raises on purpose. */
-export class AppError extends Error {
-  /** Stable machine-readable code, SCREAMING_SNAKE. */
-  readonly code: string;
-
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-    this.code = code;
-  }
-}
-
-/** A business rule was broken (wrong old password, same new password, ...). */
-export class BusinessRuleError extends AppError {
-  constructor(code: string, message: string) {
-    super(code, message);
-  }
-}
-
-/** Deleting would leave no administrator. */
-export class LastAdminError extends BusinessRuleError {
-  constructor(username: string) {
-    super('LAST_ADMIN', `Cannot delete '${username}': it is the last administrator`);
-  }
-}
-
-/** One or more request values break the contract. */
-export class InvalidRequestError extends AppError {
-  readonly violations: Violation[];
-
-  constructor(violations: Violation[]) {
-    super('INVALID_REQUEST', `Invalid request parameters: ${violations.map((v) => `${v.path} ${v.message}`).join('; ')}`);
-    this.violations = violations;
-  }
-}
-
-/** A protected endpoint was called without credentials. */
-export class NotAuthenticatedError extends AppError {
-  /** `hint`: what the caller sent that this operation does not take, said after the standard words. */
-  constructor(hint?: string) {
-    super('NOT_AUTHENTICATED', hint === undefined ? 'Not authenticated: please log in first' : `Not authenticated: please log in first (${hint})`);
-  }
-}
-
-/** Credentials were given but are not valid (bad, expired or revoked token, unknown API key, failed login). */
-export class InvalidCredentialsError extends AppError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('INVALID_CREDENTIALS', message, options);
-  }
-}
-
-/** The caller is authenticated but lacks the required role. */
-export class ForbiddenError extends AppError {
-  constructor(
-    message = 'Administrator rights required',
-    /** Who was refused, when known: the refusal still counts against their quota. */
-    readonly principal?: Principal,
-  ) {
-    super('FORBIDDEN', message);
-  }
-}
-
-export class UserNotFoundError extends AppError {
-  constructor(username: string) {
-    super('USER_NOT_FOUND', `User '${username}' not found`);
-  }
-}
-
-export class UsernameTakenError extends AppError {
-  constructor(username: string) {
-    super('USERNAME_TAKEN', `Username '${username}' is already taken`);
-  }
-}
-
-/** The provider does not know a symbol (or, for a batch, any of the symbols asked for). */
-export class UnknownSymbolError extends AppError {
-  constructor(symbols: readonly string[]) {
-    super(
-      'UNKNOWN_SYMBOL',
-      symbols.length === 1 ? `Unknown symbol '${symbols[0]}'` : `None of the symbols is known: ${symbols.join(', ')}`,
-    );
-  }
-}
-
-/** No managed API key has this id (never existed, or already revoked). */
-export class ApiKeyNotFoundError extends AppError {
-  constructor(id: string) {
-    super('API_KEY_NOT_FOUND', `API key '${id}' not found`);
-  }
-}
-
-/** Too many attempts; retry after `retryAfterSeconds`. */
-export class TooManyRequestsError extends AppError {
-  readonly retryAfterSeconds: number;
-
-  constructor(message: string, retryAfterSeconds: number) {
-    super('TOO_MANY_REQUESTS', message);
-    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
-  }
-}
-
-/** The caller used up its request quota (RATE_LIMIT_*); retry after `retryAfterSeconds`. */
-export class RateLimitedError extends AppError {
-  readonly retryAfterSeconds: number;
-
-  constructor(retryAfterSeconds: number) {
-    const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
-    super('RATE_LIMITED', `Rate limit exceeded: retry in ${seconds} seconds`);
-    this.retryAfterSeconds = seconds;
-  }
-}
-
-/** The upstream market-data provider failed (error status, timeout, refused, unparsable). */
-export class DataSourceError extends AppError {
-  readonly retryAfterSeconds: number;
-
-  constructor(message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
-    super('DATA_SOURCE_UNAVAILABLE', message, options);
-    this.retryAfterSeconds = Math.max(1, Math.ceil(options?.retryAfterSeconds ?? 5));
-  }
-}
-
-/** This instance is at capacity (or shutting down); another instance, or a later retry, can serve. */
-export class ServiceBusyError extends AppError {
-  readonly retryAfterSeconds: number;
-
-  constructor(message: string, retryAfterSeconds: number) {
-    super('SERVICE_BUSY', message);
-    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
-  }
-}
-
-/** The cache store cannot answer; callers fall back or carry on without it. */
-export class CacheUnavailableError extends AppError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CACHE_UNAVAILABLE', message, options);
-  }
-}
-
-/** Configuration is invalid; the message names every bad variable. */
-export class ConfigError extends AppError {
-  constructor(message: string) {
-    super('CONFIG_INVALID', message);
-  }
-}
-
-/** A contract problem at startup (an operation without a handler, ...). */
-export class StartupError extends AppError {
-  constructor(message: string) {
-    super('STARTUP_FAILED', message);
-  }
-}
-
-export interface Violation {
-  path: string;
-  message: string;
-}
+import {
+  AppError,
+  BusinessRuleError,
+  DataSourceError,
+  ForbiddenError,
+  InvalidRequestError,
+  NotAuthenticatedError,
+  RateLimitedError,
+  ServiceBusyError,
+  TooManyRequestsError,
+  type Violation,
+} from '../domain/errors.js';
 
 /** The error envelope of every failure. */
 export interface ErrorBody {

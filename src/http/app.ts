@@ -10,14 +10,15 @@ import express, { type ErrorRequestHandler, type NextFunction, type Request, typ
 import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
-import { ForbiddenError, StartupError, toErrorResponse } from './errors.js';
+import { ForbiddenError, StartupError } from '../domain/errors.js';
+import { toErrorResponse } from './envelope.js';
 import type { Handlers } from './handlers/types.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../domain/ports.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
-import { contractSecurity } from './security.js';
+import { contractSecurity, type Authenticator } from './security.js';
 import { runStep, series } from './series.js';
-import { NO_METRICS, UNMATCHED_ROUTE, type AuthCallback, type Metrics, type Principal } from './ports.js';
+import { NO_METRICS, UNMATCHED_ROUTE, type Metrics, type Principal } from '../domain/ports.js';
 import { hasCredentials, isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
 declare module 'express-serve-static-core' {
@@ -29,12 +30,6 @@ declare module 'express-serve-static-core' {
     /** The request arrived as HEAD and is routed as GET; Node sends its answer without the body. */
     head?: boolean;
   }
-}
-
-/** Checks the credentials of a request; ends with the principal, or NotAuthenticatedError / InvalidCredentialsError. */
-export interface Authenticator {
-  authenticateBearer(req: Request, done: AuthCallback): void;
-  authenticateApiKey(req: Request, done: AuthCallback): void;
 }
 
 export interface AppDeps {

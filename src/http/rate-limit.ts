@@ -7,9 +7,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import { RateLimitedError } from './errors.js';
-import { addressGroup } from './services/address-group.js';
-import { NO_METRICS, type Metrics, type Principal, type QuotaUsage, type RequestCounter } from './ports.js';
+import { RateLimitedError } from '../domain/errors.js';
+import { addressGroup } from '../domain/address-group.js';
+import { NO_METRICS, type Metrics, type Principal, type QuotaUsage, type RequestCounter } from '../domain/ports.js';
 
 export interface RateLimitOptions {
   counter: RequestCounter;

@@ -1,12 +1,12 @@
 /** All handlers, keyed by operationId; `createApp` refuses to start when one is missing. */
 import type { Contract } from '../contract.js';
-import type { AuditLog } from '../ports.js';
-import type { AccountService } from '../services/accounts.js';
-import type { ApiKeyService } from '../services/api-keys.js';
-import type { HealthService } from '../services/health.js';
-import type { MarketDataService } from '../services/market-data.js';
-import type { QuoteStreamHub } from '../services/quote-stream.js';
-import type { StatusService } from '../services/status.js';
+import type { AuditLog } from '../../domain/ports.js';
+import type { AccountService } from '../../services/accounts.js';
+import type { ApiKeyService } from '../../services/api-keys.js';
+import type { HealthService } from '../../services/health.js';
+import type { MarketDataService } from '../../services/market-data.js';
+import type { QuoteStreamHub } from '../../services/quote-stream.js';
+import type { StatusService } from '../../services/status.js';
 import { adminHandlers } from './admin.js';
 import { authHandlers } from './auth.js';
 import { healthHandlers } from './health.js';

@@ -1,5 +1,5 @@
-import { NotAuthenticatedError } from '../errors.js';
-import type { AccountService } from '../services/accounts.js';
+import { NotAuthenticatedError } from '../../domain/errors.js';
+import type { AccountService } from '../../services/accounts.js';
 import { actionContext } from './context.js';
 import type { Handler, JsonResponse } from './types.js';
 

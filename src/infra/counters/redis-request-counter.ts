@@ -5,7 +5,7 @@
  */
 import type { RedisClient } from '../cache/redis-cache-store.js';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { QuotaUsage, RequestCounter } from '../../ports.js';
+import type { QuotaUsage, RequestCounter } from '../../domain/ports.js';
 
 /** Every quota counter lives under this prefix: `mds:v1:ratelimit:<caller key>`. */
 export const RATE_LIMIT_KEY_PREFIX = 'mds:v1:ratelimit';

@@ -1,0 +1,74 @@
+/**
+ * The layers of src/ and who may import whom. `npm run lint` runs it (depcruise src); CI fails on any
+ * finding. Type-only imports count too: a layer must not name what it must not know.
+ *
+ *   http/ -> services/ -> domain/          main.ts wires infra/ adapters into services and http/
+ *   infra/ -> domain/                      config.ts is read by main, infra/, http/ and the CLI
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-cycle',
+      severity: 'error',
+      comment: 'An import cycle ties two modules into one: break it by moving the shared part down a layer.',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'only-main-and-config-at-the-top',
+      severity: 'error',
+      comment: 'Every module lives in its layer folder; only main.ts and config.ts stay at the top of src/.',
+      from: { path: '^src/(?!main\\.ts$|config\\.ts$)[^/]+\\.ts$' },
+      to: {},
+    },
+    {
+      name: 'domain-is-pure',
+      severity: 'error',
+      comment: 'domain/ holds pure rules and the ports: it imports only domain/ and generated/.',
+      from: { path: '^src/domain/' },
+      to: { path: '^src/', pathNot: '^src/(domain|generated)/' },
+    },
+    {
+      name: 'services-know-no-adapters',
+      severity: 'error',
+      comment: 'services/ use ports, never adapters, HTTP or the configuration (values are handed in).',
+      from: { path: '^src/services/' },
+      to: { path: '^src/', pathNot: '^src/(services|domain|generated)/' },
+    },
+    {
+      name: 'infra-knows-no-use-cases',
+      severity: 'error',
+      comment: 'infra/ adapters implement ports: they import domain/, generated/, config.ts and each other, never services/ or http/.',
+      from: { path: '^src/infra/' },
+      to: { path: '^src/', pathNot: '^src/(infra|domain|generated)/|^src/config\\.ts$' },
+    },
+    {
+      name: 'http-knows-no-adapters',
+      severity: 'error',
+      comment: 'http/ reaches adapters only through services and ports; main.ts wires them.',
+      from: { path: '^src/http/' },
+      to: { path: '^src/', pathNot: '^src/(http|services|domain|generated)/|^src/config\\.ts$' },
+    },
+    {
+      name: 'config-is-a-leaf',
+      severity: 'error',
+      comment: 'config.ts reads the environment; it may use domain/ rules, nothing that runs.',
+      from: { path: '^src/config\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(domain|generated)/|^src/config\\.ts$' },
+    },
+    {
+      name: 'generated-is-a-leaf',
+      severity: 'error',
+      from: { path: '^src/generated/' },
+      to: { path: '^src/', pathNot: '^src/generated/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^src/generated/.*\\.d\\.ts$' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};
