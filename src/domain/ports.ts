@@ -50,6 +50,17 @@ export interface Broadcast {
   publish(channel: string, message: string): Promise<void>;
   /** Calls `listener` for each message on `channel`; returns a function that stops it. */
   subscribe(channel: string, listener: (message: string) => void): () => void;
+  /**
+   * True while messages other instances publish reach this one (or no other instance can exist: no
+   * shared store is configured). While false, anything kept because "another instance would tell us
+   * when it changes" must not be trusted.
+   */
+  live(): boolean;
+  /**
+   * Calls `listener` each time delivery becomes live again after a gap, when messages may have been
+   * missed: whatever was kept on the strength of those messages must be dropped. Returns a function that stops it.
+   */
+  onResync(listener: () => void): () => void;
 }
 
 /** A stored user account. `passwordHash` never leaves the services layer. */

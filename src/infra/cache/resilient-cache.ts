@@ -46,6 +46,7 @@ export class ResilientCache implements CacheStore, Broadcast {
   readonly #probeIntervalMs: number;
   readonly #unsubscribe: Array<() => void> = [];
   readonly #localListeners = new Map<string, Set<(message: string) => void>>();
+  readonly #resyncListeners = new Set<() => void>();
   /** Tells this cache's broadcasts (delivered locally already) from other instances'. */
   readonly #instanceId = randomUUID();
   #useRedis = false;
@@ -221,6 +222,20 @@ export class ResilientCache implements CacheStore, Broadcast {
     return () => listeners.delete(listener);
   }
 
+  /**
+   * Messages from other instances arrive while the cache is in Redis mode; without Redis configured
+   * there is no other instance to hear from.
+   */
+  live(): boolean {
+    return this.#redis === undefined || this.#useRedis;
+  }
+
+  /** Calls `listener` each time the cache returns to Redis after memory mode (messages may have been missed). */
+  onResync(listener: () => void): () => void {
+    this.#resyncListeners.add(listener);
+    return () => this.#resyncListeners.delete(listener);
+  }
+
   /** Stops probing, closes Redis and clears memory. Safe to call twice. */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -280,7 +295,10 @@ export class ResilientCache implements CacheStore, Broadcast {
     this.#epoch++;
     this.#stopProbe();
     if (this.#epoch === 1) this.#logger.info({ cache: 'redis' }, 'Redis connected: caching in Redis');
-    else this.#logger.info({ cache: 'redis' }, 'Redis is back: caching in Redis again');
+    else {
+      this.#logger.info({ cache: 'redis' }, 'Redis is back: caching in Redis again');
+      for (const listener of this.#resyncListeners) listener();
+    }
   }
 
   // A reconnect announces itself with 'ready'; a server that froze and thawed does not (the socket
