@@ -39,6 +39,7 @@ import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
+import { UnknownSymbols } from './services/unknown-symbols.js';
 import { recently } from './services/recently.js';
 import { StatusService } from './services/status.js';
 
@@ -194,7 +195,8 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger,
     metrics,
   });
-  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs });
+  const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger });
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown });
   const streams = new QuoteStreamHub({
     market,
     onFill: (listener) => engine.onFill(listener),

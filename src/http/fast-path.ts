@@ -15,11 +15,11 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 // The module's own binding: the global `performance` is a getter looked up on every use.
 import { performance } from 'node:perf_hooks';
 import type { Request } from 'express';
-import QuickLRU from 'quick-lru';
 import { requestIdOf, routeOf } from './app.js';
 import { createCors } from './cors.js';
 import { toErrorResponse } from './envelope.js';
 import { representationReply } from './handlers/representation.js';
+import { LocalMemory } from '../domain/local-memory.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Metrics } from '../domain/ports.js';
 import type { RepresentationCache } from '../services/representation-cache.js';
@@ -47,7 +47,6 @@ interface Target {
   key: string;
   /** The operation's route template (the metrics label). */
   route: string;
-  validatedAt: number;
   /** One request was let through to Express to validate this target again. */
   revalidating?: boolean;
 }
@@ -58,7 +57,8 @@ export class FastPath {
   readonly #corsOrigins: readonly string[];
   readonly #validForMs: number;
   readonly #now: () => number;
-  readonly #targets: QuickLRU<string, Target>;
+  /** Targets validated by a full request, each kept `validForMs` from its validation. */
+  readonly #targets: LocalMemory<string, Target>;
   readonly #rateLimit: RateLimit | undefined;
   readonly #metrics: Metrics;
 
@@ -68,7 +68,7 @@ export class FastPath {
     this.#corsOrigins = options.corsOrigins ?? [];
     this.#validForMs = options.validForMs ?? 1000;
     this.#now = options.now ?? Date.now;
-    this.#targets = new QuickLRU({ maxSize: Math.max(1, options.maxTargets ?? 10_000) });
+    this.#targets = new LocalMemory({ maxEntries: options.maxTargets ?? 10_000, maxAgeMs: this.#validForMs, now: this.#now });
     this.#rateLimit = options.rateLimit;
     this.#metrics = options.metrics ?? NO_METRICS;
   }
@@ -79,7 +79,7 @@ export class FastPath {
    */
   readonly remember = (req: Request, key: string): void => {
     if (req.principal !== undefined || hasCredentials(req)) return;
-    this.#targets.set(req.originalUrl, { key, route: routeOf(req), validatedAt: this.#now() });
+    this.#targets.set(req.originalUrl, { key, route: routeOf(req) });
   };
 
   /** Wraps the Express app: qualifying requests are answered here, all others are handed to `app`. */
@@ -133,10 +133,10 @@ export class FastPath {
 
   #answerable(req: IncomingMessage) {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url === undefined || hasCredentials(req)) return undefined;
-    const target = this.#targets.get(req.url);
-    if (target === undefined) return undefined;
-    const age = this.#now() - target.validatedAt;
-    if (age >= this.#validForMs) return undefined;
+    const entry = this.#targets.entry(req.url);
+    if (entry === undefined) return undefined;
+    const target = entry.value;
+    const age = this.#now() - entry.storedAt;
     // Half-way through, one request goes through Express to validate the target again while the
     // others are still answered here, so under steady traffic it never lapses into a burst.
     if (age >= this.#validForMs / 2 && !target.revalidating) {

@@ -9,7 +9,8 @@ import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violatio
 import type { components } from '../generated/api.js';
 import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../domain/ports.js';
 import { allMarketStatuses, marketOf, marketStatus } from '../domain/market-calendar.js';
-import type { CachedRepresentation, CacheRead, CacheStats, Loaded, RepresentationCache } from './representation-cache.js';
+import type { CachedRepresentation, CacheRead, CacheStats, Loaded, ReadOutcome, RepresentationCache, Unknown } from './representation-cache.js';
+import type { UnknownSymbols } from './unknown-symbols.js';
 
 type IndicesResponse = components['schemas']['IndicesResponse'];
 type QuoteResponse = components['schemas']['QuoteResponse'];
@@ -23,10 +24,10 @@ type Source = components['schemas']['Source'];
 const SYMBOL = /^[A-Za-z0-9^.=-]{1,32}$/;
 /** The most symbols one batch (or stream) may name. */
 export const MAX_SYMBOLS = 50;
-/** Cached stand-in for "the provider does not know this symbol": JSON bodies never start with `!`. */
-const UNKNOWN = '!unknown';
-/** Cached stand-in for "this window has more candles than one answer may carry". */
-const TOO_MANY = '!too-many:';
+/** The refusal of a history window with more candles than one answer may carry: `too-many:<count>`. */
+const TOO_MANY = 'too-many:';
+const UNKNOWN: Unknown = { outcome: 'unknown' };
+const REMEMBERED_UNKNOWN: Unknown = { outcome: 'unknown', fetched: false };
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -66,8 +67,11 @@ export interface MarketDataServiceOptions {
   quoteTtlMs: number;
   /** The longest a closed market's quote is kept waiting for the next open. Default one hour. */
   closedQuoteMaxTtlMs?: number;
-  /** Lifetime of "unknown symbol" answers. Default one hour. */
-  unknownTtlMs?: number;
+  /**
+   * The bounded memory of symbols the provider does not know (they are remembered there, for its
+   * lifetime, instead of under a key per symbol). Without it, unknown symbols are asked upstream every time.
+   */
+  unknown?: UnknownSymbols | undefined;
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
 }
@@ -79,7 +83,7 @@ export class MarketDataService {
   readonly #indices: readonly string[];
   readonly #quoteTtlMs: number;
   readonly #closedQuoteMaxTtlMs: number;
-  readonly #unknownTtlMs: number;
+  readonly #unknown: UnknownSymbols | undefined;
   readonly #now: () => number;
 
   constructor(options: MarketDataServiceOptions) {
@@ -89,7 +93,7 @@ export class MarketDataService {
     this.#indices = options.indices.map((s) => s.toUpperCase());
     this.#quoteTtlMs = options.quoteTtlMs;
     this.#closedQuoteMaxTtlMs = options.closedQuoteMaxTtlMs ?? HOUR_MS;
-    this.#unknownTtlMs = options.unknownTtlMs ?? HOUR_MS;
+    this.#unknown = options.unknown;
     this.#now = options.now ?? Date.now;
   }
 
@@ -104,14 +108,16 @@ export class MarketDataService {
    * throws `DataSourceError` when none can be had.
    */
   async getIndices(): Promise<CachedRepresentation> {
-    return this.#engine.read(this.#indicesRead());
+    const rep = await this.#engine.read(this.#indicesRead());
+    if (rep.outcome !== 'found') throw new DataSourceError('No configured index is known to the provider');
+    return rep;
   }
 
   /** One quote. Throws `UnknownSymbolError` (404) or `DataSourceError` (503). */
   async getQuote(symbol: string): Promise<CachedRepresentation> {
     const canonical = canonicalSymbol(symbol, 'path.symbol');
     const rep = await this.#engine.read(this.#quoteRead(canonical));
-    if (rep.value === UNKNOWN) throw new UnknownSymbolError([canonical]);
+    if (rep.outcome !== 'found') throw new UnknownSymbolError([canonical]);
     return rep;
   }
 
@@ -123,7 +129,7 @@ export class MarketDataService {
   async getQuotes(symbolList: string): Promise<CachedRepresentation> {
     const symbols = parseSymbolList(symbolList, 'query.symbols');
     const rep = await this.#engine.read({ kind: 'quotes', params: symbols.join(','), load: () => this.#loadBatch(symbols) });
-    if (rep.value === UNKNOWN) throw new UnknownSymbolError(symbols);
+    if (rep.outcome !== 'found') throw new UnknownSymbolError(symbols);
     return rep;
   }
 
@@ -133,7 +139,7 @@ export class MarketDataService {
    */
   async quoteOf(symbol: string): Promise<Quote | undefined> {
     const rep = await this.#engine.read(this.#quoteRead(symbol));
-    return rep.value === UNKNOWN ? undefined : (JSON.parse(rep.value) as QuoteResponse).data;
+    return rep.outcome === 'found' ? decodeQuote(rep).quote : undefined;
   }
 
   /**
@@ -147,13 +153,14 @@ export class MarketDataService {
       kind: 'history',
       params: `${query.symbol}:${query.interval}:${window}`,
       load: () => this.#loadHistory(query),
+      remembered: () => this.#remembered(`history:${query.symbol}`),
     });
-    if (rep.value === UNKNOWN) throw new UnknownSymbolError([query.symbol]);
-    if (rep.value.startsWith(TOO_MANY)) {
+    if (rep.outcome === 'unknown') throw new UnknownSymbolError([query.symbol]);
+    if (rep.outcome === 'refused') {
       throw new InvalidRequestError([
         {
           path: 'query.interval',
-          message: `the window holds ${rep.value.slice(TOO_MANY.length)} candles, more than the ${MAX_CANDLES} one answer carries: choose a larger interval or a shorter window`,
+          message: `the window holds ${rep.detail.slice(TOO_MANY.length)} candles, more than the ${MAX_CANDLES} one answer carries: choose a larger interval or a shorter window`,
         },
       ]);
     }
@@ -164,15 +171,18 @@ export class MarketDataService {
   async search(q: string, limit = 10): Promise<CachedRepresentation> {
     const query = q.trim();
     if (query.length === 0) throw new InvalidRequestError([{ path: 'query.q', message: 'must not be blank' }]);
-    return this.#engine.read({
+    const rep = await this.#engine.read({
       kind: 'search',
       params: `${limit}:${query.toLowerCase()}`,
       load: async () => {
         const results = await this.#provider.search(query, limit);
         const body: SearchResponse = { success: true, data: results.slice(0, limit), source: this.source, updated_at: this.#iso() };
-        return { value: JSON.stringify(body), ttlMs: DAY_MS };
+        return { outcome: 'found', value: JSON.stringify(body), ttlMs: DAY_MS };
       },
     });
+    // A search always finds (an empty list at worst); anything else is a foreign entry under its key.
+    if (rep.outcome !== 'found') throw new DataSourceError('The search answer could not be read');
+    return rep;
   }
 
   /** The trading calendar now, and how many seconds it stays true (until the next open or close, at most 60). */
@@ -220,14 +230,17 @@ export class MarketDataService {
     const read = this.#quoteRead(symbol);
     const rep = await this.#engine.read(read);
     if (rep.cacheStatus === 'MISS') return 'ok';
-    const moving = rep.value !== UNKNOWN && (JSON.parse(rep.value) as QuoteResponse).data.market_state !== 'closed';
+    // An unknown symbol is remembered in its own memory, with nothing to refresh.
+    if (rep.outcome !== 'found') return 'skipped';
+    const moving = decodeQuote(rep).quote.market_state !== 'closed';
     if (!moving && rep.ttlMs > horizonMs) return 'skipped';
     return this.#engine.refresh(read);
   }
 
   /** Drops every cached representation, here and on every instance; resolves to how many keys went. */
-  flush(): Promise<number> {
-    return this.#engine.flush();
+  async flush(): Promise<number> {
+    const unknown = (await this.#unknown?.flush()) ?? 0;
+    return unknown + (await this.#engine.flush());
   }
 
   stats(): CacheStats {
@@ -247,12 +260,22 @@ export class MarketDataService {
       kind: 'quote',
       params: symbol,
       load: async () => {
+        const member = `quote:${symbol}`;
+        if (await this.#unknown?.has(member)) return REMEMBERED_UNKNOWN;
         const quote = await this.#provider.getQuote(symbol);
-        if (quote === undefined) return { value: UNKNOWN, ttlMs: this.#unknownTtlMs };
+        if (quote === undefined) {
+          await this.#unknown?.remember(member);
+          return UNKNOWN;
+        }
         const body: QuoteResponse = { success: true, data: quote, source: this.source, updated_at: this.#iso() };
-        return { value: JSON.stringify(body), ttlMs: this.#quoteLifetime(quote) };
+        return { outcome: 'found', value: JSON.stringify(body), ttlMs: this.#quoteLifetime(quote) };
       },
+      remembered: () => this.#remembered(`quote:${symbol}`),
     };
+  }
+
+  #remembered(member: string): Unknown | undefined {
+    return this.#unknown?.remembered(member) === true ? REMEMBERED_UNKNOWN : undefined;
   }
 
   /**
@@ -267,30 +290,34 @@ export class MarketDataService {
     return Math.min(this.#closedQuoteMaxTtlMs, Math.max(this.#quoteTtlMs, nextOpen.getTime() - this.#now()));
   }
 
-  /** Component quotes go through the cache, so batches, single reads and the stream share one entry per symbol. */
+  /**
+   * Component quotes go through the cache, so batches, single reads and the stream share one entry
+   * per symbol. The batch body is assembled from the components' serialized quotes, as cached: no
+   * quote is parsed and serialized again.
+   */
   async #loadBatch(symbols: readonly string[]): Promise<Loaded> {
     const parts = await Promise.all(symbols.map(async (symbol) => ({ symbol, rep: await this.#engine.read(this.#quoteRead(symbol)) })));
-    const data: Quote[] = [];
+    const data: string[] = [];
     const missing: string[] = [];
     let oldest: string | undefined;
     let ttlMs = Infinity;
     let stale = false;
     for (const { symbol, rep } of parts) {
-      ttlMs = Math.min(ttlMs, rep.ttlMs);
-      stale ||= rep.cacheStatus === 'STALE';
-      if (rep.value === UNKNOWN) {
+      if (rep.outcome !== 'found') {
         missing.push(symbol);
         continue;
       }
-      const parsed = JSON.parse(rep.value) as QuoteResponse;
-      data.push(parsed.data);
-      if (oldest === undefined || parsed.updated_at < oldest) oldest = parsed.updated_at;
+      ttlMs = Math.min(ttlMs, rep.ttlMs);
+      stale ||= rep.cacheStatus === 'STALE';
+      const decoded = decodeQuote(rep);
+      data.push(decoded.json);
+      if (oldest === undefined || decoded.updatedAt < oldest) oldest = decoded.updatedAt;
     }
     // Answered as a HIT when no part had to be fetched.
     const fetched = parts.some(({ rep }) => rep.cacheStatus !== 'HIT');
-    if (data.length === 0) return { value: UNKNOWN, ttlMs, fetched };
-    const body: QuotesResponse = { success: true, data, missing, source: this.source, updated_at: oldest ?? this.#iso() };
-    return { value: JSON.stringify(body), ttlMs, stale, fetched };
+    if (data.length === 0) return { outcome: 'unknown', fetched };
+    const value = `{"success":true,"data":[${data.join(',')}],"missing":${JSON.stringify(missing)},"source":${JSON.stringify(this.source)},"updated_at":${JSON.stringify(oldest ?? this.#iso())}}`;
+    return { outcome: 'found', value, ttlMs, stale, fetched };
   }
 
   /**
@@ -300,7 +327,7 @@ export class MarketDataService {
    */
   async #loadIndices(): Promise<Loaded> {
     const outcomes = await Promise.allSettled(this.#indices.map((symbol) => this.#engine.read(this.#quoteRead(symbol))));
-    const data: Quote[] = [];
+    const data: string[] = [];
     let ttlMs = this.#quoteTtlMs;
     let failure: unknown;
     let stale = false;
@@ -309,19 +336,20 @@ export class MarketDataService {
         failure ??= outcome.reason;
         continue;
       }
-      if (outcome.value.value === UNKNOWN) continue;
-      stale ||= outcome.value.cacheStatus === 'STALE';
-      ttlMs = Math.min(ttlMs, outcome.value.ttlMs);
-      data.push((JSON.parse(outcome.value.value) as QuoteResponse).data);
+      const rep: ReadOutcome = outcome.value;
+      if (rep.outcome !== 'found') continue;
+      stale ||= rep.cacheStatus === 'STALE';
+      ttlMs = Math.min(ttlMs, rep.ttlMs);
+      data.push(decodeQuote(rep).json);
     }
     if (data.length === 0) {
       if (failure !== undefined) throw failure;
       throw new DataSourceError('No configured index is known to the provider');
     }
     if (failure !== undefined) ttlMs = Math.min(ttlMs, 5000);
-    const body: IndicesResponse = { success: true, data, source: this.source, updated_at: this.#iso() };
+    const value = `{"success":true,"data":[${data.join(',')}],"source":${JSON.stringify(this.source)},"updated_at":${JSON.stringify(this.#iso())}}`;
     const fetched = outcomes.some((outcome) => outcome.status === 'rejected' || outcome.value.cacheStatus !== 'HIT');
-    return { value: JSON.stringify(body), ttlMs, stale, fetched };
+    return { outcome: 'found', value, ttlMs, stale, fetched };
   }
 
   /** Applies the defaults and the rules an upstream cannot serve; each violation names its rule. */
@@ -364,12 +392,17 @@ export class MarketDataService {
   }
 
   async #loadHistory(query: HistoryQuery): Promise<Loaded> {
+    const member = `history:${query.symbol}`;
+    if (await this.#unknown?.has(member)) return REMEMBERED_UNKNOWN;
     const history: History | undefined = await this.#provider.getHistory(query);
-    if (history === undefined) return { value: UNKNOWN, ttlMs: this.#unknownTtlMs };
+    if (history === undefined) {
+      await this.#unknown?.remember(member);
+      return UNKNOWN;
+    }
     const ttlMs = this.#historyLifetime(query, history);
-    if (history.candles.length > MAX_CANDLES) return { value: `${TOO_MANY}${history.candles.length}`, ttlMs };
+    if (history.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}${history.candles.length}`, ttlMs };
     const body: HistoryResponse = { success: true, data: history, source: this.source, updated_at: this.#iso() };
-    return { value: JSON.stringify(body), ttlMs };
+    return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
 
   /**
@@ -384,6 +417,65 @@ export class MarketDataService {
     if (status.state === 'open' || status.nextOpen === null) return HOUR_MS;
     return Math.min(3 * DAY_MS, Math.max(HOUR_MS, status.nextOpen.getTime() - this.#now()));
   }
+}
+
+/** How every quote body begins: `JSON.stringify` of a `QuoteResponse` writes its fields in this order. */
+const QUOTE_BODY_HEAD = '{"success":true,"data":';
+const QUOTE_BODY_SOURCE = ',"source":';
+const QUOTE_BODY_UPDATED = ',"updated_at":';
+
+/** A cached quote body taken apart: the quote's own JSON (as cached), its time, and the object when asked for. */
+interface DecodedQuote {
+  json: string;
+  updatedAt: string;
+  readonly quote: Quote;
+}
+
+/** Decoded once per cached body (the engine hands out one `body` buffer per cached value). */
+const decodedBodies = new WeakMap<Buffer, DecodedQuote>();
+/** The JSON each decoded quote object came from, so the stream sends it without serializing it again. */
+const quoteJson = new WeakMap<Quote, string>();
+
+/** The quote of a cached quote body, without serializing it again. */
+function decodeQuote(rep: CachedRepresentation): DecodedQuote {
+  let decoded = decodedBodies.get(rep.body);
+  if (decoded !== undefined) return decoded;
+  const value = rep.value;
+  const source = value.lastIndexOf(QUOTE_BODY_SOURCE);
+  const updated = value.lastIndexOf(QUOTE_BODY_UPDATED);
+  let json: string;
+  let updatedAt: string;
+  if (value.startsWith(QUOTE_BODY_HEAD) && source > 0 && updated > source && value.endsWith('"}')) {
+    json = value.slice(QUOTE_BODY_HEAD.length, source);
+    updatedAt = value.slice(updated + QUOTE_BODY_UPDATED.length + 1, -2);
+  } else {
+    // Not in the shape this release writes: take the slow, sure way.
+    const parsed = JSON.parse(value) as QuoteResponse;
+    json = JSON.stringify(parsed.data);
+    updatedAt = parsed.updated_at;
+  }
+  let quote: Quote | undefined;
+  decoded = {
+    json,
+    updatedAt,
+    get quote() {
+      if (quote === undefined) {
+        quote = JSON.parse(json) as Quote;
+        quoteJson.set(quote, json);
+      }
+      return quote;
+    },
+  };
+  decodedBodies.set(rep.body, decoded);
+  return decoded;
+}
+
+/**
+ * `JSON.stringify(quote)`, without the work when `quote` was read from a cached body (the stream's
+ * first events): the JSON it came from is sent as it was cached.
+ */
+export function serializedQuote(quote: Quote): string {
+  return quoteJson.get(quote) ?? JSON.stringify(quote);
 }
 
 /** Upper-cases a symbol after checking it (the contract already did for HTTP callers). */

@@ -20,6 +20,7 @@
 import { UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
 import type { Logger } from '../domain/ports.js';
 import type { Broadcast, CacheStore, Quote } from '../domain/ports.js';
+import { serializedQuote } from './market-data.js';
 import { KEY_PREFIX, type FillListener } from './representation-cache.js';
 
 /**
@@ -214,7 +215,7 @@ export class QuoteStreamHub {
       snapshot.sort((a, b) => a.version - b.version);
       for (const { symbol, quote, version } of snapshot) {
         if (!this.#known.has(symbol)) this.#known.set(symbol, { fingerprint: fingerprintOf(quote), version, quote });
-        if (version > since) this.#send(client, 'quote', JSON.stringify(quote), version);
+        if (version > since) this.#send(client, 'quote', serializedQuote(quote), version);
       }
       reserved = false;
       this.#attach(client);
@@ -350,7 +351,7 @@ export class QuoteStreamHub {
     const latest = this.#known.get(symbol);
     if (latest?.fingerprint === fingerprint || (latest !== undefined && v < latest.version)) return;
     this.#known.set(symbol, { fingerprint, version: v, quote });
-    const data = JSON.stringify(quote);
+    const data = serializedQuote(quote);
     for (const client of [...(this.#bySymbol.get(symbol) ?? [])]) this.#send(client, 'quote', data, v);
   }
 
@@ -372,7 +373,6 @@ export class QuoteStreamHub {
 
   /** After a quote fill here: when it differs from the fleet's record, record and announce it. */
   async #onQuoteFill(symbol: string, value: string): Promise<void> {
-    if (value.startsWith('!')) return;
     try {
       const quote = (JSON.parse(value) as { data: Quote }).data;
       const fingerprint = fingerprintOf(quote);
