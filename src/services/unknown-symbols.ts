@@ -61,7 +61,8 @@ export class UnknownSymbols {
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
     this.#memory = new LocalMemory({
-      maxEntries: maxSymbols,
+      // quick-lru keeps up to two generations of maxSize: half the bound keeps the whole under it.
+      maxEntries: Math.floor(maxSymbols / 2),
       maxAgeMs: this.#ttlMs,
       invalidation: options.broadcast && { broadcast: options.broadcast, channel: INVALIDATE_CHANNEL },
       now: this.#now,
