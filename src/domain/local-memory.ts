@@ -93,11 +93,13 @@ export class LocalMemory<K, V> {
     return this.#broadcast === undefined || this.#broadcast.live() ? this.#maxAgeMs : this.#unconfirmedMaxAgeMs;
   }
 
-  /** The entry of `key` when it may be served now, else `undefined`. Marks it recently used. */
-  entry(key: K): MemoryEntry<V> | undefined {
+  /**
+   * The entry of `key` when it may be served at `now` (the caller's reading of the clock, so a hot
+   * path reads it once), else `undefined`. Marks it recently used.
+   */
+  entry(key: K, now = this.#now()): MemoryEntry<V> | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
-    const now = this.#now();
     if (now >= entry.expiresAt || now - entry.storedAt >= this.maxAgeMs()) return undefined;
     return entry;
   }

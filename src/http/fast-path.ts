@@ -133,10 +133,11 @@ export class FastPath {
 
   #answerable(req: IncomingMessage) {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url === undefined || hasCredentials(req)) return undefined;
-    const entry = this.#targets.entry(req.url);
+    const now = this.#now();
+    const entry = this.#targets.entry(req.url, now);
     if (entry === undefined) return undefined;
     const target = entry.value;
-    const age = this.#now() - entry.storedAt;
+    const age = now - entry.storedAt;
     // Half-way through, one request goes through Express to validate the target again while the
     // others are still answered here, so under steady traffic it never lapses into a burst.
     if (age >= this.#validForMs / 2 && !target.revalidating) {

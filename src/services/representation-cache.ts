@@ -282,9 +282,10 @@ export class RepresentationCache {
    * expired; never asks the store. The fast path answers from it.
    */
   fresh(key: string): CachedRepresentation | undefined {
-    const local = this.#local.entry(key);
+    const now = this.#now();
+    const local = this.#local.entry(key, now);
     if (local === undefined) return undefined;
-    const ttlMs = local.expiresAt - this.#now();
+    const ttlMs = local.expiresAt - now;
     const copy = local.value;
     return { outcome: 'found', key, value: copy.value, body: copy.body, etag: copy.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000) };
   }

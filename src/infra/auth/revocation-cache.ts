@@ -3,7 +3,10 @@
  * administrator, which password hash is current), kept in memory for a few seconds so a bearer
  * request costs no database read. Every write to a user (password change, deletion, creation) drops
  * the entry here at once and, through the Broadcast port, on every other instance; the short lifetime
- * bounds how long a lost message (Redis away, a change made by the CLI in another process) can matter.
+ * bounds how long a lost message (a change made by the CLI in another process) can matter. While the
+ * broadcast is not live (Redis away: messages from other instances may be lost) a user is trusted for
+ * `UNCONFIRMED_MAX_AGE_MS` at most, and everything is dropped when it is live again (the one
+ * in-process memory, `LocalMemory`, does both).
  *
  * The number of users (the admin status reports it on every call) is kept the same way: dropped by
  * every write, here and on every instance, and read again after at most `ttlMs`. Checks that decide a
