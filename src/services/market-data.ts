@@ -128,7 +128,13 @@ export class MarketDataService {
    */
   async getQuotes(symbolList: string): Promise<CachedRepresentation> {
     const symbols = parseSymbolList(symbolList, 'query.symbols');
-    const rep = await this.#engine.read({ kind: 'quotes', params: symbols.join(','), load: () => this.#loadBatch(symbols) });
+    const rep = await this.#engine.read({
+      kind: 'quotes',
+      params: symbols.join(','),
+      load: () => this.#loadBatch(symbols),
+      // A batch of symbols all remembered as unknown is answered without a round trip to the store.
+      remembered: () => (symbols.every((symbol) => this.#remembered(`quote:${symbol}`) !== undefined) ? REMEMBERED_UNKNOWN : undefined),
+    });
     if (rep.outcome !== 'found') throw new UnknownSymbolError(symbols);
     return rep;
   }
