@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
-import { LocalMemory } from '../domain/local-memory.js';
+import { LocalMemory, type MemoryEntry } from '../domain/local-memory.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Broadcast, type CacheEntry, type CacheResult, type CacheStore, type Metrics } from '../domain/ports.js';
 
@@ -284,10 +284,7 @@ export class RepresentationCache {
   fresh(key: string): CachedRepresentation | undefined {
     const now = this.#now();
     const local = this.#local.entry(key, now);
-    if (local === undefined) return undefined;
-    const ttlMs = local.expiresAt - now;
-    const copy = local.value;
-    return { outcome: 'found', key, value: copy.value, body: copy.body, etag: copy.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000) };
+    return local === undefined ? undefined : this.#hit(key, local, now);
   }
 
   /**
@@ -297,14 +294,20 @@ export class RepresentationCache {
    * wait on the store together.
    */
   serveFresh(key: string): CachedRepresentation | undefined {
-    const rep = this.fresh(key);
-    if (rep !== undefined) {
-      const local = this.#local.peek(key);
-      if (local !== undefined && !this.#confirming.has(key) && this.#now() - local.storedAt >= this.#local.maxAgeMs() / 2) this.#confirm(key, local.value);
-      const kind = key.slice(KEY_PREFIX.length, key.indexOf(':', KEY_PREFIX.length)) as CacheKind;
-      this.#count(kind, 'hits');
-    }
-    return rep;
+    const now = this.#now();
+    const local = this.#local.entry(key, now);
+    if (local === undefined) return undefined;
+    if (now - local.storedAt >= this.#local.maxAgeMs() / 2 && !this.#confirming.has(key)) this.#confirm(key, local.value);
+    const kind = key.slice(KEY_PREFIX.length, key.indexOf(':', KEY_PREFIX.length)) as CacheKind;
+    this.#count(kind, 'hits');
+    return this.#hit(key, local, now);
+  }
+
+  /** A HIT answered from this process's copy. */
+  #hit(key: string, local: MemoryEntry<LocalCopy>, now: number): CachedRepresentation {
+    const ttlMs = local.expiresAt - now;
+    const copy = local.value;
+    return { outcome: 'found', key, value: copy.value, body: copy.body, etag: copy.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000) };
   }
 
   /**
