@@ -342,3 +342,59 @@ export interface MetricsSource {
   /** The metrics in the Prometheus text format. Rejects when a cluster worker does not answer in time. */
   render(): Promise<string>;
 }
+
+/** One stored bar: its start (epoch ms, UTC), prices as the provider gave them, and volume when known. */
+export interface StoredCandle {
+  timeMs: number;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+  /** Close adjusted for splits and dividends, as the provider gave it; null when it gave none. */
+  adjClose: number | null;
+  /** Null where the instrument has no volume (indices, some FX). */
+  volume: number | null;
+}
+
+/** A dividend (amount per share) or a split (numerator for denominator) effective at `timeMs` (ex-date, UTC). */
+export type CorporateAction =
+  | { kind: 'dividend'; timeMs: number; amount: number }
+  | { kind: 'split'; timeMs: number; numerator: number; denominator: number };
+
+/** A half-open span of time, epoch ms: `startMs` included, `endMs` excluded. */
+export interface TimeSpan {
+  startMs: number;
+  endMs: number;
+}
+
+/** Who gave stored data, and when. */
+export interface Provenance {
+  provider: string;
+  fetchedAtMs: number;
+}
+
+/**
+ * Candles and corporate actions kept in the database, so history is fetched from an upstream once.
+ * A candle's identity is (symbol, interval, bar start): writing the same bar again replaces it.
+ * "Covered" spans record what was asked of an upstream and answered, so a bar the upstream does not
+ * have (inside a covered span, absent from the store) is known to be absent and is not asked again.
+ * Every method throws an `AppError` (`DATABASE_ERROR`, `DATABASE_NOT_INITIALIZED`) when the database fails.
+ */
+export interface CandleStore {
+  /** Writes `candles` of one symbol and interval in bulk (in one transaction per batch); resolves to how many were written. */
+  putCandles(symbol: string, interval: HistoryInterval, candles: readonly StoredCandle[], source: Provenance): Promise<number>;
+  /** Candles with `startMs <= timeMs < endMs`, oldest first, at most `limit` (default: all). */
+  getCandles(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredCandle[]>;
+  /** Drops the candles of `symbol` (every interval, or one) and their coverage, so they are fetched again; resolves to how many candles went. */
+  deleteCandles(symbol: string, interval?: HistoryInterval): Promise<number>;
+  /** Records that `span` was asked of an upstream and answered (merged with the spans it touches). */
+  markCovered(symbol: string, interval: HistoryInterval, span: TimeSpan, source: Provenance): Promise<void>;
+  /** The covered spans that overlap `span`, merged and clipped to it, oldest first. */
+  coverage(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<TimeSpan[]>;
+  /** Writes corporate actions of `symbol` (same kind and time replaces); resolves to how many were written. */
+  putActions(symbol: string, actions: readonly CorporateAction[], source: Provenance): Promise<number>;
+  /** The corporate actions of `symbol` in `span`, oldest first. */
+  getActions(symbol: string, span: TimeSpan): Promise<CorporateAction[]>;
+  /** How many candles are stored and the bytes the candle tables and their indexes take on disk. */
+  footprint(): Promise<{ candles: number; bytes: number }>;
+}

@@ -7,6 +7,7 @@ import { AppError } from '../../domain/errors.js';
 import { apiKeyEntity } from './api-key-entity.js';
 import { CreateUsers1763726400000 } from './migrations/1763726400000-create-users.js';
 import { CreateApiKeys1763900000000 } from './migrations/1763900000000-create-api-keys.js';
+import { CreateCandles1764000000000 } from './migrations/1764000000000-create-candles.js';
 import { userEntity, type DatabaseKind } from './user-entity.js';
 
 /** Options beyond the URL, for callers that must isolate themselves (tests, shared databases). */
@@ -59,7 +60,7 @@ export function createDataSource(databaseUrl: string, options: DataSourceOptions
   const target = parseDatabaseUrl(databaseUrl);
   const common = {
     entities: [userEntity(target.kind), apiKeyEntity(target.kind)],
-    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000],
+    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000, CreateCandles1764000000000],
     synchronize: false,
     migrationsRun: false,
     logging: false,
