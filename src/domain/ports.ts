@@ -395,6 +395,23 @@ export interface CandleStore {
   putActions(symbol: string, actions: readonly CorporateAction[], source: Provenance): Promise<number>;
   /** The corporate actions of `symbol` in `span`, oldest first. */
   getActions(symbol: string, span: TimeSpan): Promise<CorporateAction[]>;
+  /**
+   * Re-bases the stored bars of `symbol` (every interval) that start before `barsBeforeMs` and were
+   * fetched before `fetchedBeforeMs` (bars fetched later already came on the new basis): prices times
+   * `priceFactor`, volume divided by it (a 4-for-1 split is 0.25). Resolves to how many bars changed.
+   */
+  rescale(symbol: string, bars: { barsBeforeMs: number; fetchedBeforeMs: number }, priceFactor: number): Promise<number>;
+  /** Records the currency and exchange time zone of `symbol`, which answers from the store carry. */
+  putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void>;
+  /** What `putInstrument` recorded for `symbol`, or `undefined`. */
+  getInstrument(symbol: string): Promise<InstrumentInfo | undefined>;
   /** How many candles are stored and the bytes the candle tables and their indexes take on disk. */
   footprint(): Promise<{ candles: number; bytes: number }>;
+}
+
+/** What a history answer says of its instrument besides the bars. */
+export interface InstrumentInfo {
+  currency: string;
+  /** IANA time zone of the exchange. */
+  timezone: string;
 }

@@ -161,6 +161,32 @@ function candleStoreContract(name: string, makeFixture: () => Promise<Fixture>):
       expect(await store.getActions('MSFT', { startMs: 0, endMs: Date.UTC(2030, 0, 1) })).toEqual([]);
     });
 
+    it('rescale: when a 4-for-1 split is applied, then earlier bars fetched before it are re-based, in every interval; later or later-fetched ones stay', async () => {
+      await store.putCandles('AAPL', '1d', [bar(0, 400), bar(1, 400), bar(2, 100)], YAHOO);
+      await store.putCandles('AAPL', '1h', [bar(0, 400)], YAHOO);
+      await store.putCandles('AAPL', '1wk', [bar(0, 100)], POLYGON);
+      await store.putCandles('MSFT', '1d', [bar(0, 400)], YAHOO);
+
+      expect(await store.rescale('AAPL', { barsBeforeMs: T0 + 2 * DAY_MS, fetchedBeforeMs: POLYGON.fetchedAtMs }, 0.25)).toBe(3);
+
+      const daily = await store.getCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 3 * DAY_MS });
+      const quarter = (c: StoredCandle): StoredCandle => ({ ...c, open: c.open * 0.25, high: c.high * 0.25, low: c.low * 0.25, close: c.close * 0.25, adjClose: c.adjClose! * 0.25, volume: c.volume! / 0.25 });
+      expect(daily[0]).toEqual(quarter(bar(0, 400)));
+      expect(daily[1]).toEqual(quarter(bar(1, 400)));
+      expect(daily[2]).toEqual(bar(2, 100));
+      expect(await store.getCandles('AAPL', '1h', { startMs: T0, endMs: T0 + 1 })).toEqual([quarter(bar(0, 400))]);
+      expect(await store.getCandles('MSFT', '1d', { startMs: T0, endMs: T0 + 1 })).toEqual([bar(0, 400)]);
+      expect(await store.getCandles('AAPL', '1wk', { startMs: T0, endMs: T0 + 1 })).toEqual([bar(0, 100)]);
+    });
+
+    it('putInstrument: when an instrument is described twice, then the last description is kept; unknown ones are undefined', async () => {
+      await store.putInstrument('SAP.DE', { currency: 'USD', timezone: 'UTC' }, YAHOO);
+      await store.putInstrument('SAP.DE', { currency: 'EUR', timezone: 'Europe/Berlin' }, POLYGON);
+
+      expect(await store.getInstrument('SAP.DE')).toEqual({ currency: 'EUR', timezone: 'Europe/Berlin' });
+      expect(await store.getInstrument('NOPE')).toBeUndefined();
+    });
+
     it('getCandles: when the migrations have not run, then it fails with DATABASE_NOT_INITIALIZED naming mds init', async () => {
       const bare = await makeFixture();
       const unmigrated = await bare.open({ runMigrations: false });

@@ -11,6 +11,7 @@ import type {
   CandleStore,
   CorporateAction,
   HistoryInterval,
+  InstrumentInfo,
   Provenance,
   StoredCandle,
   TimeSpan,
@@ -59,6 +60,9 @@ interface Dialect {
   selectCoverage(seriesId: number, span: TimeSpan): Promise<TimeSpan[]>;
   insertActions(symbol: string, actions: readonly CorporateAction[], source: Provenance): Promise<void>;
   selectActions(symbol: string, span: TimeSpan): Promise<ActionRow[]>;
+  rescale(symbol: string, bars: { barsBeforeMs: number; fetchedBeforeMs: number }, priceFactor: number): Promise<number>;
+  putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void>;
+  getInstrument(symbol: string): Promise<InstrumentInfo | undefined>;
   footprint(): Promise<{ candles: number; bytes: number }>;
 }
 
@@ -140,6 +144,21 @@ function sqliteDialect(db: Database): Dialect {
     },
     async selectActions(symbol, span) {
       return prepare('SELECT kind, t, amount, numerator, denominator FROM corporate_actions WHERE symbol = ? AND t >= ? AND t < ? ORDER BY t, kind').all(symbol, span.startMs, span.endMs) as ActionRow[];
+    },
+    async rescale(symbol, bars, priceFactor) {
+      return prepare(
+        'UPDATE candles SET open = open * @f, high = high * @f, low = low * @f, close = close * @f, adj_close = adj_close * @f, volume = volume / @f ' +
+          'WHERE series_id IN (SELECT id FROM candle_series WHERE symbol = @symbol) AND t < @before AND fetched_at < @fetched',
+      ).run({ f: priceFactor, symbol, before: bars.barsBeforeMs, fetched: bars.fetchedBeforeMs }).changes;
+    },
+    async putInstrument(symbol, info, source) {
+      prepare(
+        'INSERT INTO instruments (symbol, currency, timezone, provider, fetched_at) VALUES (?, ?, ?, ?, ?) ' +
+          'ON CONFLICT (symbol) DO UPDATE SET currency = excluded.currency, timezone = excluded.timezone, provider = excluded.provider, fetched_at = excluded.fetched_at',
+      ).run(symbol, info.currency, info.timezone, source.provider, source.fetchedAtMs);
+    },
+    async getInstrument(symbol) {
+      return prepare('SELECT currency, timezone FROM instruments WHERE symbol = ?').get(symbol) as InstrumentInfo | undefined;
     },
     async footprint() {
       const { candles } = prepare('SELECT count(*) AS candles FROM candles').get() as { candles: number };
@@ -256,6 +275,25 @@ function postgresDialect(dataSource: DataSource): Dialect {
         span.endMs,
       ]);
     },
+    async rescale(symbol, bars, priceFactor) {
+      const [, count] = await query<[unknown, number]>(
+        `UPDATE ${t('candles')} SET open = open * $1, high = high * $1, low = low * $1, close = close * $1, adj_close = adj_close * $1, volume = volume / $1 ` +
+          `WHERE series_id IN (SELECT id FROM ${t('candle_series')} WHERE symbol = $2) AND t < $3 AND fetched_at < $4`,
+        [priceFactor, symbol, bars.barsBeforeMs, bars.fetchedBeforeMs],
+      );
+      return count;
+    },
+    async putInstrument(symbol, info, source) {
+      await query(
+        `INSERT INTO ${t('instruments')} (symbol, currency, timezone, provider, fetched_at) VALUES ($1, $2, $3, $4, $5) ` +
+          'ON CONFLICT (symbol) DO UPDATE SET currency = excluded.currency, timezone = excluded.timezone, provider = excluded.provider, fetched_at = excluded.fetched_at',
+        [symbol, info.currency, info.timezone, source.provider, source.fetchedAtMs],
+      );
+    },
+    async getInstrument(symbol) {
+      const [row] = await query<InstrumentInfo[]>(`SELECT currency, timezone FROM ${t('instruments')} WHERE symbol = $1`, [symbol]);
+      return row;
+    },
     async footprint() {
       const [row] = await query<Array<{ candles: string; bytes: string }>>(
         `SELECT (SELECT count(*) FROM ${t('candles')}) AS candles, ` +
@@ -339,6 +377,18 @@ export class TypeormCandleStore implements CandleStore {
 
   getActions(symbol: string, span: TimeSpan): Promise<CorporateAction[]> {
     return this.#op(async () => (await this.#dialect.selectActions(symbol, span)).map(toAction));
+  }
+
+  rescale(symbol: string, bars: { barsBeforeMs: number; fetchedBeforeMs: number }, priceFactor: number): Promise<number> {
+    return this.#op(() => this.#dialect.rescale(symbol, bars, priceFactor));
+  }
+
+  putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void> {
+    return this.#op(() => this.#dialect.putInstrument(symbol, info, source));
+  }
+
+  getInstrument(symbol: string): Promise<InstrumentInfo | undefined> {
+    return this.#op(() => this.#dialect.getInstrument(symbol));
   }
 
   footprint(): Promise<{ candles: number; bytes: number }> {

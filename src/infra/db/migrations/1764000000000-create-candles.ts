@@ -1,7 +1,7 @@
 /**
  * Creates the history store: `candle_series` names each (symbol, interval) once with a small integer,
  * `candles` holds the bars keyed by (series, bar start), `candle_coverage` the spans asked of an upstream
- * and answered, and `corporate_actions` dividends and splits. On SQLite the keyed tables are
+ * and answered, `corporate_actions` dividends and splits, and `instruments` the currency and time zone answers carry. On SQLite the keyed tables are
  * WITHOUT ROWID (the primary key is the table), which keeps a bar to a few dozen bytes.
  */
 import type { MigrationInterface, QueryRunner } from 'typeorm';
@@ -35,6 +35,9 @@ export class CreateCandles1764000000000 implements MigrationInterface {
         `CREATE TABLE ${t('corporate_actions')} (symbol varchar(32) NOT NULL, kind varchar(8) NOT NULL, t bigint NOT NULL, amount double precision, ` +
           'numerator double precision, denominator double precision, provider varchar(32) NOT NULL, fetched_at bigint NOT NULL, CONSTRAINT "PK_corporate_actions" PRIMARY KEY (symbol, kind, t))',
       );
+      await queryRunner.query(
+        `CREATE TABLE ${t('instruments')} (symbol varchar(32) PRIMARY KEY, currency varchar(8) NOT NULL, timezone varchar(64) NOT NULL, provider varchar(32) NOT NULL, fetched_at bigint NOT NULL)`,
+      );
       return;
     }
     await queryRunner.query(
@@ -53,9 +56,12 @@ export class CreateCandles1764000000000 implements MigrationInterface {
       'CREATE TABLE "corporate_actions" (symbol TEXT NOT NULL, kind TEXT NOT NULL, t INTEGER NOT NULL, amount REAL, numerator REAL, denominator REAL, ' +
         'provider TEXT NOT NULL, fetched_at INTEGER NOT NULL, PRIMARY KEY (symbol, kind, t)) WITHOUT ROWID',
     );
+    await queryRunner.query(
+      'CREATE TABLE "instruments" (symbol TEXT PRIMARY KEY, currency TEXT NOT NULL, timezone TEXT NOT NULL, provider TEXT NOT NULL, fetched_at INTEGER NOT NULL) WITHOUT ROWID',
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    for (const table of ['corporate_actions', 'candle_coverage', 'candles', 'candle_series']) await queryRunner.query(`DROP TABLE ${tableName(queryRunner, table)}`);
+    for (const table of ['instruments', 'corporate_actions', 'candle_coverage', 'candles', 'candle_series']) await queryRunner.query(`DROP TABLE ${tableName(queryRunner, table)}`);
   }
 }
