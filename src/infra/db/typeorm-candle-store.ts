@@ -16,6 +16,7 @@ import type {
   StoredCandle,
   TimeSpan,
 } from '../../domain/ports.js';
+import { mergeSpans } from '../../domain/time-spans.js';
 import { storeOperations } from './serial-queue.js';
 
 /** Rows per PostgreSQL statement: large enough to amortize a round trip, small enough to keep memory flat. */
@@ -34,18 +35,6 @@ function toAction(row: ActionRow): CorporateAction {
   return row.kind === 'split'
     ? { kind: 'split', timeMs, numerator: row.numerator ?? 1, denominator: row.denominator ?? 1 }
     : { kind: 'dividend', timeMs, amount: row.amount ?? 0 };
-}
-
-/** Merges overlapping or touching spans; input in any order, output oldest first. */
-export function mergeSpans(spans: readonly TimeSpan[]): TimeSpan[] {
-  const sorted = [...spans].sort((a, b) => a.startMs - b.startMs);
-  const merged: TimeSpan[] = [];
-  for (const span of sorted) {
-    const last = merged.at(-1);
-    if (last !== undefined && span.startMs <= last.endMs) last.endMs = Math.max(last.endMs, span.endMs);
-    else merged.push({ ...span });
-  }
-  return merged;
 }
 
 /** The SQL each dialect needs; everything else is shared. */
