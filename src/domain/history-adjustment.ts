@@ -22,7 +22,7 @@ export function adjustCandles(candles: readonly StoredCandle[], actions: readonl
     return candles.map((c) => {
       if (c.adjClose === null || c.close === 0) return c;
       const f = c.adjClose / c.close;
-      return { ...c, open: clean(c.open * f), high: clean(c.high * f), low: clean(c.low * f), close: c.adjClose };
+      return { ...c, open: clean(c.open * f), high: clean(c.high * f), low: clean(c.low * f), close: clean(c.adjClose) };
     });
   }
   const splits = actions.filter((a): a is Extract<CorporateAction, { kind: 'split' }> => a.kind === 'split' && a.denominator > 0 && a.numerator > 0);
