@@ -415,3 +415,45 @@ export interface InstrumentInfo {
   /** IANA time zone of the exchange. */
   timezone: string;
 }
+
+/** Where a backfill job stands. */
+export type HistoryJobState = 'queued' | 'running' | 'done' | 'failed';
+
+/** A backfill of stored history: symbols, one interval, from `sinceMs` to when it runs. */
+export interface HistoryJob {
+  id: string;
+  symbols: string[];
+  interval: HistoryInterval;
+  sinceMs: number;
+  state: HistoryJobState;
+  /** How many symbols are finished (stored, or failed). */
+  doneSymbols: number;
+  /** Bars stored by this job so far. */
+  candles: number;
+  /** The symbol being fetched now; null when none. */
+  currentSymbol: string | null;
+  /** Symbols that could not be backfilled, with why. */
+  failures: Array<{ symbol: string; error: string }>;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/**
+ * Backfill jobs, shared by every instance through the database, so any instance answers for a job
+ * and one whose runner died is taken over. Throws `AppError` when the database fails.
+ */
+export interface HistoryJobStore {
+  create(job: HistoryJob): Promise<HistoryJob>;
+  /** The job, or `undefined`. */
+  get(id: string): Promise<HistoryJob | undefined>;
+  /**
+   * Takes the job for `owner` when it is queued, or running with a heartbeat before `staleBefore`
+   * (its runner is gone); resolves to true when this call took it.
+   */
+  claim(id: string, owner: string, at: Date, staleBefore: Date): Promise<boolean>;
+  /** Saves progress and the heartbeat of the owner's run. */
+  update(id: string, progress: Pick<HistoryJob, 'state' | 'doneSymbols' | 'candles' | 'currentSymbol' | 'failures'>, at: Date): Promise<void>;
+  /** Ids of jobs that are queued, or running with a heartbeat before `staleBefore`. */
+  unfinished(staleBefore: Date): Promise<string[]>;
+}
