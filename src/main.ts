@@ -15,6 +15,7 @@ import { FastPath } from './http/fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { StartupError } from './domain/errors.js';
 import { loadContract, withSecurityPolicy, type Contract } from './http/contract.js';
+import { credentialCheck, credentialSchemes } from './http/security.js';
 import { createHandlers } from './http/handlers/index.js';
 import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
@@ -218,6 +219,7 @@ export async function startService(config: Config, logger: Logger, options: Star
 
   const keys = new ApiKeyService({ store: db.apiKeys, audit, broadcast: cache, logger });
   const auth = createPassportAuth({
+    apiKeyHeader: credentialSchemes(contract.document).find((scheme) => scheme.kind === 'apiKey')?.header,
     userStore: users,
     tokens,
     apiKeys: config.auth.apiKeys,
@@ -255,7 +257,7 @@ export async function startService(config: Config, logger: Logger, options: Star
     metrics,
   });
   logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
-  const fastPath = new FastPath({ engine, logger, corsOrigins: config.server.corsOrigins, rateLimit, metrics });
+  const fastPath = new FastPath({ engine, logger, hasCredentials: credentialCheck(contract.document), corsOrigins: config.server.corsOrigins, rateLimit, metrics });
 
   const app = createApp({
     contract,
