@@ -29,17 +29,30 @@ export type BearerHeader =
   | { readonly kind: 'other-scheme' }
   | { readonly kind: 'absent' };
 
-// The scheme word, then the rest: a token is one run of non-space characters and nothing after it.
-const BEARER = /^bearer(?=\s|$)\s*(\S*)([\s\S]*)$/i;
+/** The Bearer scheme word, alone or followed by whitespace. */
+const BEARER_SCHEME = /^bearer(?:\s|$)/i;
+/** `Bearer <token>` and nothing else: one run of non-space characters after the scheme. */
+const BEARER_TOKEN = /^bearer\s+(\S+)$/i;
 const MALFORMED: BearerHeader = Object.freeze({ kind: 'malformed' });
 const OTHER_SCHEME: BearerHeader = Object.freeze({ kind: 'other-scheme' });
 const ABSENT: BearerHeader = Object.freeze({ kind: 'absent' });
 
+// The security step and then the bearer check read the same header of the same request: the last
+// reading is kept, so the second costs a string comparison instead of two regular expressions.
+let lastHeader: string | undefined;
+let lastReading: BearerHeader = ABSENT;
+
 /** Reads the value of an `Authorization` header (undefined when the request has none). */
 export function readBearer(authorization: string | undefined): BearerHeader {
   if (authorization === undefined) return ABSENT;
-  const match = BEARER.exec(authorization);
-  if (match === null) return OTHER_SCHEME;
-  const token = match[1]!;
-  return token.length > 0 && match[2]!.length === 0 ? { kind: 'token', token } : MALFORMED;
+  if (authorization === lastHeader) return lastReading;
+  let reading: BearerHeader;
+  if (!BEARER_SCHEME.test(authorization)) reading = OTHER_SCHEME;
+  else {
+    const token = BEARER_TOKEN.exec(authorization)?.[1];
+    reading = token === undefined ? MALFORMED : { kind: 'token', token };
+  }
+  lastHeader = authorization;
+  lastReading = reading;
+  return reading;
 }
