@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { ConfigError } from './domain/errors.js';
+import { canonical, isSymbol, MAX_SYMBOL_LENGTH, SYMBOL_CHARS_IN_WORDS } from './domain/symbols.js';
 
 /** Placeholder values shipped in `.env.example`; startup warns while they are in use. */
 export const PLACEHOLDERS = {
@@ -74,7 +75,10 @@ const schema = z.object({
 
   MARKET_DATA_PROVIDER: z.enum(['simulated', 'yahoo']).default('simulated'),
   MARKET_DATA_BASE_URL: z.url({ error: 'must be an http(s) URL' }).default('https://query1.finance.yahoo.com'),
-  MARKET_INDICES: csv.default(DEFAULT_INDICES),
+  MARKET_INDICES: csv
+    .default(DEFAULT_INDICES)
+    .refine((list) => list.every(isSymbol), `must be symbols of 1 to ${MAX_SYMBOL_LENGTH} characters of ${SYMBOL_CHARS_IN_WORDS}, comma-separated`)
+    .transform((list) => list.map(canonical)),
   MARKET_DATA_TIMEOUT_MS: int(100, 60_000).default(5000),
   MARKET_DATA_BREAKER_RESET_SECONDS: int(1, 3600).default(10),
   /** Upstream (yahoo) requests per second for the whole fleet, shared through Redis; 0 = no budget. */

@@ -16,10 +16,10 @@ import type { Handlers } from './handlers/types.js';
 import type { Logger } from '../domain/ports.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
-import { contractSecurity, type Authenticator } from './security.js';
+import { contractSecurity, credentialCheck, type Authenticator } from './security.js';
 import { runStep, series } from './series.js';
 import { NO_METRICS, UNMATCHED_ROUTE, type Metrics, type Principal } from '../domain/ports.js';
-import { hasCredentials, isRateLimitedPath, type RateLimit } from './rate-limit.js';
+import { isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -95,6 +95,7 @@ export function createApp(deps: AppDeps): express.Express {
   // Anonymous requests count against their address's quota before any parsing or validation, so a
   // flood of bad requests is refused cheaply; requests with credentials count once they are checked.
   const rateLimit = deps.rateLimit;
+  const hasCredentials = credentialCheck(contract.document);
   const counted = new WeakSet<Request>();
   // Only a request that announces a body (RFC 9112: Content-Length or Transfer-Encoding) has one to parse.
   const json = express.json({ limit: deps.bodyLimitBytes });

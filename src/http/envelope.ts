@@ -14,6 +14,7 @@ import {
   TooManyRequestsError,
   type Violation,
 } from '../domain/errors.js';
+import { MAX_SYMBOL_LENGTH, MAX_SYMBOLS, SYMBOL_CHARS, SYMBOL_CHARS_IN_WORDS } from '../domain/symbols.js';
 
 /** The error envelope of every failure. */
 export interface ErrorBody {
@@ -111,13 +112,11 @@ function violationPath(raw: string | undefined): string {
 }
 
 /** The contract's symbol patterns (a symbol, a comma-separated list) are explained in words, not quoted. */
-const SYMBOL_CHARS = '[A-Za-z0-9^.=-]{1,32}';
-
 function inPlainWords(message: string): string {
   if (!message.startsWith('must match pattern') || !message.includes(SYMBOL_CHARS)) return message;
   return message.includes(`(,${SYMBOL_CHARS})`)
-    ? 'must be 1 to 50 symbols separated by commas (no empty one, no space), each 1 to 32 of A-Z a-z 0-9 ^ . = -'
-    : 'must be a symbol of 1 to 32 of A-Z a-z 0-9 ^ . = -';
+    ? `must be 1 to ${MAX_SYMBOLS} symbols separated by commas (no empty one, no space), each 1 to ${MAX_SYMBOL_LENGTH} of ${SYMBOL_CHARS_IN_WORDS}`
+    : `must be a symbol of 1 to ${MAX_SYMBOL_LENGTH} of ${SYMBOL_CHARS_IN_WORDS}`;
 }
 
 function violationOf(e: { path?: string; message?: string }): Violation {

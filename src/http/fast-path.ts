@@ -23,7 +23,7 @@ import { representationReply } from './handlers/representation.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Metrics } from '../domain/ports.js';
 import type { RepresentationCache } from '../services/representation-cache.js';
-import { hasCredentials, type RateLimit } from './rate-limit.js';
+import type { RateLimit } from './rate-limit.js';
 
 /** The contract's `maxLength` of the `If-None-Match` parameter of every cached read. */
 const IF_NONE_MATCH_MAX_LENGTH = 512;
@@ -36,6 +36,8 @@ export interface FastPathOptions {
   validForMs?: number;
   /** How many distinct targets are remembered (least recently used go first). Default 10000. */
   maxTargets?: number;
+  /** True when a request carries a credential of the contract's schemes (`credentialCheck`): such requests go to Express. */
+  hasCredentials: (req: IncomingMessage) => boolean;
   /** Quotas: requests answered here are counted and limited as in Express. */
   rateLimit?: RateLimit | undefined;
   /** Request durations, labelled with the operation's route template as Express labels them. */
@@ -61,6 +63,7 @@ export class FastPath {
   readonly #targets: QuickLRU<string, Target>;
   readonly #rateLimit: RateLimit | undefined;
   readonly #metrics: Metrics;
+  readonly #hasCredentials: (req: IncomingMessage) => boolean;
 
   constructor(options: FastPathOptions) {
     this.#engine = options.engine;
@@ -71,6 +74,7 @@ export class FastPath {
     this.#targets = new QuickLRU({ maxSize: Math.max(1, options.maxTargets ?? 10_000) });
     this.#rateLimit = options.rateLimit;
     this.#metrics = options.metrics ?? NO_METRICS;
+    this.#hasCredentials = options.hasCredentials;
   }
 
   /**
@@ -78,7 +82,7 @@ export class FastPath {
    * that went through validation, so its exact target may be answered from the copy for a second.
    */
   readonly remember = (req: Request, key: string): void => {
-    if (req.principal !== undefined || hasCredentials(req)) return;
+    if (req.principal !== undefined || this.#hasCredentials(req)) return;
     this.#targets.set(req.originalUrl, { key, route: routeOf(req), validatedAt: this.#now() });
   };
 
@@ -132,7 +136,7 @@ export class FastPath {
   }
 
   #answerable(req: IncomingMessage) {
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url === undefined || hasCredentials(req)) return undefined;
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url === undefined || this.#hasCredentials(req)) return undefined;
     const target = this.#targets.get(req.url);
     if (target === undefined) return undefined;
     const age = this.#now() - target.validatedAt;

@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { addressGroup } from '../../domain/address-group.js';
-import { parseSymbolList } from '../../services/market-data.js';
+import { parseSymbolList } from '../../domain/symbols.js';
 import type { QuoteStreamHub, StreamSink } from '../../services/quote-stream.js';
 import type { Handler } from './types.js';
 
