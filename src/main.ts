@@ -42,6 +42,8 @@ import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { recently } from './services/recently.js';
 import { StatusService } from './services/status.js';
+import { HistoryBackfill } from './services/history-backfill.js';
+import { HistoryStore } from './services/history-store.js';
 
 export interface StartOptions {
   /** Validate every response against the contract and report violations (tests). */
@@ -69,6 +71,9 @@ export interface RunningService {
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
   close(): Promise<void>;
 }
+
+/** How often an instance looks for backfill jobs whose runner died. */
+const BACKFILL_WATCH_MS = 15_000;
 
 /** How long a shutdown waits for requests in flight before it cuts their connections. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -270,6 +275,11 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
   shutdown.add('quote streams', () => streams.close());
 
+  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name });
+  const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger: logger.child({ component: 'backfill' }) });
+  shutdown.add('history backfill', () => backfill.close());
+  if (options.scheduler !== false) backfill.watch(BACKFILL_WATCH_MS);
+
   // One lock per job and provider: instances of another provider on the same Redis refresh their own data.
   const scheduler = new Scheduler({ locks: cache, logger, lockPrefix: `mds:v1:lock:job:${provider.name}:` });
   shutdown.add('scheduler', () => scheduler.stop());
@@ -324,7 +334,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, status, streams, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, status, streams, backfill, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,

@@ -77,6 +77,8 @@ export interface StoredHistory {
   missing: TimeSpan[];
   /** True when the upstream was asked for any part of the window. */
   fetched: boolean;
+  /** How many bars this read wrote to the store (fetched now). */
+  written: number;
   /** The upstream's failure when one call failed; the rest of the window is still served. */
   failure?: unknown;
 }
@@ -133,6 +135,7 @@ export class HistoryStore {
     let unknown = false;
     let failure: unknown;
     let fetchedInfo: InstrumentInfo | undefined;
+    let written = 0;
     for (const gap of gaps) {
       if (failure !== undefined || unknown) {
         if (failure !== undefined) missing.push(gap);
@@ -159,7 +162,7 @@ export class HistoryStore {
           break;
         }
         fetchedInfo = { currency: history.currency, timezone: history.timezone };
-        await this.#keep(symbol, interval, chunk, history, now);
+        written += await this.#keep(symbol, interval, chunk, history, now);
       }
     }
     const [candles, actions, storedInfo] = await Promise.all([
@@ -169,11 +172,11 @@ export class HistoryStore {
     ]);
     if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
-    return { info, candles, actions, missing: mergeSpans(missing), fetched, ...(failure !== undefined ? { failure } : {}) };
+    return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}) };
   }
 
   /** Writes what one call answered: new splits re-base older stored bars first, then bars, events and coverage. */
-  async #keep(symbol: string, interval: HistoryInterval, chunk: TimeSpan, history: History, now: number): Promise<void> {
+  async #keep(symbol: string, interval: HistoryInterval, chunk: TimeSpan, history: History, now: number): Promise<number> {
     const source = { provider: this.#provider(), fetchedAtMs: now };
     const { candles, actions } = toStored(history, chunk);
     const newSplits = splitsOf(actions);
@@ -192,5 +195,6 @@ export class HistoryStore {
     const settledBefore = now - INTERVAL_MS[interval];
     const finished = { startMs: chunk.startMs, endMs: Math.min(chunk.endMs, settledBefore) };
     if (finished.endMs > finished.startMs) await this.#store.markCovered(symbol, interval, finished, source);
+    return candles.length;
   }
 }
