@@ -190,6 +190,27 @@ export async function openAccounts(
   return { accounts, keys, description: db.description, close: () => shutdown.close() };
 }
 
+/**
+ * The history store and its backfill over the configured database and upstream, for the CLI:
+ * migrations run first; the upstream budget is this process's own (no shared counters).
+ */
+export async function openHistory(config: Config, logger: Logger): Promise<{ backfill: HistoryBackfill; description: string; close(): Promise<void> }> {
+  const shutdown = new ShutdownList(logger);
+  try {
+    const db = await openUserStore(config.database.url, { runMigrations: true });
+    shutdown.add('database', () => db.close());
+    const provider = createMarketDataProvider(config.market, logger);
+    shutdown.add('market data provider', () => provider.close());
+    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name });
+    const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
+    shutdown.add('history backfill', () => backfill.close());
+    return { backfill, description: db.description, close: () => shutdown.close() };
+  } catch (err) {
+    await shutdown.close().catch(() => undefined);
+    throw err;
+  }
+}
+
 /** Builds every part, logs the startup sequence, and listens on config.server. */
 export async function startService(config: Config, logger: Logger, options: StartOptions = {}): Promise<RunningService> {
   const shutdown = new ShutdownList(logger);
