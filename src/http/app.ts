@@ -11,7 +11,7 @@ import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/fram
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
 import { ForbiddenError, StartupError } from '../domain/errors.js';
-import { toErrorResponse } from './envelope.js';
+import { toErrorResponse, writeEnvelope } from './envelope.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from '../domain/ports.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
@@ -185,12 +185,9 @@ export function createApp(deps: AppDeps): express.Express {
     const response = toErrorResponse(err, { method: req.method, path: req.path });
     if (response.unexpected) req.log.error({ err }, 'unexpected failure');
     // Part of the answer is out, so the client can only learn of the failure from the connection
-    // closing. (Express's final handler would do the same, and print the stack to stderr first.)
-    if (res.headersSent) {
-      req.socket.destroy();
-      return;
-    }
-    res.status(response.status).set(response.headers).json(response.body);
+    // closing (Express's final handler would do the same, and print the stack to stderr first); an
+    // answer already complete (the parser's refusal of this request) stays the only one.
+    writeEnvelope(res, response);
   };
   app.use(errorHandler);
   return app;
