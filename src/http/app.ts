@@ -182,6 +182,12 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(series([front, validate, security, dispatch, notFound]));
 
   const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+    // The wire already answered this request (its framing broke while the app worked on it): the
+    // app's own answer then fails on the sent one, as expected.
+    if (res.writableEnded && (err as { code?: unknown } | undefined)?.code === 'ERR_HTTP_HEADERS_SENT') {
+      req.log.debug({ err }, 'failure after the request was answered');
+      return;
+    }
     const response = toErrorResponse(err, { method: req.method, path: req.path });
     if (response.unexpected) req.log.error({ err }, 'unexpected failure');
     // Part of the answer is out, so the client can only learn of the failure from the connection

@@ -82,7 +82,9 @@ export function createWireServer(listener: RequestListener, logger: Logger): Ser
 
   /** Answers `req` with a refusal on its own response, and closes the connection after it. */
   const refuse = (req: IncomingMessage, res: ServerResponse, refusal: string | undefined) => {
-    const reqId = requestIdOf(req);
+    // The app may have named the request already (its request log line carries that id).
+    const named = res.getHeader('x-request-id');
+    const reqId = typeof named === 'string' ? named : requestIdOf(req);
     const response = toParserErrorResponse(refusal);
     writeEnvelope(res, response, { 'X-Request-Id': reqId, Connection: 'close' });
     logger.warn({ reqId, code: refusal, req: { method: req.method, url: req.url }, res: { statusCode: response.status } }, 'request refused on the wire');
