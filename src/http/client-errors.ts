@@ -49,7 +49,7 @@ function afterOpenResponses(conn: Connection, run: () => void): void {
  * The API's HTTP server: `listener` answers every well-formed request; the wire's own refusals are
  * answered here (see the module comment). Node's own Host check is off, so its refusal is the envelope.
  */
-export function createWireServer(listener: RequestListener, logger: Logger): Server {
+export function createWireServer(listener: RequestListener, logger: Logger, options: { /** How often Node checks for requests too slow to arrive (ms; Node's default 30000). */ connectionsCheckingInterval?: number } = {}): Server {
   const connections = new WeakMap<Duplex, Connection>();
   const connectionOf = (socket: Duplex): Connection => {
     let conn = connections.get(socket);
@@ -93,7 +93,7 @@ export function createWireServer(listener: RequestListener, logger: Logger): Ser
   /** RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. */
   const lacksHost = (req: IncomingMessage) => req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1;
 
-  const server = createServer({ requireHostHeader: false }, (req, res) => {
+  const server = createServer({ ...options, requireHostHeader: false }, (req, res) => {
     track(req, res);
     if (lacksHost(req)) refuse(req, res, 'MISSING_HOST');
     else listener(req, res);

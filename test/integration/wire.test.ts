@@ -4,7 +4,9 @@
  */
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '../helpers/service.js';
+import type { AddressInfo } from 'node:net';
+import { createWireServer } from '../../src/http/client-errors.js';
+import { captureLogger, startTestService, type TestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 interface Answer {
@@ -229,5 +231,38 @@ describe('the wire: one answer per request, in order, in the envelope', () => {
     const answers = await conn.untilClosed();
     expect(answers).toHaveLength(1);
     expectEnvelope(answers[0], 400);
+  });
+});
+
+describe('the wire: a request too slow to arrive', () => {
+  it('when a request stops arriving, then one 408 envelope after the answers owed before it, and the connection closes', async () => {
+    const { logger, logs } = captureLogger();
+    // An answer that takes a while, so the slow request behind it is timed out while it is still owed.
+    const server = createWireServer(
+      (req, res) => {
+        setTimeout(() => {
+          res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': '2' });
+          res.end('ok');
+        }, req.url === '/slow' ? 400 : 0);
+      },
+      logger,
+      { connectionsCheckingInterval: 50 },
+    );
+    server.requestTimeout = 200;
+    server.headersTimeout = 200;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const conn = new RawConnection(port);
+      conn.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /never-finished HTTP/1.1\r\nHost: x\r\n');
+      const answers = await conn.untilClosed();
+      expect(answers.map((a) => a.status)).toEqual([200, 408]);
+      expect(answers[0]?.body).toBe('ok');
+      expectEnvelope(answers[1], 408);
+      expect(logs.some((line) => line.code === 'ERR_HTTP_REQUEST_TIMEOUT' && (line.res as { statusCode?: number }).statusCode === 408)).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
