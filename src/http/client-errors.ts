@@ -95,6 +95,9 @@ export function createWireServer(listener: RequestListener, logger: Logger, opti
 
   const server = createServer({ ...options, requireHostHeader: false }, (req, res) => {
     track(req, res);
+    // Node's parser reads nothing after a request asking to upgrade the protocol (none is offered
+    // here) and the connection ends with its answer: that answer says so.
+    if (req.headers.upgrade !== undefined) res.setHeader('Connection', 'close');
     if (lacksHost(req)) refuse(req, res, 'MISSING_HOST');
     else listener(req, res);
   });

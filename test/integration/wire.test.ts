@@ -210,6 +210,13 @@ describe('the wire: one answer per request, in order, in the envelope', () => {
     expectEnvelope(answers[3], 400);
   });
 
+  it('when a request asks to upgrade the protocol, then it is answered as usual with Connection: close, and the connection closes', async () => {
+    const answers = await exchange(port, 'GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /api/health HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(answers.map((a) => a.status)).toEqual([200]);
+    expect(answers[0]?.headers.connection).toBe('close');
+    await expectServiceAnswers();
+  });
+
   it('when garbage follows a completed answer on a keep-alive connection, then it gets its own one 400 envelope', async () => {
     const conn = new RawConnection(port);
     conn.write('GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n');
