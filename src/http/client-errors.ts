@@ -23,26 +23,9 @@ import type { Logger } from '../domain/ports.js';
 /** How long a refused connection may stay half-open, waiting for the client to close its side. */
 const LINGER_MS = 5000;
 
-/** What is known of one connection. */
-interface Connection {
-  /** Responses begun on this connection and not yet complete (pipelined ones included). */
-  open: number;
-  /** The latest request and its response. */
-  latest?: { req: IncomingMessage; res: ServerResponse };
-  /** The connection was refused: it closes once `open` is 0, and nothing more is answered. */
-  refused: boolean;
-  /** Runs once when `open` drops to 0. */
-  onIdle?: () => void;
-}
-
 /** A refused connection whose client never closes its side is dropped after LINGER_MS of silence. */
 function linger(socket: Duplex): void {
   (socket as Socket).setTimeout(LINGER_MS, () => socket.destroy());
-}
-
-function afterOpenResponses(conn: Connection, run: () => void): void {
-  if (conn.open === 0) run();
-  else conn.onIdle = run;
 }
 
 /**
@@ -50,34 +33,18 @@ function afterOpenResponses(conn: Connection, run: () => void): void {
  * answered here (see the module comment). Node's own Host check is off, so its refusal is the envelope.
  */
 export function createWireServer(listener: RequestListener, logger: Logger, options: { /** How often Node checks for requests too slow to arrive (ms; Node's default 30000). */ connectionsCheckingInterval?: number } = {}): Server {
-  const connections = new WeakMap<Duplex, Connection>();
-  const connectionOf = (socket: Duplex): Connection => {
-    let conn = connections.get(socket);
-    if (conn === undefined) {
-      conn = { open: 0, refused: false };
-      connections.set(socket, conn);
-    }
-    return conn;
-  };
-
-  const track = (req: IncomingMessage, res: ServerResponse): Connection => {
-    const conn = connectionOf(req.socket);
-    conn.latest = { req, res };
-    conn.open += 1;
-    let done = false;
-    const complete = () => {
-      if (done) return;
-      done = true;
-      conn.open -= 1;
-      if (conn.open === 0 && conn.onIdle !== undefined) {
-        const run = conn.onIdle;
-        conn.onIdle = undefined;
-        run();
-      }
-    };
-    res.once('finish', complete);
-    res.once('close', complete);
-    return conn;
+  // Node sends a connection's answers in the order of its requests, each only once the one before is
+  // complete, so its latest response is the last to close: one map entry per connection is all the
+  // tracking a request costs.
+  const latest = new WeakMap<Duplex, ServerResponse>();
+  // Connections refused already: nothing more is answered on them.
+  const refused = new WeakSet<Duplex>();
+  const track = (req: IncomingMessage, res: ServerResponse) => latest.set(req.socket, res);
+  /** Runs `run` once every answer begun on the connection is complete (at once when none is under way). */
+  const afterOpenResponses = (socket: Duplex, run: () => void) => {
+    const res = latest.get(socket);
+    if (res === undefined || res.closed) run();
+    else res.once('close', run);
   };
 
   /** Answers `req` with a refusal on its own response, and closes the connection after it. */
@@ -111,37 +78,36 @@ export function createWireServer(listener: RequestListener, logger: Logger, opti
   // mds is no proxy: a CONNECT is refused after the answers owed before it, and its connection closes.
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => socket.destroy());
-    const conn = connectionOf(socket);
-    conn.refused = true;
+    refused.add(socket);
     const reqId = requestIdOf(req);
     const response = toParserErrorResponse('CONNECT');
-    afterOpenResponses(conn, () => socket.end(envelopeBytes(response, { 'X-Request-Id': reqId })));
+    afterOpenResponses(socket, () => socket.end(envelopeBytes(response, { 'X-Request-Id': reqId })));
     linger(socket);
     logger.warn({ reqId, code: 'CONNECT', req: { method: req.method, url: req.url }, res: { statusCode: response.status } }, 'request refused on the wire');
   });
 
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    const conn = connectionOf(socket);
-    // A connection the client reset has no one left to tell; one already refused has had its answer.
-    if (conn.refused) return;
-    conn.refused = true;
+    // One refusal per connection: it has had its answer, and the parser reads nothing more of it.
+    if (refused.has(socket)) return;
+    refused.add(socket);
+    // A connection the client reset has no one left to tell.
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
     linger(socket);
-    const latest = conn.latest;
+    const res = latest.get(socket);
     const response = toParserErrorResponse(err.code);
-    if (latest !== undefined && !latest.req.complete) {
+    if (res !== undefined && !res.req.complete) {
       // The refused bytes belong to a request already handed to the app (its body's framing broke).
       // Its one answer is the refusal if nothing of another has begun (the app may be waiting for a
       // body that will never arrive); else the answer under way stays the only one.
-      if (!latest.res.headersSent) refuse(latest.req, latest.res, err.code);
-      afterOpenResponses(conn, () => socket.end());
+      if (!res.headersSent) refuse(res.req, res, err.code);
+      afterOpenResponses(socket, () => socket.end());
       return;
     }
     const reqId = randomUUID();
-    afterOpenResponses(conn, () => socket.end(envelopeBytes(response, { 'X-Request-Id': reqId })));
+    afterOpenResponses(socket, () => socket.end(envelopeBytes(response, { 'X-Request-Id': reqId })));
     logger.warn({ reqId, code: err.code, res: { statusCode: response.status } }, 'request refused by the HTTP parser');
   });
   return server;
