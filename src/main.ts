@@ -4,13 +4,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Request } from 'express';
 import { createApp } from './http/app.js';
-import { answerClientErrors } from './http/client-errors.js';
+import { createWireServer } from './http/client-errors.js';
 import { FastPath } from './http/fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { StartupError } from './domain/errors.js';
@@ -366,11 +366,10 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     metrics,
   });
 
-  const server = createServer(fastPath.handler(app));
+  const server = createWireServer(fastPath.handler(app), logger);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
-  answerClientErrors(server, logger);
   let metricsServer: MetricsServer | undefined;
   if (prometheus && options.metricsListener === false) prometheus.shareWithClusterPrimary();
   else if (prometheus) {

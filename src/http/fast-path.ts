@@ -18,7 +18,7 @@ import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { requestIdOf, routeOf } from './app.js';
 import { createCors } from './cors.js';
-import { toErrorResponse } from './envelope.js';
+import { toErrorResponse, writeEnvelope } from './envelope.js';
 import { representationReply } from './handlers/representation.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Metrics } from '../domain/ports.js';
@@ -125,13 +125,7 @@ export class FastPath {
     const r = toErrorResponse(err, { method: req.method ?? 'GET', path: req.url ?? '' });
     const level = r.status >= 500 ? 'error' : 'warn';
     this.#logger[level]({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: r.status }, err: r.unexpected ? err : undefined }, r.unexpected ? 'unexpected failure' : 'request failed');
-    if (res.headersSent) {
-      res.destroy();
-      return r.status;
-    }
-    const body = JSON.stringify(r.body);
-    res.writeHead(r.status, { ...r.headers, 'X-Request-Id': reqId, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
-    res.end(body);
+    writeEnvelope(res, r, { 'X-Request-Id': reqId });
     return r.status;
   }
 
