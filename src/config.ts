@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { ConfigError } from './domain/errors.js';
+import { canonical, isSymbol, MAX_SYMBOL_LENGTH, SYMBOL_CHARS_IN_WORDS } from './domain/symbols.js';
 
 /** Placeholder values shipped in `.env.example`; startup warns while they are in use. */
 export const PLACEHOLDERS = {
@@ -76,7 +77,10 @@ const schema = z.object({
 
   MARKET_DATA_PROVIDER: z.enum(['simulated', 'yahoo']).default('simulated'),
   MARKET_DATA_BASE_URL: z.url({ error: 'must be an http(s) URL' }).default('https://query1.finance.yahoo.com'),
-  MARKET_INDICES: csv.default(DEFAULT_INDICES),
+  MARKET_INDICES: csv
+    .default(DEFAULT_INDICES)
+    .refine((list) => list.every(isSymbol), `must be symbols of 1 to ${MAX_SYMBOL_LENGTH} characters of ${SYMBOL_CHARS_IN_WORDS}, comma-separated`)
+    .transform((list) => list.map(canonical)),
   MARKET_DATA_TIMEOUT_MS: int(100, 60_000).default(5000),
   MARKET_DATA_BREAKER_RESET_SECONDS: int(1, 3600).default(10),
   /** Upstream (yahoo) requests per second for the whole fleet, shared through Redis; 0 = no budget. */
@@ -93,6 +97,8 @@ const schema = z.object({
   DATA_REQUIRES_AUTH: bool.default(false),
   STREAM_MAX_CLIENTS: int(1, 100_000).default(1000),
   STREAM_MAX_PER_ADDRESS: int(0, 100_000).default(5),
+  /** Open streams per user or API key; default a tenth of STREAM_MAX_CLIENTS (rounded up); 0 = no limit. */
+  STREAM_MAX_PER_CALLER: int(0, 100_000).optional(),
   // At least 64 KiB: a stream's first events (up to 50 quotes, ~25 KB) are written in one go.
   STREAM_MAX_BUFFER_BYTES: int(64 * 1024, 64 * 1024 * 1024).default(256 * 1024),
   STREAM_HEARTBEAT_SECONDS: int(1, 3600).default(15),
@@ -281,6 +287,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       maxClients: v.STREAM_MAX_CLIENTS,
       /** Open streams per client address at most (0: no limit); beyond, 429 with Retry-After. */
       maxPerAddress: v.STREAM_MAX_PER_ADDRESS,
+      /** Open streams per user or API key at most (0: no limit); beyond, 429 with Retry-After. */
+      maxPerCaller: v.STREAM_MAX_PER_CALLER ?? Math.ceil(v.STREAM_MAX_CLIENTS / 10),
       /** A stream whose unsent bytes pass this is dropped. */
       maxBufferedBytes: v.STREAM_MAX_BUFFER_BYTES,
       heartbeatMs: v.STREAM_HEARTBEAT_SECONDS * 1000,

@@ -95,6 +95,13 @@ export class ApiKeyNotFoundError extends AppError {
   }
 }
 
+/** No backfill job has this id. */
+export class HistoryJobNotFoundError extends AppError {
+  constructor(id: string) {
+    super('HISTORY_JOB_NOT_FOUND', `Backfill job '${id}' not found`);
+  }
+}
+
 /** Too many attempts; retry after `retryAfterSeconds`. */
 export class TooManyRequestsError extends AppError {
   readonly retryAfterSeconds: number;

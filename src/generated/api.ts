@@ -192,6 +192,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/history/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a history backfill
+         * @description Starts a job that stores the history of the given symbols from a date until now, fetching only what the store lacks.
+         */
+        post: operations["startHistoryBackfill"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/history/jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a history backfill job
+         * @description Returns the progress of a backfill job, from any instance.
+         */
+        get: operations["getHistoryJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/indices": {
         parameters: {
             query?: never;
@@ -557,6 +597,107 @@ export interface components {
              * @example false
              */
             is_admin: boolean;
+        };
+        /**
+         * Format: uuid
+         * @description The id of a backfill job (a UUID).
+         * @example 7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6
+         */
+        BackfillJobId: string;
+        /** @description What to backfill. */
+        BackfillRequest: {
+            /**
+             * @description 1 to 100 distinct Yahoo-style symbols, case-insensitive.
+             * @example [
+             *       "AAPL",
+             *       "^GSPC"
+             *     ]
+             */
+            symbols: string[];
+            interval?: components["schemas"]["HistoryInterval"];
+            /**
+             * @description The first day to store, an ISO 8601 date or date-time, not in the future.
+             * @example 2000-01-01
+             */
+            since: string;
+        };
+        /** @description A symbol the job could not backfill, and why. */
+        BackfillFailure: {
+            /**
+             * @description The symbol, upper-cased.
+             * @example NOSUCH
+             */
+            symbol: string;
+            /**
+             * @description Why, in words.
+             * @example unknown symbol
+             */
+            error: string;
+        };
+        /** @description A backfill job and its progress. */
+        BackfillJob: {
+            job_id: components["schemas"]["BackfillJobId"];
+            /**
+             * @description queued (not yet taken by an instance), running, done.
+             * @example running
+             * @enum {string}
+             */
+            state: "queued" | "running" | "done" | "failed";
+            interval: components["schemas"]["HistoryInterval"];
+            /**
+             * Format: date-time
+             * @description The first instant stored.
+             * @example 2000-01-01T00:00:00.000Z
+             */
+            since: string;
+            /** @description The symbols, upper-cased, in the order they are backfilled. */
+            symbols: string[];
+            /**
+             * Format: int32
+             * @description How many symbols are finished (stored or failed).
+             * @example 1
+             */
+            done_symbols: number;
+            /**
+             * Format: int64
+             * @description Bars stored by this job so far.
+             * @example 6541
+             */
+            candles: number;
+            /**
+             * @description The symbol being fetched now; null when none.
+             * @example ^GSPC
+             */
+            current_symbol: string | null;
+            /** @description Symbols that could not be backfilled. */
+            failures: components["schemas"]["BackfillFailure"][];
+            /**
+             * @description Who started the job.
+             * @example admin
+             */
+            created_by: string;
+            /**
+             * Format: date-time
+             * @description When the job was started.
+             * @example 2026-11-25T12:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When its progress was last saved.
+             * @example 2026-11-25T12:00:05.000Z
+             */
+            updated_at: string;
+        };
+        /** @description A backfill job. */
+        BackfillJobResponse: {
+            /**
+             * @description Always true.
+             * @example true
+             */
+            success: boolean;
+            job_id: components["schemas"]["BackfillJobId"];
+            data: components["schemas"]["BackfillJob"];
         };
         /**
          * Format: uuid
@@ -1767,6 +1908,70 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    startHistoryBackfill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description The job was recorded and started; follow it at /api/admin/history/jobs/{id}. */
+            202: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillJobResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getHistoryJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id, as answered when it was started. */
+                id: components["schemas"]["BackfillJobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillJobResponse"];
+                };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

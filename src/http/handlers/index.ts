@@ -3,6 +3,7 @@ import type { Contract } from '../contract.js';
 import type { AuditLog } from '../../domain/ports.js';
 import type { AccountService } from '../../services/accounts.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
+import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { HealthService } from '../../services/health.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import type { QuoteStreamHub } from '../../services/quote-stream.js';
@@ -24,6 +25,8 @@ export interface HandlerDeps {
   audit: AuditLog;
   market: MarketDataService;
   status: StatusService;
+  /** History backfill jobs. */
+  backfill: HistoryBackfill;
   /** The live-quote streams of this instance. */
   streams: QuoteStreamHub;
   /** Lets the fast path answer this request target for the next second (omit to keep every request in Express). */

@@ -7,6 +7,7 @@ import { DateTime } from 'luxon';
 import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, Quote, SearchResult } from '../../domain/ports.js';
 import { marketOf, marketStatus, tradingSessions, type MarketCode, type TradingSession } from '../../domain/market-calendar.js';
 import { SIMULATED_DIRECTORY, type SimulatedInstrument } from './simulated-directory.js';
+import { canonical } from '../../domain/symbols.js';
 
 export { SIMULATED_DIRECTORY } from './simulated-directory.js';
 export type { SimulatedInstrument } from './simulated-directory.js';
@@ -161,7 +162,7 @@ export class SimulatedMarketDataProvider implements MarketDataProvider {
    * order within each rank.
    */
   async search(query: string, limit: number): Promise<SearchResult[]> {
-    const symbolQuery = query.trim().toUpperCase();
+    const symbolQuery = canonical(query.trim());
     const queryWords = wordsOf(query);
     if (!symbolQuery) return [];
     const ranked: Array<{ rank: number; order: number; instrument: Instrument }> = [];

@@ -5,6 +5,7 @@
  * answer (`undefined`), never an error.
  */
 import { DataSourceError } from '../../domain/errors.js';
+import { canonical, isSymbol } from '../../domain/symbols.js';
 import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, MarketState, Quote, SearchResult } from '../../domain/ports.js';
 import { UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
@@ -49,9 +50,6 @@ const YAHOO_INTERVALS: Readonly<Record<HistoryInterval, string>> = {
   '1wk': '1wk',
   '1mo': '1mo',
 };
-
-/** What our port accepts as a symbol; search results outside it could not be asked for again. */
-const SYMBOL_PATTERN = /^[A-Za-z0-9^.=-]{1,32}$/;
 
 /**
  * Yahoo Finance behind the `MarketDataProvider` port.
@@ -297,11 +295,12 @@ function parseHistory(query: HistoryQuery, result: Record<string, unknown>): His
 function searchResult(entry: unknown): SearchResult | undefined {
   if (!isRecord(entry)) return undefined;
   const symbol = nonEmptyString(entry.symbol);
-  if (symbol === undefined || !SYMBOL_PATTERN.test(symbol)) return undefined;
+  // A search result outside the symbol rule could not be asked for again.
+  if (symbol === undefined || !isSymbol(symbol)) return undefined;
   const instrumentType = instrumentTypeOf(entry.quoteType);
   if (instrumentType === undefined) return undefined;
   return {
-    symbol: symbol.toUpperCase(),
+    symbol: canonical(symbol),
     name: (nonEmptyString(entry.longname) ?? nonEmptyString(entry.shortname) ?? symbol).trim().slice(0, 200),
     exchange: (nonEmptyString(entry.exchDisp) ?? nonEmptyString(entry.exchange) ?? '').slice(0, 64),
     instrument_type: instrumentType,
