@@ -5,6 +5,12 @@
  * short lock per key), computes bytes and ETag once per cached value, keeps an in-process copy of
  * recent hits, answers an expired copy for a failed upstream when stale-if-error is on, and flushes
  * everything it stores on every instance.
+ *
+ * A loader's outcome is typed: a body found, a symbol the upstream does not know (never stored here:
+ * the caller remembers those in a bounded structure of its own), a refusal of what the upstream
+ * answered (stored), or a rejection for a failed upstream. A miss waits for another instance's fill
+ * for `lockWaitMs` (500 ms) at most, and no longer once the cache changes mode (Redis lost or back):
+ * a lock left by a dead instance, or stranded by a failover, never holds a read for seconds.
  */
 import { createHash } from 'node:crypto';
 import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
