@@ -428,7 +428,7 @@ const QUOTE_BODY_SOURCE = ',"source":';
 const QUOTE_BODY_UPDATED = ',"updated_at":';
 
 /** A cached quote body taken apart: the quote's own JSON (as cached), its time, and the object when asked for. */
-interface DecodedQuote {
+export interface DecodedQuote {
   json: string;
   updatedAt: string;
   readonly quote: Quote;
@@ -439,11 +439,20 @@ const decodedBodies = new WeakMap<Buffer, DecodedQuote>();
 /** The JSON each decoded quote object came from, so the stream sends it without serializing it again. */
 const quoteJson = new WeakMap<Quote, string>();
 
-/** The quote of a cached quote body, without serializing it again. */
+/** The quote of a cached quote body, without serializing it again; decoded once per cached body. */
 function decodeQuote(rep: CachedRepresentation): DecodedQuote {
   let decoded = decodedBodies.get(rep.body);
   if (decoded !== undefined) return decoded;
-  const value = rep.value;
+  decoded = quoteInBody(rep.value);
+  decodedBodies.set(rep.body, decoded);
+  return decoded;
+}
+
+/**
+ * The quote in a quote body (`QuoteResponse` as cached), with its JSON exactly as the body holds it;
+ * the object is parsed when first asked for.
+ */
+export function quoteInBody(value: string): DecodedQuote {
   const source = value.lastIndexOf(QUOTE_BODY_SOURCE);
   const updated = value.lastIndexOf(QUOTE_BODY_UPDATED);
   let json: string;
@@ -458,7 +467,7 @@ function decodeQuote(rep: CachedRepresentation): DecodedQuote {
     updatedAt = parsed.updated_at;
   }
   let quote: Quote | undefined;
-  decoded = {
+  return {
     json,
     updatedAt,
     get quote() {
@@ -469,8 +478,6 @@ function decodeQuote(rep: CachedRepresentation): DecodedQuote {
       return quote;
     },
   };
-  decodedBodies.set(rep.body, decoded);
-  return decoded;
 }
 
 /**
@@ -479,6 +486,11 @@ function decodeQuote(rep: CachedRepresentation): DecodedQuote {
  */
 export function serializedQuote(quote: Quote): string {
   return quoteJson.get(quote) ?? JSON.stringify(quote);
+}
+
+/** Records that `quote` was parsed from `json`, so `serializedQuote(quote)` sends `json` as it is. */
+export function serializedAs(quote: Quote, json: string): void {
+  quoteJson.set(quote, json);
 }
 
 /** `2020-08-31` (midnight UTC) or an ISO 8601 date-time with offset -> epoch ms; `undefined` when invalid. */
