@@ -137,6 +137,14 @@ describe('unknown symbols', () => {
     expect(upstreamCalls).toBe(calls);
   });
 
+  it('when the previous release left an unknown symbol under its own key, then it is still read as unknown until it expires', async () => {
+    await raw.set('mds:v1:quote:simulated:LEGACYJUNK', '!unknown', 'PX', 60_000);
+    const calls = upstreamCalls;
+
+    await expect(market.getQuote('legacyjunk')).rejects.toBeInstanceOf(UnknownSymbolError);
+    expect(upstreamCalls).toBe(calls);
+  });
+
   it('when the cache is flushed, then the negative answers go too and the upstream is asked again', async () => {
     await market.flush();
 
