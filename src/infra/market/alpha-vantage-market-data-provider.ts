@@ -10,6 +10,7 @@
  */
 import { DateTime } from 'luxon';
 import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol, Quote, SearchResult } from '../../domain/ports.js';
+import { tradingSessions } from '../../domain/market-calendar.js';
 import { usTickerOf } from '../../domain/provider-symbols.js';
 import { type UpstreamFailureError } from '../../domain/upstream-failure.js';
 import {
@@ -197,9 +198,10 @@ export class AlphaVantageMarketDataProvider implements ProviderAdapter {
     const error = nonEmptyString(body['Error Message']);
     let failure: UpstreamFailureError | undefined;
     if (note !== undefined) {
-      if (/premium/i.test(note)) failure = this.#http.failure('unauthorized', what, 'premium endpoint (not on this plan)');
-      else if (/per day|daily|requests per day/i.test(note)) failure = this.#http.failure('limit_reached', what, 'daily request limit reached', { keyIndex: key.index });
+      // The daily-limit notice also advertises the premium plans: the allowance is read first.
+      if (/per day|daily/i.test(note)) failure = this.#http.failure('limit_reached', what, 'daily request limit reached', { keyIndex: key.index });
       else if (/per second|per minute|sparingly|frequency/i.test(note)) failure = this.#http.failure('throttled', what, 'request rate exceeded', { keyIndex: key.index, retryAfterSeconds: 60 });
+      else if (/premium/i.test(note)) failure = this.#http.failure('unauthorized', what, 'premium endpoint (not on this plan)');
       else if (/api key|apikey/i.test(note)) failure = this.#http.failure('unauthorized', what, `key #${key.index} refused`, { keyIndex: key.index });
       else failure = this.#http.failure('limit_reached', what, 'request refused with a note', { keyIndex: key.index });
     } else if (error !== undefined && /apikey|api key/i.test(error)) {
@@ -234,14 +236,11 @@ function parseCsv(text: string, shape: (detail: string) => UpstreamFailureError)
   });
 }
 
-/** The `YYYY-MM` months (New York time) a window touches, oldest first, at most `MAX_MONTHS` (the latest). */
+/**
+ * The `YYYY-MM` months of the regular sessions a window touches, oldest first, at most `MAX_MONTHS`
+ * (the latest): a window starting at midnight UTC on the 1st does not cost a call for the month before.
+ */
 function monthsOf(startMs: number, endMs: number): string[] {
-  const months: string[] = [];
-  let cursor = DateTime.fromMillis(startMs, { zone: ZONE }).startOf('month');
-  const last = DateTime.fromMillis(Math.max(startMs, endMs - 1), { zone: ZONE }).startOf('month');
-  while (cursor <= last) {
-    months.push(cursor.toFormat('yyyy-MM'));
-    cursor = cursor.plus({ months: 1 });
-  }
-  return months.slice(-MAX_MONTHS);
+  const months = new Set(tradingSessions(MARKET, startMs, endMs).map((session) => session.date.slice(0, 7)));
+  return [...months].slice(-MAX_MONTHS);
 }

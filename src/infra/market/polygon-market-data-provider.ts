@@ -168,7 +168,7 @@ export class PolygonMarketDataProvider implements ProviderAdapter {
 
   /** The bars of an aggregates request, ascending; `undefined` when Polygon says the ticker does not exist. */
   async #aggs(target: ProviderSymbol, what: string, multiplier: number, timespan: string, from: string, to: string): Promise<Bar[] | undefined> {
-    const path = `/v2/aggs/ticker/${encodeURIComponent(target.code)}/range/${multiplier}/${timespan}/${from}/${to}?adjusted=true&sort=asc&limit=50000`;
+    const path = `/v2/aggs/ticker/${tickerPath(target.code)}/range/${multiplier}/${timespan}/${from}/${to}?adjusted=true&sort=asc&limit=50000`;
     const body = await this.#getJson(path, what);
     if (body === undefined) return undefined;
     if (!isRecord(body)) throw this.#http.shape(what, 'not an object');
@@ -207,13 +207,15 @@ export class PolygonMarketDataProvider implements ProviderAdapter {
       const denominator = finite(row.split_from);
       return date === undefined || !numerator || !denominator ? [] : [{ time: `${date}T00:00:00.000Z`, numerator, denominator }];
     });
+    // Polygon filters by date itself; the window is checked again so an answer can never hold events outside it.
+    const inDates = (e: { time: string }) => e.time.slice(0, 10) >= from && e.time.slice(0, 10) <= to;
     const byTime = (a: { time: string }, b: { time: string }) => a.time.localeCompare(b.time);
-    return { dividends: dividends.sort(byTime), splits: splits.sort(byTime) };
+    return { dividends: dividends.filter(inDates).sort(byTime), splits: splits.filter(inDates).sort(byTime) };
   }
 
   /** True when Polygon's reference knows the ticker `code` (an empty window of a real ticker is not an unknown symbol). */
   async #exists(code: string, what: string): Promise<boolean> {
-    const body = await this.#getJson(`/v3/reference/tickers/${encodeURIComponent(code)}`, what);
+    const body = await this.#getJson(`/v3/reference/tickers/${tickerPath(code)}`, what);
     return isRecord(body) && isRecord(body.results);
   }
 
@@ -249,6 +251,11 @@ interface Bar {
   /** Bar start, epoch ms. */
   t: number;
   v?: number;
+}
+
+/** A ticker as a path segment: Polygon writes the prefix colon bare (`I:NDX`), as its documentation and recordings do. */
+function tickerPath(code: string): string {
+  return encodeURIComponent(code).replace(/%3A/gi, ':');
 }
 
 function polygonBody(response: ProviderResponse): Record<string, unknown> | undefined {
