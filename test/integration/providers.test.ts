@@ -105,6 +105,26 @@ describe('polygon adapter against its recorded responses', () => {
     ]);
   });
 
+  it('when minute bars are asked for (documented shape), then the window goes as epoch ms and each bar keeps its own instant', async () => {
+    upstream.addRoutes([
+      {
+        path: /^\/v2\/aggs\/ticker\/SPY\/range\/5\/minute\//,
+        status: 200,
+        contentType: JSON_TYPE,
+        body: '{"ticker":"SPY","queryCount":2,"resultsCount":2,"adjusted":true,"results":[{"v":1.2e+06,"vw":410.1,"o":410.02,"c":410.3,"h":410.5,"l":409.9,"t":1673015400000,"n":9000},{"v":800000,"vw":410.4,"o":410.3,"c":410.45,"h":410.6,"l":410.2,"t":1673015700000,"n":7000}],"status":"OK","request_id":"r9","count":2}',
+      },
+    ]);
+    const startMs = Date.parse('2023-01-06T14:30:00Z');
+    const history = await adapter('polygon', upstream, at('2023-01-06T20:00:00Z')).getHistory({ symbol: 'SPY', interval: '5m', startMs, endMs: startMs + 600_000 });
+    expect(history?.candles).toEqual([
+      { time: '2023-01-06T14:30:00.000Z', open: 410.02, high: 410.5, low: 409.9, close: 410.3, adj_close: null, volume: 1200000 },
+      { time: '2023-01-06T14:35:00.000Z', open: 410.3, high: 410.6, low: 410.2, close: 410.45, adj_close: null, volume: 800000 },
+    ]);
+    expect(upstream.requests.findLast((r) => r.path.includes('/SPY/'))?.path).toBe(`/v2/aggs/ticker/SPY/range/5/minute/${startMs}/${startMs + 599_999}`);
+    // No events are asked for intraday bars.
+    expect(upstream.requests.filter((r) => r.path === '/v3/reference/splits' && r.query.get('ticker') === 'SPY')).toEqual([]);
+  });
+
   it('when the ticker is NOT_FOUND, then the quote and the history are undefined', async () => {
     const polygon = adapter('polygon', upstream, Date.now);
     expect(await polygon.getQuote('ZZZZ')).toBeUndefined();
@@ -279,6 +299,36 @@ describe('tiingo adapter against its recorded responses', () => {
     expect(upstream.requests.some((r) => r.path === '/tiingo/crypto/prices' && r.query.get('tickers') === 'btcusd')).toBe(true);
   });
 
+  it('when EURUSD=X is asked for (documented FX shape), then the eurusd bars without volume, and the quote from the last two', async () => {
+    upstream.addRoutes([
+      {
+        path: '/tiingo/fx/eurusd/prices',
+        status: 200,
+        contentType: JSON_TYPE,
+        body: '[{"date":"2023-01-02T00:00:00.000Z","ticker":"eurusd","open":1.06975,"high":1.0712,"low":1.0645,"close":1.0671},{"date":"2023-01-03T00:00:00.000Z","ticker":"eurusd","open":1.0671,"high":1.0686,"low":1.0519,"close":1.05475}]',
+      },
+    ]);
+    const tiingo = adapter('tiingo', upstream, at('2023-01-04T06:00:00Z'));
+    const history = await tiingo.getHistory({ symbol: 'EURUSD=X', interval: '1d', startMs: Date.parse('2023-01-02'), endMs: Date.parse('2023-01-04') });
+    expect(history?.candles[1]).toEqual({ time: '2023-01-03T00:00:00.000Z', open: 1.0671, high: 1.0686, low: 1.0519, close: 1.05475, adj_close: null, volume: null });
+    expect(await tiingo.getQuote('EURUSD=X')).toMatchObject({ price: 1.05475, prev_close: 1.0671, change: -0.01235, change_percent: -1.16, currency: 'USD', instrument_type: 'currency' });
+  });
+
+  it('when searching (documented shape), then active US shares and ETFs only', async () => {
+    upstream.addRoutes([
+      {
+        path: '/tiingo/utilities/search',
+        status: 200,
+        contentType: JSON_TYPE,
+        body: '[{"ticker":"AAPL","name":"Apple Inc","assetType":"Stock","isActive":true,"permaTicker":"US000000000038","openFIGI":"BBG000B9XRY4","countryCode":"US"},{"ticker":"APLE","name":"Apple Hospitality REIT Inc","assetType":"Stock","isActive":true,"permaTicker":"US000000012345","openFIGI":"BBG0000000","countryCode":"US"},{"ticker":"APC","name":"Apple Inc","assetType":"Stock","isActive":true,"permaTicker":"DE000000000001","openFIGI":null,"countryCode":"DE"},{"ticker":"AAPLOLD","name":"Old Apple","assetType":"Stock","isActive":false,"permaTicker":"US0","openFIGI":null,"countryCode":"US"}]',
+      },
+    ]);
+    expect(await adapter('tiingo', upstream, Date.now).search('apple', 5)).toEqual([
+      { symbol: 'AAPL', name: 'Apple Inc', exchange: '', instrument_type: 'equity' },
+      { symbol: 'APLE', name: 'Apple Hospitality REIT Inc', exchange: '', instrument_type: 'equity' },
+    ]);
+  });
+
   it('when the ticker is not found (404 detail) or the crypto pair unknown (empty list), then undefined', async () => {
     const tiingo = adapter('tiingo', upstream, Date.now);
     expect(await tiingo.getQuote('ZZZZ')).toBeUndefined();
@@ -406,6 +456,13 @@ describe('ecb adapter against its recorded daily file', () => {
     expect(ecb.express('EURXAU=X')).toBeUndefined();
     expect(ecb.express('AAPL')).toBeUndefined();
     expect(await ecb.getQuote('AAPL')).toBeUndefined();
+  });
+
+  it('when history reaches further back than 90 days, then the full history file is read', async () => {
+    upstream.addRoutes([{ path: '/stats/eurofxref/eurofxref-hist.xml', status: 200, contentType: 'text/xml', body: fixture('ecb-eurofxref-hist-90d-synthetic.xml') }]);
+    const history = await adapter('ecb', upstream, at('2024-06-27T08:00:00Z')).getHistory({ symbol: 'USDJPY=X', interval: '1d', range: '1y' });
+    expect(upstream.requests[upstream.requests.length - 1]?.path).toBe('/stats/eurofxref/eurofxref-hist.xml');
+    expect(history?.candles.map((c) => c.close)).toEqual([159.81, 160.37]);
   });
 
   it('when history is asked for within 90 days, then one flat bar per business day from the 90-day file', async () => {
