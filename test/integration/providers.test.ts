@@ -252,6 +252,7 @@ describe('alpha vantage adapter against its recorded responses', () => {
         const { reason, error } = await reasonOf(av.getQuote('IBM'));
         expect(reason).toBe(expected);
         expect(error.keyIndex).toBe(keyIndex);
+        if (expected === 'throttled') expect(error.retryAfterSeconds).toBe(1);
       }
     } finally {
       await upstream.setMode('replay');
@@ -503,9 +504,12 @@ describe.each(FAILING)('$name adapter when its upstream fails', ({ name, call })
     expect(performance.now() - start).toBeLessThan(TIMEOUT_MS + 400);
   });
 
-  it('when it refuses connections, then refused', async () => {
+  it('when it refuses connections, then refused, and neither the error nor its cause carries the key (Alpha Vantage and FMP send it in the URL)', async () => {
     await upstream.setMode('refuse');
-    expect((await reasonOf(call(adapter(name, upstream, Date.now)))).reason).toBe('refused');
+    const { reason, error } = await reasonOf(call(adapter(name, upstream, Date.now)));
+    expect(reason).toBe('refused');
+    const cause = error.cause instanceof Error ? `${error.cause.message} ${String((error.cause as Error & { cause?: unknown }).cause)}` : String(error.cause);
+    expect(`${error.message} ${JSON.stringify(error)} ${cause}`).not.toContain('key-zero');
   });
 
   it('when it throttles with 429 and Retry-After, then throttled with that delay', async () => {

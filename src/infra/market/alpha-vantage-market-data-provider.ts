@@ -200,7 +200,11 @@ export class AlphaVantageMarketDataProvider implements ProviderAdapter {
     if (note !== undefined) {
       // The daily-limit notice also advertises the premium plans: the allowance is read first.
       if (/per day|daily/i.test(note)) failure = this.#http.failure('limit_reached', what, 'daily request limit reached', { keyIndex: key.index });
-      else if (/per second|per minute|sparingly|frequency/i.test(note)) failure = this.#http.failure('throttled', what, 'request rate exceeded', { keyIndex: key.index, retryAfterSeconds: 60 });
+      else if (/per second|per minute|sparingly|frequency/i.test(note)) {
+        // The burst rule is per second; the older notes counted per minute.
+        const retryAfterSeconds = /per minute/i.test(note) ? 60 : 1;
+        failure = this.#http.failure('throttled', what, 'request rate exceeded', { keyIndex: key.index, retryAfterSeconds });
+      }
       else if (/premium/i.test(note)) failure = this.#http.failure('unauthorized', what, 'premium endpoint (not on this plan)');
       else if (/api key|apikey/i.test(note)) failure = this.#http.failure('unauthorized', what, `key #${key.index} refused`, { keyIndex: key.index });
       else failure = this.#http.failure('limit_reached', what, 'request refused with a note', { keyIndex: key.index });

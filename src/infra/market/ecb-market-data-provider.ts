@@ -56,6 +56,7 @@ export class EcbMarketDataProvider implements ProviderAdapter {
     return { code: `${pair.base}/${pair.quote}`, assetClass: 'fx' };
   }
 
+  /** The latest reference rate of the pair (see the class), or `undefined` for a pair the ECB does not publish. Throws `UpstreamFailureError`. */
   async getQuote(symbol: string): Promise<Quote | undefined> {
     const pair = this.#pair(symbol);
     if (!pair) return undefined;
@@ -88,6 +89,7 @@ export class EcbMarketDataProvider implements ProviderAdapter {
     };
   }
 
+  /** One bar per business day from the 90-day file, or the full one for windows starting earlier. Throws `UpstreamFailureError`. */
   async getHistory(query: HistoryQuery): Promise<History | undefined> {
     const pair = this.#pair(query.symbol);
     if (!pair) return undefined;

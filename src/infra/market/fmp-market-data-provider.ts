@@ -59,6 +59,7 @@ export class FmpMarketDataProvider implements ProviderAdapter {
     return usTickerOf(upper) && { code: upper, assetClass };
   }
 
+  /** FMP's quote of `symbol`, or `undefined` when it answers an empty list. Throws `UpstreamFailureError`. */
   async getQuote(symbol: string): Promise<Quote | undefined> {
     const target = this.express(symbol);
     if (!target) return undefined;
@@ -90,6 +91,7 @@ export class FmpMarketDataProvider implements ProviderAdapter {
     };
   }
 
+  /** Daily bars in ascending time with the dividends and splits inside the window. Throws `UpstreamFailureError`. */
   async getHistory(query: HistoryQuery): Promise<History | undefined> {
     const target = this.express(query.symbol);
     if (!target) return undefined;

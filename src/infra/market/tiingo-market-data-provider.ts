@@ -66,6 +66,7 @@ export class TiingoMarketDataProvider implements ProviderAdapter {
     return usTickerOf(upper) && { code: upper, assetClass };
   }
 
+  /** The latest daily bar as a quote (see the class), or `undefined` for an unknown symbol. Throws `UpstreamFailureError`. */
   async getQuote(symbol: string): Promise<Quote | undefined> {
     const target = this.express(symbol);
     if (!target) return undefined;
@@ -95,6 +96,10 @@ export class TiingoMarketDataProvider implements ProviderAdapter {
     };
   }
 
+  /**
+   * Daily bars of shares with `adjClose` and their `divCash`/`splitFactor` events; daily or intraday bars of
+   * crypto and FX. `undefined` for an unknown symbol. Throws `UpstreamFailureError`.
+   */
   async getHistory(query: HistoryQuery): Promise<History | undefined> {
     const target = this.express(query.symbol);
     if (!target) return undefined;
