@@ -5,6 +5,7 @@
  */
 import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol, Quote, SearchResult } from '../../domain/ports.js';
 import { assetClassOf, cryptoPairOf, fxPairOf, marketOfSymbol, usTickerOf } from '../../domain/provider-symbols.js';
+import { isSymbol } from '../../domain/symbols.js';
 import {
   changeOf, dailyBarStartMs, finite, sessionEndMs, inWindow, isoDate, isRecord, lastDateBefore, marketStateOf, nonEmptyString, ProviderHttp,
   timezoneOfMarket, windowOf, type ProviderHttpOptions, type ProviderResponse,
@@ -299,7 +300,7 @@ function searchResult(entry: unknown): SearchResult | undefined {
     [symbol, type] = quote && ticker.endsWith(quote) ? [`${ticker.slice(2, -quote.length)}-${quote}`, 'crypto'] : [undefined, undefined];
   } else if (ticker.startsWith('I:')) [symbol, type] = [INDEX_SYMBOLS[ticker] ?? `^${ticker.slice(2)}`, 'index'];
   else if (market === 'stocks' || market === 'otc') [symbol, type] = [ticker.replace('.', '-'), TICKER_TYPES[nonEmptyString(entry.type) ?? ''] ?? undefined];
-  if (symbol === undefined || type === undefined || !/^[A-Z0-9^.=-]{1,32}$/.test(symbol)) return undefined;
+  if (symbol === undefined || type === undefined || !isSymbol(symbol)) return undefined;
   return {
     symbol,
     name: (nonEmptyString(entry.name) ?? symbol).slice(0, 200),
