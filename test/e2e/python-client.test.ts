@@ -5,6 +5,7 @@
  * would be skipped, which this test counts as a failure.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -62,4 +63,23 @@ describe('Python client', () => {
       expect(r.output).toMatch(new RegExp(`${name} \\(tests\\.test_client\\.\\w+(\\.${name})?\\) \\.\\.\\. ok`));
     }
   }, 120_000);
+
+  it("when the README's Python example runs against mds, then it prints the volatility and the quotes without an error", async () => {
+    const readme = readFileSync(resolve(CLIENT_DIR, '../../README.md'), 'utf8');
+    const example = /^### From Python\n[\s\S]*?^```python\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+    expect(example, 'a ```python block under "From Python"').toBeDefined();
+    const lines = example!.trim().split('\n');
+    expect(lines).toHaveLength(5);
+    // In a notebook the last value of a cell is shown; a script prints it.
+    const script = [...lines.slice(0, -2), `print(${lines.at(-2)!.split('#')[0]!.trim()})`, `print(${lines.at(-1)!.split('#')[0]!.trim()})`]
+      .join('\n')
+      .replaceAll('http://127.0.0.1:8000', svc.url);
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, PYTHONPATH: CLIENT_DIR, PYTHONDONTWRITEBYTECODE: '1' };
+
+    const r = await run(python(), ['-c', script], env);
+
+    expect(r.code, r.output).toBe(0);
+    expect(r.output).toMatch(/^time\n2\d{3}-\d\d-\d\d \d\d:\d\d:\d\d\+00:00 +\d/m);
+    expect(r.output).toContain("'symbol': '^GSPC'");
+  }, 60_000);
 });
