@@ -133,6 +133,7 @@ const schema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: int(0, 65535).default(8000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['pretty', 'json']).optional(),
   BODY_LIMIT_BYTES: int(1, 10 * 1024 * 1024).default(16 * 1024),
 
   DATABASE_URL: z
@@ -327,7 +328,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
   const config = {
     env: v.NODE_ENV,
     server: { host: v.HOST, port: v.PORT, bodyLimitBytes: v.BODY_LIMIT_BYTES, trustProxy: v.TRUST_PROXY, corsOrigins: v.CORS_ORIGINS },
-    log: { level: v.LOG_LEVEL },
+    /** `format` `auto` (LOG_FORMAT unset): pretty where the log goes to a terminal, JSON elsewhere. */
+    log: { level: v.LOG_LEVEL, format: v.LOG_FORMAT ?? ('auto' as const) },
     database: { url: v.DATABASE_URL },
     cache: {
       /** `single`: `redis` is the server; `sentinel`: `sentinel` finds the master; `cluster`: `clusterNodes` are the seeds. */

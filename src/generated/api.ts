@@ -2102,6 +2102,8 @@ export interface operations {
                 start?: components["schemas"]["DateOrDateTime"];
                 /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
                 end?: components["schemas"]["DateOrDateTime"];
+                /** @description The answer's format; `csv` is the same candles as CSV. Without it, `Accept text/csv` chooses CSV and anything else JSON. */
+                format?: "json" | "csv";
             };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
@@ -2115,7 +2117,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The candles. */
+            /** @description The candles; as CSV with `format=csv` or `Accept text/csv`. */
             200: {
                 headers: {
                     "X-Cache": components["headers"]["X-Cache"];
@@ -2123,10 +2125,13 @@ export interface operations {
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    /** @description `Accept`: the same URL answers JSON or CSV by the `Accept` header. */
+                    Vary?: "Accept";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryResponse"];
+                    "text/csv": string;
                 };
             };
             304: components["responses"]["NotModified"];
