@@ -11,7 +11,7 @@
  *
  * Pure: civil-date arithmetic only. Turning wall times into instants is market-calendar.ts's job (luxon).
  */
-import { CHINESE_FESTIVALS, CN_CLOSURES, type FestivalDates } from './chinese-holiday-tables.js';
+import { CHINESE_FESTIVALS, CN_CLOSURES, CN_CLOSURES_LAST_YEAR, type FestivalDates } from './chinese-holiday-tables.js';
 import {
   civilOf,
   dayOf,
@@ -394,10 +394,9 @@ function hkYear(year: number, book: YearBook): void {
 // ---------------------------------------------------------------- CN: Shanghai Stock Exchange (XSHG)
 
 const CN_RANGES = CN_CLOSURES.map(([name, first, last]) => ({ name, first: parseIsoDate(first) ?? Number.NaN, last: parseIsoDate(last) ?? Number.NaN }));
-const CN_LAST_TABLE_YEAR = Math.max(...CN_RANGES.map((range) => civilOf(range.last).year));
 
 function cnYear(year: number, book: YearBook): void {
-  if (year > CN_LAST_TABLE_YEAR) {
+  if (year > CN_CLOSURES_LAST_YEAR) {
     // Not announced yet: only the fixed-date holidays are certain.
     book.close(dayOf(year, 1, 1), "New Year's Day");
     for (let day = dayOf(year, 5, 1); day <= dayOf(year, 5, 3); day++) book.close(day, 'Labour Day');

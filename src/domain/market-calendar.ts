@@ -8,6 +8,7 @@
  */
 import { DateTime, IANAZone } from 'luxon';
 import { specialDayOf, hongKongOpen, tokyoClose, type ExchangeCode } from './exchange-holidays.js';
+import { CHINESE_FESTIVAL_YEARS, CN_CLOSURES_LAST_YEAR } from './chinese-holiday-tables.js';
 import { isoDateOf, parseIsoDate, weekdayOf, type DayNumber } from './civil-date.js';
 import type { InstrumentType, MarketState } from './ports.js';
 
@@ -183,6 +184,22 @@ export function holidayOn(code: MarketCode, dayNumber: DayNumber): string | unde
   if (!isExchange(code)) return undefined;
   const special = specialDayOf(code, dayNumber);
   return special?.kind === 'closed' ? special.name : undefined;
+}
+
+/**
+ * The trading dates the calendar vouches for, `YYYY-MM-DD`: from 2000, and for Hong Kong and the
+ * mainland only as far as their lunisolar and announced-closure tables reach (rule-based calendars
+ * project into any year, but theirs would miss the Chinese festivals).
+ */
+export function calendarCoverage(code: MarketCode): { first: string; last: string } {
+  if (code === 'HK') return { first: '2000-01-01', last: `${CHINESE_FESTIVAL_YEARS.last}-12-31` };
+  if (code === 'CN') return { first: '2000-01-01', last: `${CN_CLOSURES_LAST_YEAR}-12-31` };
+  return { first: '2000-01-01', last: '2099-12-31' };
+}
+
+/** The market with this code (case-sensitive), or undefined. */
+export function marketInfo(code: string): MarketInfo | undefined {
+  return INFO.get(code as MarketCode);
 }
 
 /**
