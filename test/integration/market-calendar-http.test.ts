@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schemaViolations } from '../helpers/contract-schema.js';
 import { expectDocumentedStatus } from '../helpers/contract-status.js';
+import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { SimulatedMarketDataProvider } from '../../src/infra/market/simulated-market-data-provider.js';
 
 const API_KEY = 'market-calendar-http-test-api-key-0123456789';
 
@@ -31,12 +33,17 @@ interface Envelope {
 /** The service's clock: each test sets the instant it reads. */
 let nowMs = Date.parse('2026-11-26T17:00:00.000Z');
 let svc: TestService;
+let redis: RedisProcess;
 
 beforeAll(async () => {
-  svc = await startTestService({}, { now: () => nowMs });
+  // A Redis of its own: cached quotes here are computed at pinned instants, other suites' at the real time.
+  redis = await startRedis();
+  const now = () => nowMs;
+  svc = await startTestService({ CACHE_URL: redis.url }, { now, provider: new SimulatedMarketDataProvider({ now }) });
 });
 afterAll(async () => {
   await svc?.close();
+  await redis?.stop();
 });
 
 async function markets(at: string): Promise<{ res: Response; body: { data: MarketEntry[] } }> {
@@ -88,6 +95,33 @@ describe('GET /api/markets across US Thanksgiving 2026', () => {
     });
     // The mainland is in its Spring Festival week until Monday the 23rd inclusive.
     expect(body.data.find((m) => m.market === 'CN')).toMatchObject({ state: 'closed', holiday: 'Spring Festival', next_open: '2026-02-24T01:30:00.000Z' });
+  });
+});
+
+describe('quote cache lifetimes follow the holiday calendar', () => {
+  async function maxAge(target: string, at: string): Promise<{ age: number; state: string }> {
+    nowMs = Date.parse(at);
+    const res = await svc.fetch(target);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { data: { market_state: string } };
+    return { age: Number(/max-age=(\d+)/.exec(res.headers.get('cache-control') ?? '')?.[1]), state: body.data.market_state };
+  }
+
+  it('when a US stock is read on Thanksgiving morning, then it is closed and kept an hour (the next open is Friday), not CACHE_TTL_SECONDS as on a trading morning', async () => {
+    const holiday = await maxAge('/api/quotes/MSFT', '2026-11-26T15:00:00.000Z');
+    expect(holiday.state).toBe('closed');
+    expect(holiday.age).toBeGreaterThanOrEqual(3599);
+    expect(holiday.age).toBeLessThanOrEqual(3600);
+    const tradingDay = await maxAge('/api/quotes/NVDA', '2026-11-25T15:00:00.000Z');
+    expect(tradingDay.state).toBe('open');
+    expect(tradingDay.age).toBeLessThanOrEqual(svc.config.cache.ttlMs / 1000);
+  });
+
+  it('when a US stock is read on Thanksgiving evening (18:00 New York), then it is closed, not post-market, and kept an hour', async () => {
+    const evening = await maxAge('/api/quotes/AMZN', '2026-11-26T23:00:00.000Z');
+    expect(evening.state).toBe('closed');
+    expect(evening.age).toBeGreaterThanOrEqual(3599);
+    expect(evening.age).toBeLessThanOrEqual(3600);
   });
 });
 

@@ -114,6 +114,26 @@ describe('SimulatedMarketDataProvider.getQuote', () => {
     expect(later.volume ?? 0).toBeGreaterThan(aapl.volume ?? 0);
   });
 
+  it('when it is US Thanksgiving (2026-11-26), then a US stock does not move all day: the quote is Wednesday\'s close; on Friday it trades until the 13:00 early close only', async () => {
+    const wednesdayClose = await quote('AAPL', Date.parse('2026-11-25T21:00:00.000Z'));
+    const thanksgivingMorning = await quote('AAPL', Date.parse('2026-11-26T15:00:00.000Z'));
+    const thanksgivingAfternoon = await quote('AAPL', Date.parse('2026-11-26T19:00:00.000Z'));
+    expect(thanksgivingMorning.market_state).toBe('closed');
+    expect(thanksgivingMorning.timestamp).toBe('2026-11-25T21:00:00.000Z');
+    expect(thanksgivingMorning.price).toBe(wednesdayClose.price);
+    expect(thanksgivingAfternoon).toEqual(thanksgivingMorning);
+
+    const fridayMidday = await quote('AAPL', Date.parse('2026-11-27T17:00:00.000Z'));
+    expect(fridayMidday.market_state).toBe('open');
+    const fridayAfterEarlyClose = await quote('AAPL', Date.parse('2026-11-27T19:00:00.000Z'));
+    const fridayEvening = await quote('AAPL', Date.parse('2026-11-27T23:00:00.000Z'));
+    expect(fridayAfterEarlyClose.market_state).toBe('post');
+    expect(fridayAfterEarlyClose.timestamp).toBe('2026-11-27T18:00:00.000Z');
+    expect(fridayEvening.price).toBe(fridayAfterEarlyClose.price);
+    const days = await history(Date.parse('2026-11-28T12:00:00.000Z'), { symbol: 'AAPL', interval: '1d', range: '5d' });
+    expect(days.candles.map((c) => c.time).slice(-3)).toEqual(['2026-11-24T14:30:00.000Z', '2026-11-25T14:30:00.000Z', '2026-11-27T14:30:00.000Z']);
+  });
+
   it('when it is the weekend, then an equity quote is the Friday close, stamped at the close, and does not move; Bitcoin does', async () => {
     const friday = await history(FRIDAY_US_CLOSE, { symbol: 'AAPL', interval: '1d', range: '5d' });
     const fridayCandle = friday.candles[friday.candles.length - 1];
