@@ -188,13 +188,14 @@ export function holidayOn(code: MarketCode, dayNumber: DayNumber): string | unde
 
 /**
  * The trading dates the calendar vouches for, `YYYY-MM-DD`: from 2000, and for Hong Kong and the
- * mainland only as far as their lunisolar and announced-closure tables reach (rule-based calendars
- * project into any year, but theirs would miss the Chinese festivals).
+ * mainland only as far as their lunisolar and announced-closure tables reach (rules would miss the
+ * Chinese festivals). Rule-based calendars project into any year, but past about a decade ahead they
+ * are guesses about governments; the bound also caps what the session memo can be made to hold.
  */
 export function calendarCoverage(code: MarketCode): { first: string; last: string } {
   if (code === 'HK') return { first: '2000-01-01', last: `${CHINESE_FESTIVAL_YEARS.last}-12-31` };
   if (code === 'CN') return { first: '2000-01-01', last: `${CN_CLOSURES_LAST_YEAR}-12-31` };
-  return { first: '2000-01-01', last: '2099-12-31' };
+  return { first: '2000-01-01', last: '2035-12-31' };
 }
 
 /** The market with this code (case-sensitive), or undefined. */

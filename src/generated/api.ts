@@ -2289,7 +2289,7 @@ export interface operations {
     listMarketSessions: {
         parameters: {
             query: {
-                /** @description The first trading date, `YYYY-MM-DD` in the market's own calendar; from 2000-01-01. */
+                /** @description The first trading date, `YYYY-MM-DD` in the market's own calendar; the calendar covers 2000 to 2035 (Hong Kong and the mainland to 2027). */
                 start: string;
                 /** @description The last trading date (inclusive), `YYYY-MM-DD`; not before `start`, and less than 10 years after it. */
                 end: string;

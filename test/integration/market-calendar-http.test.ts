@@ -192,6 +192,13 @@ describe('GET /api/markets/{market}/sessions', () => {
     }
   });
 
+  it('when dates fall outside what the calendar covers (before 2000, the US after 2035), then 422 saying where it starts or ends', async () => {
+    const early = await rejected('/api/markets/US/sessions?start=1999-12-01&end=2000-01-31', 422);
+    expect(early.violations).toEqual([{ path: 'query.start', message: 'must be on or after 2000-01-01: the US calendar starts there' }]);
+    const late = await rejected('/api/markets/US/sessions?start=2035-12-01&end=2036-01-31', 422);
+    expect(late.violations).toEqual([{ path: 'query.end', message: 'must be on or before 2035-12-31: the US calendar is known that far' }]);
+  });
+
   it('when Hong Kong is asked beyond its tables (2028), then 422 saying how far the calendar is known', async () => {
     const body = await rejected('/api/markets/HK/sessions?start=2027-12-01&end=2028-01-31', 422);
     expect(body.violations).toEqual([{ path: 'query.end', message: 'must be on or before 2027-12-31: the HK calendar is known that far' }]);
