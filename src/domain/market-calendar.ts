@@ -238,16 +238,29 @@ export function tradingSessions(code: MarketCode, fromMs: number, toMs: number):
   return sessions;
 }
 
-/** Segments of the dates around `atMs`, with back-to-back segments joined (FX trades Sunday to Friday without a break). */
+/** The most days without a session: a mainland golden week with its weekends (17 days, as in 2000's Spring Festival), with margin. */
+const MAX_GAP_DAYS = 21;
+
+/**
+ * Segments of the dates from just before `atMs` on, with back-to-back segments joined (FX trades
+ * Sunday to Friday without a break), up to and including the first complete span that starts after
+ * `atMs`: enough for the current span and the next one.
+ */
 function openSpans(code: MarketCode, atMs: number): TradingSegment[] {
-  // The longest gap between sessions is a mainland golden week with its weekends (up to 17 days, as in
-  // 2000's Spring Festival): three weeks ahead finds the next session after any of them.
   const spans: TradingSegment[] = [];
-  for (const session of tradingSessions(code, atMs - DAY_MS, atMs + 21 * DAY_MS)) {
-    for (const segment of session.segments) {
+  // A trading date is at most a day away from the UTC date of an instant in it (FX starts the evening before).
+  const firstDay = Math.floor(atMs / DAY_MS) - 2;
+  for (let dayNumber = firstDay; dayNumber <= firstDay + MAX_GAP_DAYS + 4; dayNumber++) {
+    const session = sessionOn(code, dayNumber);
+    for (const segment of session?.segments ?? []) {
       const previous = spans[spans.length - 1];
-      if (previous && previous.endMs === segment.startMs) previous.endMs = segment.endMs;
-      else spans.push({ ...segment });
+      if (previous && previous.endMs === segment.startMs) {
+        previous.endMs = segment.endMs;
+        continue;
+      }
+      // A new span begins, so the one before it is complete: when that one starts after `atMs`, it is the next.
+      if (previous && previous.startMs > atMs) return spans;
+      spans.push({ ...segment });
     }
   }
   return spans;
@@ -264,25 +277,25 @@ export function marketStatus(code: MarketCode, atMs: number): MarketStatus {
   const next = spans.find((span) => span.startMs > atMs);
   const nextOpen = next ? new Date(next.startMs) : null;
   if (current) return { ...base, state: 'open', nextOpen, nextClose: new Date(current.endMs), holiday: null };
-  const holiday = holidayOn(code, localDayNumber(code, atMs)) ?? null;
-  return { ...base, state: extendedState(code, atMs), nextOpen, nextClose: next ? new Date(next.endMs) : null, holiday };
-}
-
-/** The civil date of `atMs` in the market's zone, as a day number. */
-function localDayNumber(code: MarketCode, atMs: number): DayNumber {
+  const nextClose = next ? new Date(next.endMs) : null;
+  // The local date is within a day of the UTC one: without a holiday that near (most closed hours)
+  // and without extended hours, the zone conversion is not needed.
+  const utcDay = Math.floor(atMs / DAY_MS);
+  const holidayNear = holidayOn(code, utcDay - 1) !== undefined || holidayOn(code, utcDay) !== undefined || holidayOn(code, utcDay + 1) !== undefined;
+  if (!holidayNear && !HOURS[code].extended) return { ...base, state: 'closed', nextOpen, nextClose, holiday: null };
   const local = DateTime.fromMillis(atMs, { zone: zoneOf(code) });
-  return Math.floor(Date.UTC(local.year, local.month - 1, local.day) / DAY_MS);
+  const today = Math.floor(Date.UTC(local.year, local.month - 1, local.day) / DAY_MS);
+  return { ...base, state: extendedState(code, atMs, local, today), nextOpen, nextClose, holiday: holidayOn(code, today) ?? null };
 }
 
 /** `pre` or `post` when `atMs` falls in the market's extended hours of a trading date (not a holiday), else `closed`. */
-function extendedState(code: MarketCode, atMs: number): MarketState {
+function extendedState(code: MarketCode, atMs: number, local: DateTime, today: DayNumber): MarketState {
   const hours = HOURS[code];
   if (!hours.extended) return 'closed';
-  const session = sessionOn(code, localDayNumber(code, atMs));
+  const session = sessionOn(code, today);
   const open = session?.segments[0];
   const close = session?.segments[session.segments.length - 1];
   if (!open || !close) return 'closed';
-  const local = DateTime.fromMillis(atMs, { zone: zoneOf(code) });
   const minutes = local.hour * 60 + local.minute;
   if (minutes >= hours.extended.preFrom && atMs < open.startMs) return 'pre';
   if (atMs >= close.endMs && minutes < hours.extended.postTo) return 'post';
