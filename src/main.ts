@@ -38,6 +38,7 @@ import { AccountService } from './services/accounts.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
+import { MarketCalendarService } from './services/market-calendar.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { recently } from './services/recently.js';
@@ -58,6 +59,8 @@ export interface StartOptions {
    * worker: metrics are still recorded, and the primary serves the sum of all workers.
    */
   metricsListener?: boolean;
+  /** The clock in epoch milliseconds the market data (market states, cache lifetimes) reads; `Date.now` by default (tests pin a day). */
+  now?: () => number;
 }
 
 export interface RunningService {
@@ -283,7 +286,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger,
     metrics,
   });
-  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs });
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, now: options.now });
+  const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,
     onFill: (listener) => engine.onFill(listener),
@@ -355,7 +359,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, status, streams, backfill, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, calendar, status, streams, backfill, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
