@@ -38,6 +38,7 @@ import { AccountService } from './services/accounts.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
+import { MarketCalendarService } from './services/market-calendar.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { UnknownSymbols } from './services/unknown-symbols.js';
@@ -59,6 +60,8 @@ export interface StartOptions {
    * worker: metrics are still recorded, and the primary serves the sum of all workers.
    */
   metricsListener?: boolean;
+  /** The clock in epoch milliseconds the market data (market states, cache lifetimes) reads; `Date.now` by default (tests pin a day). */
+  now?: () => number;
 }
 
 export interface RunningService {
@@ -284,8 +287,9 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger,
     metrics,
   });
-  const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger });
-  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown });
+  const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, now: options.now });
+  const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,
     onFill: (listener) => engine.onFill(listener),
@@ -357,7 +361,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, status, streams, backfill, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, calendar, status, streams, backfill, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,

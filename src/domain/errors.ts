@@ -88,6 +88,13 @@ export class UnknownSymbolError extends AppError {
   }
 }
 
+/** No market has this code (the markets are those of /api/markets). */
+export class UnknownMarketError extends AppError {
+  constructor(market: string) {
+    super('UNKNOWN_MARKET', `Unknown market '${market}'`);
+  }
+}
+
 /** No managed API key has this id (never existed, or already revoked). */
 export class ApiKeyNotFoundError extends AppError {
   constructor(id: string) {

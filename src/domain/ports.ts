@@ -138,6 +138,94 @@ export interface MarketDataProvider {
   search(query: string, limit: number): Promise<SearchResult[]>;
 }
 
+/** Asset classes a provider may serve. A plain ticker is `equity` (an ETF's symbol looks the same). */
+export type AssetClass = 'equity' | 'etf' | 'index' | 'fx' | 'crypto';
+
+/**
+ * How far back a provider keeps bars of one interval, in days; `null` when it keeps them as far back
+ * as the instrument goes (or documents no bound).
+ */
+export type RetentionDays = number | null;
+
+/**
+ * What a provider can serve, per asset class. An asset class missing from a list, or an interval
+ * missing from `history[assetClass]`, is not served: the router skips the provider for it.
+ */
+export interface ProviderCapabilities {
+  /** Asset classes whose current quote it serves. */
+  quote: readonly AssetClass[];
+  /** Per asset class, the history intervals it serves and each interval's retention. */
+  history: Readonly<Partial<Record<AssetClass, Readonly<Partial<Record<HistoryInterval, RetentionDays>>>>>>;
+  /** Asset classes its search finds. */
+  search: readonly AssetClass[];
+  /** Asset classes whose history carries dividends and splits (`events`); elsewhere `events` is empty. */
+  events: readonly AssetClass[];
+}
+
+/** A Yahoo-style symbol as one provider spells it. */
+export interface ProviderSymbol {
+  /** The provider's own code (`I:SPX`, `X:BTCUSD`, `btcusd`, `EURUSD`). */
+  code: string;
+  assetClass: AssetClass;
+}
+
+/** One key of a provider's pool. `value` goes to the provider and nowhere else (never a log, error or answer). */
+export interface ProviderKey {
+  /** Position in the pool (0-based, the order of `<P>_API_KEYS`): what logs and errors name. */
+  index: number;
+  value: string;
+}
+
+/** Why a key was set aside. */
+export type KeySetAsideReason = 'unauthorized' | 'limit_reached';
+
+/** A key's state, fit to show an administrator. */
+export interface ProviderKeyStatus {
+  index: number;
+  /** The key's last four characters. */
+  lastFour: string;
+  state: 'active' | 'set_aside';
+  reason?: KeySetAsideReason;
+  /** Epoch ms when a key set aside comes back by itself (a daily limit resets); absent = until restart. */
+  untilMs?: number;
+  /** Keys taken from this pool by this instance since the last UTC midnight. */
+  usedToday: number;
+}
+
+/**
+ * The API keys of one provider, used in turn. An adapter takes one key per upstream call; the router
+ * sets keys aside (a 401/403 on that key, a daily limit) and may wrap the pool to count fleet-wide
+ * budgets before handing a key out.
+ */
+export interface ProviderKeyPool {
+  /** How many keys the pool holds, active or not. */
+  readonly size: number;
+  /**
+   * The key for the next call, or `undefined` when every key is set aside (the adapter then fails
+   * with `unauthorized` or `limit_reached`, whichever set the last key aside).
+   */
+  take(): Promise<ProviderKey | undefined>;
+  /** Stops handing out key `index` (until `untilMs`, epoch ms, when given). */
+  setAside(index: number, reason: KeySetAsideReason, untilMs?: number): void;
+  /** Every key's state, in pool order. */
+  status(): ProviderKeyStatus[];
+  /** Why the pool has no key to give (`undefined` while some key is active). */
+  exhaustedReason(): KeySetAsideReason | undefined;
+}
+
+/**
+ * A market-data provider the router can choose among: it says what it serves and which symbols it
+ * can express. Failures are `UpstreamFailureError`s (`domain/upstream-failure.ts`) with a reason
+ * from a closed set; "unknown symbol" stays `undefined`.
+ */
+export interface ProviderAdapter extends MarketDataProvider {
+  readonly capabilities: ProviderCapabilities;
+  /** The provider's spelling of the Yahoo-style `symbol`, or `undefined` when it cannot express it (skip it). */
+  express(symbol: string): ProviderSymbol | undefined;
+  /** Its key pool, empty for a provider that needs no key. */
+  readonly keys: ProviderKeyPool;
+}
+
 /** Who is calling: a user logged in with a token, or the service account of an API key. */
 export interface Principal {
   username: string;

@@ -352,6 +352,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/markets/{market}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a market's trading sessions
+         * @description Returns each trading session of one market between two dates (at most 10 years), with its open, close and lunch break as UTC instants, holidays left out and early closes applied.
+         */
+        get: operations["listMarketSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/stream": {
         parameters: {
             query?: never;
@@ -1312,16 +1332,21 @@ export interface components {
             state: components["schemas"]["MarketState"];
             /**
              * Format: date-time
-             * @description The next regular open, ISO 8601 UTC; null for a market that never closes.
+             * @description The next open, ISO 8601 UTC, after weekends and holidays; null for a market that never closes.
              * @example 2026-11-23T14:30:00.000Z
              */
             next_open: string | null;
             /**
              * Format: date-time
-             * @description The next regular close, ISO 8601 UTC; null for a market that never closes.
+             * @description The next close, ISO 8601 UTC (an early close on a half day); null for a market that never closes.
              * @example 2026-11-23T21:00:00.000Z
              */
             next_close: string | null;
+            /**
+             * @description The holiday the market is closed for today in its own time zone; null on any other day (weekends included).
+             * @example Thanksgiving Day
+             */
+            holiday: string | null;
         };
         /** @description The trading calendar of every market quotes come from. */
         MarketsResponse: {
@@ -1339,6 +1364,63 @@ export interface components {
              * @example 2026-11-23T12:00:00.000Z
              */
             updated_at: string;
+        };
+        /** @description One trading session of a market. */
+        MarketSession: {
+            /**
+             * Format: date
+             * @description The trading date in the market's own calendar.
+             * @example 2026-11-27
+             */
+            date: string;
+            /**
+             * Format: date-time
+             * @description The open, ISO 8601 UTC.
+             * @example 2026-11-27T14:30:00.000Z
+             */
+            open: string;
+            /**
+             * Format: date-time
+             * @description The close, ISO 8601 UTC; earlier than usual on an early close.
+             * @example 2026-11-27T18:00:00.000Z
+             */
+            close: string;
+            /**
+             * Format: date-time
+             * @description The start of the lunch break, ISO 8601 UTC; null when the session has none.
+             * @example null
+             */
+            break_start: string | null;
+            /**
+             * Format: date-time
+             * @description The end of the lunch break, ISO 8601 UTC; null when the session has none.
+             * @example null
+             */
+            break_end: string | null;
+        };
+        /** @description The trading sessions of one market between two dates. */
+        MarketSessionsResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /** @description The market and its sessions. */
+            data: {
+                /**
+                 * @description The market's code.
+                 * @example US
+                 */
+                market: string;
+                /**
+                 * @description The market's IANA time zone, in which the dates are written.
+                 * @example America/New_York
+                 */
+                timezone: string;
+                /** @description The sessions, ascending by date; a weekday without one is a holiday. */
+                sessions: components["schemas"]["MarketSession"][];
+            };
         };
     };
     responses: {
@@ -2102,6 +2184,8 @@ export interface operations {
                 start?: components["schemas"]["DateOrDateTime"];
                 /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
                 end?: components["schemas"]["DateOrDateTime"];
+                /** @description The answer's format; `csv` is the same candles as CSV. Without it, `Accept text/csv` chooses CSV and anything else JSON. */
+                format?: "json" | "csv";
             };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
@@ -2115,7 +2199,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The candles. */
+            /** @description The candles; as CSV with `format=csv` or `Accept text/csv`. */
             200: {
                 headers: {
                     "X-Cache": components["headers"]["X-Cache"];
@@ -2123,10 +2207,13 @@ export interface operations {
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    /** @description `Accept`: the same URL answers JSON or CSV by the `Accept` header. */
+                    Vary?: "Accept";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryResponse"];
+                    "text/csv": string;
                 };
             };
             304: components["responses"]["NotModified"];
@@ -2199,6 +2286,42 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listMarketSessions: {
+        parameters: {
+            query: {
+                /** @description The first trading date, `YYYY-MM-DD` in the market's own calendar; the calendar covers 2000 to 2035 (Hong Kong and the mainland to 2027). */
+                start: string;
+                /** @description The last trading date (inclusive), `YYYY-MM-DD`; not before `start`, and less than 10 years after it. */
+                end: string;
+            };
+            header?: never;
+            path: {
+                /** @description The market's code as `/api/markets` lists it (US, UK, DE, EU, JP, HK, CN, CRYPTO, FX), case-insensitive. */
+                market: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions, ascending. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketSessionsResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

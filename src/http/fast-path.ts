@@ -144,6 +144,8 @@ export class FastPath {
     }
     const inm = req.headers['if-none-match'];
     if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
+    // Every remembered target answers JSON; history may be asked for as CSV by `Accept` alone.
+    if (req.headers.accept?.includes('text/csv')) return undefined;
     const rep = this.#engine.serveFresh(target.key);
     return rep === undefined ? undefined : { rep, route: target.route };
   }

@@ -206,6 +206,7 @@ export class MarketDataService {
           state: s.state,
           next_open: s.nextOpen?.toISOString() ?? null,
           next_close: s.nextClose?.toISOString() ?? null,
+          holiday: s.holiday,
         })),
         updated_at: new Date(now).toISOString(),
       },

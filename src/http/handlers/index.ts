@@ -5,12 +5,14 @@ import type { AccountService } from '../../services/accounts.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
 import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { HealthService } from '../../services/health.js';
+import type { MarketCalendarService } from '../../services/market-calendar.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import type { QuoteStreamHub } from '../../services/quote-stream.js';
 import type { StatusService } from '../../services/status.js';
 import { adminHandlers } from './admin.js';
 import { authHandlers } from './auth.js';
 import { healthHandlers } from './health.js';
+import { marketCalendarHandlers } from './market-calendar.js';
 import { marketDataHandlers, type RememberTarget } from './market-data.js';
 import { metaHandlers } from './meta.js';
 import { streamHandlers } from './stream.js';
@@ -24,6 +26,8 @@ export interface HandlerDeps {
   keys: ApiKeyService;
   audit: AuditLog;
   market: MarketDataService;
+  /** The exchange calendars (sessions of a market). */
+  calendar: MarketCalendarService;
   status: StatusService;
   /** History backfill jobs. */
   backfill: HistoryBackfill;
@@ -40,6 +44,7 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...authHandlers(deps.accounts),
     ...adminHandlers(deps),
     ...marketDataHandlers(deps.market, deps.rememberTarget),
+    ...marketCalendarHandlers(deps.calendar),
     ...streamHandlers(deps.streams),
   };
 }

@@ -5,6 +5,7 @@
 import type { RedisClient } from '../cache/redis-cache-store.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../logger.js';
+import { createProviderAdapter } from './provider-adapters.js';
 import { ResilientMarketDataProvider, type ResilientMarketDataProviderOptions } from './resilient-market-data-provider.js';
 import { SimulatedMarketDataProvider } from './simulated-market-data-provider.js';
 import { GuardedMarketDataProvider, UpstreamGuard } from './upstream-guard.js';
@@ -17,11 +18,19 @@ export type { SimulatedInstrument, SimulatedMarketDataProviderOptions } from './
 export { GuardedMarketDataProvider, UPSTREAM_KEY_PREFIX, UpstreamBusyError, UpstreamGuard, UpstreamRateLimitedError } from './upstream-guard.js';
 export type { UpstreamGuardOptions } from './upstream-guard.js';
 export { DEFAULT_USER_AGENT, YahooMarketDataProvider } from './yahoo-market-data-provider.js';
+export { asProviderAdapter, createProviderAdapter, SIMULATED_CAPABILITIES, YAHOO_CAPABILITIES } from './provider-adapters.js';
+export type { ProviderAdapterOptions } from './provider-adapters.js';
+export { KeyPool, nextUtcMidnight } from './key-pool.js';
+export { AlphaVantageMarketDataProvider } from './alpha-vantage-market-data-provider.js';
+export { EcbMarketDataProvider } from './ecb-market-data-provider.js';
+export { FmpMarketDataProvider } from './fmp-market-data-provider.js';
+export { PolygonMarketDataProvider } from './polygon-market-data-provider.js';
+export { TiingoMarketDataProvider } from './tiingo-market-data-provider.js';
 export type { YahooMarketDataProviderOptions } from './yahoo-market-data-provider.js';
 
 /** The part of the configuration the market-data adapters read. */
 export type MarketConfig = Pick<Config['market'], 'provider' | 'baseUrl' | 'timeoutMs'> &
-  Partial<Pick<Config['market'], 'breakerResetMs' | 'upstreamMaxRps' | 'upstreamMaxConcurrency'>>;
+  Partial<Pick<Config['market'], 'breakerResetMs' | 'upstreamMaxRps' | 'upstreamMaxConcurrency' | 'providerSettings'>>;
 
 /** Defaults of the upstream guard when the configuration leaves them out (as `loadConfig` does not). */
 const GUARD_DEFAULTS = { maxRps: 5, maxConcurrency: 4 } as const;
@@ -76,6 +85,16 @@ export function createMarketDataProvider(
       timeoutMs: market.timeoutMs + maxWaitMs,
       logger,
     });
+  }
+
+  if (market.provider !== 'simulated') {
+    // Polygon, Alpha Vantage, Tiingo, FMP or ECB first in the chain: that one provider behind the
+    // breaker, until the provider router serves the whole chain.
+    const settings = market.providerSettings?.[market.provider];
+    if (!settings) throw new Error(`No settings for market-data provider '${market.provider}'`);
+    logger.info({ provider: market.provider, baseUrl: settings.baseUrl, timeoutMs: settings.timeoutMs, keys: settings.apiKeys.length }, `Market data: live data from ${market.provider}`);
+    const adapter = createProviderAdapter(market.provider, settings, fetchImpl ? { fetch: fetchImpl } : {});
+    return new ResilientMarketDataProvider(adapter, { ...breaker, timeoutMs: settings.timeoutMs, logger });
   }
 
   logger.info(

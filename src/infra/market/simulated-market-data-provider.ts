@@ -24,8 +24,8 @@ const DAY_MS = 86_400_000;
 export const SIMULATED_LISTING_MS = Date.UTC(2016, 0, 4);
 /** The day the directory's base levels describe; the long-term drift is measured from it. */
 const REFERENCE_DAY = Math.floor(Date.UTC(2026, 10, 20) / DAY_MS);
-/** Enough days back to be sure to find the session before any instant (a weekend is three days). */
-const LOOKBACK_MS = 10 * DAY_MS;
+/** Enough days back to be sure to find the session before any instant (a mainland golden week with its weekends is up to 17 days). */
+const LOOKBACK_MS = 21 * DAY_MS;
 
 const DRIFT_BY_TYPE: Record<InstrumentType, number> = { index: 0.07, equity: 0.08, etf: 0.07, future: 0.04, crypto: 0.25, currency: 0 };
 const INTERVAL_MINUTES: Partial<Record<HistoryInterval, number>> = { '1m': 1, '5m': 5, '15m': 15, '30m': 30, '1h': 60 };
