@@ -11,6 +11,8 @@
  * - while the broadcast is not live (messages from other instances may be lost), an entry is served
  *   only within `unconfirmedMaxAgeMs` of being read, whatever `maxAgeMs` says: a change made on
  *   another instance (a revoked token, a flush) is seen by reading the truth again, not trusted away;
+ *   an entry stored while it was not live keeps that short bound even once it is (the first
+ *   connection after a start without Redis announces no resync);
  * - when the broadcast resyncs after a gap, everything is dropped, since any message may have been missed.
  *
  * No I/O: reads are handed in by the caller.
@@ -32,6 +34,8 @@ export interface MemoryEntry<V> {
   readonly storedAt: number;
   /** When the value stops being true whatever its age, epoch ms (`Infinity` when only the age bounds it). */
   readonly expiresAt: number;
+  /** Whether messages from other instances were arriving when it was stored (always, without invalidation). */
+  readonly heard: boolean;
 }
 
 /** Where changes made by other instances are heard. */
@@ -88,9 +92,9 @@ export class LocalMemory<K, V> {
     return this.#version;
   }
 
-  /** How long an entry is served now, ms (shorter while the broadcast is not live). */
-  maxAgeMs(): number {
-    return this.#broadcast === undefined || this.#broadcast.live() ? this.#maxAgeMs : this.#unconfirmedMaxAgeMs;
+  /** How long `entry` is served after it was read, ms: shorter while the broadcast is not live, or was not when it was stored. */
+  maxAgeMs(entry: MemoryEntry<V>): number {
+    return this.#broadcast === undefined || (entry.heard && this.#broadcast.live()) ? this.#maxAgeMs : this.#unconfirmedMaxAgeMs;
   }
 
   /**
@@ -100,7 +104,7 @@ export class LocalMemory<K, V> {
   entry(key: K, now = this.#now()): MemoryEntry<V> | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
-    if (now >= entry.expiresAt || now - entry.storedAt >= this.maxAgeMs()) return undefined;
+    if (now >= entry.expiresAt || now - entry.storedAt >= this.maxAgeMs(entry)) return undefined;
     return entry;
   }
 
@@ -121,7 +125,7 @@ export class LocalMemory<K, V> {
   set(key: K, value: V, ttlMs = Infinity, version = this.#version): boolean {
     if (version !== this.#version || this.#maxAgeMs === 0) return false;
     const now = this.#now();
-    this.#entries.set(key, { value, storedAt: now, expiresAt: now + ttlMs });
+    this.#entries.set(key, { value, storedAt: now, expiresAt: now + ttlMs, heard: this.#broadcast === undefined || this.#broadcast.live() });
     return true;
   }
 

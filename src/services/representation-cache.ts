@@ -303,7 +303,7 @@ export class RepresentationCache {
     const now = this.#now();
     const local = this.#local.entry(key, now);
     if (local === undefined) return undefined;
-    if (now - local.storedAt >= this.#local.maxAgeMs() / 2 && !this.#confirming.has(key)) this.#confirm(key, local.value);
+    if (now - local.storedAt >= this.#local.maxAgeMs(local) / 2 && !this.#confirming.has(key)) this.#confirm(key, local.value);
     const kind = key.slice(KEY_PREFIX.length, key.indexOf(':', KEY_PREFIX.length)) as CacheKind;
     this.#count(kind, 'hits');
     return this.#hit(key, local, now);

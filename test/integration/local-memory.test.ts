@@ -155,3 +155,38 @@ describe('the in-process memory across a Redis outage', () => {
     expect(userReads).toBe(4);
   });
 });
+
+describe('the in-process memory when the service starts without Redis', () => {
+  let late: RedisProcess;
+  let lateCache: ResilientCache;
+
+  beforeAll(async () => {
+    late = await startRedis();
+    await late.stop();
+    const config = loadConfig({ CACHE_HOST: '127.0.0.1', CACHE_PORT: String(late.port) }, { readFile: false });
+    lateCache = createCache(config.cache, logger, { startTimeoutMs: 200 });
+    await lateCache.start();
+  });
+  afterAll(async () => {
+    await lateCache.close();
+    await late.stop();
+  });
+
+  it('when Redis arrives after the start, then what was read before it keeps the short bound (no resync announces that first connection)', async () => {
+    expect(lateCache.live()).toBe(false);
+    const byUser = new RevocationCache({ store: users, ttlMs: 5_000, broadcast: lateCache, now: () => nowMs });
+    const before = userReads;
+    await byUser.lookup('alice');
+
+    await late.restart();
+    await waitFor(() => lateCache.live(), { timeoutMs: 10_000, message: 'the cache to connect to Redis' });
+    nowMs += UNCONFIRMED_MAX_AGE_MS;
+    await byUser.lookup('alice');
+    expect(userReads).toBe(before + 2);
+
+    // Read while messages arrive: trusted for its whole lifetime again.
+    nowMs += 1_000;
+    await byUser.lookup('alice');
+    expect(userReads).toBe(before + 2);
+  });
+});
