@@ -2,7 +2,8 @@
  * Managed API keys: issue (the secret is shown once, only its SHA-256 digest is stored), list, revoke,
  * and verify a presented key. Verification keeps a short-lived lookup cache; a revocation empties it
  * here at once and, through the Broadcast port, on every other instance; entries also die on their own
- * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer.
+ * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer,
+ * and within 100 ms while the broadcast is known to be down (the one in-process memory, `LocalMemory`).
  */
 import { parseInstant } from '../domain/instant.js';
 import { hash, randomBytes, randomUUID } from 'node:crypto';
