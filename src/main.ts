@@ -31,6 +31,7 @@ import { RedisRequestCounter } from './infra/counters/redis-request-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './infra/logger.js';
 import { createRateLimit } from './http/rate-limit.js';
+import { keys as keySpace } from './domain/key-space.js';
 import { NO_METRICS, type ApiKeyStore, type Broadcast, type LoginAttempts, type MarketDataProvider, type TokenIssuer, type UserStore } from './domain/ports.js';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.js';
 import { PrometheusMetrics } from './infra/metrics/index.js';
@@ -271,7 +272,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   shutdown.add('quote streams', () => streams.close());
 
   // One lock per job and provider: instances of another provider on the same Redis refresh their own data.
-  const scheduler = new Scheduler({ locks: cache, logger, lockPrefix: `mds:v1:lock:job:${provider.name}:` });
+  const scheduler = new Scheduler({ locks: cache, logger, lockKey: (job) => keySpace.jobLock(provider.name, job) });
   shutdown.add('scheduler', () => scheduler.stop());
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {

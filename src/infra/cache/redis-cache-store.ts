@@ -6,7 +6,7 @@
  * `CacheUnavailableError`.
  *
  * Cluster: every command here touches one key, so no operation needs keys in one slot. Whoever adds a
- * multi-key command or script must give its keys one hash tag (`mds:v1:{<group>}:...`).
+ * multi-key command or script must give its keys one hash tag, built in `domain/key-space.ts`.
  */
 import { randomUUID } from 'node:crypto';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
