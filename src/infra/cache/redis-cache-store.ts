@@ -258,6 +258,11 @@ export class RedisCacheStore implements CacheStore {
     return this.#client;
   }
 
+  /** How long one command may take before it fails, in ms: adapters on `client` keep to it too. */
+  get commandTimeoutMs(): number {
+    return this.#commandTimeoutMs;
+  }
+
   /** `single`, `sentinel` or `cluster`. */
   get topology(): RedisTopology {
     return this.#topology;
