@@ -164,8 +164,8 @@ function createClient(options: RedisCacheStoreOptions): RedisClient {
   return new Redis(failFastRedisOptions(options));
 }
 
-/** `promise`, or a rejection naming `what` once `ms` have passed without it settling. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+/** `promise`, or a rejection naming `what` once `ms` have passed without it settling (adapters on `client` use it too). */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);

@@ -11,7 +11,7 @@
  */
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { CounterUsage, CounterWindow, SharedCounters } from '../../domain/ports.js';
-import type { RedisClient } from '../cache/redis-cache-store.js';
+import { within, type RedisClient } from '../cache/redis-cache-store.js';
 
 export interface RedisSharedCountersOptions {
   /** The cache's ioredis client (any topology); absent = memory only. */
@@ -195,15 +195,10 @@ export class RedisSharedCounters implements SharedCounters {
   /**
    * `promise`, or a rejection once the command timeout has passed: a cluster call may be redirected
    * and retried across nodes, and a script may be sent twice (EVALSHA, then EVAL), each with a
-   * timeout of its own; the caller waits for one.
+   * timeout of its own; the caller waits for one. A call that answers later has been answered from
+   * memory already; its outcome is dropped.
    */
   #within<T>(promise: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Redis counter call: no answer within ${this.#timeoutMs} ms`)), this.#timeoutMs);
-    });
-    // A call that answers after its deadline has been answered from memory already; its outcome is dropped.
-    promise.catch(() => undefined);
-    return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+    return within(promise, this.#timeoutMs, 'Redis counter call');
   }
 }
