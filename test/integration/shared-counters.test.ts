@@ -9,8 +9,12 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { keys, utcDay } from '../../src/domain/key-space.js';
 import type { CounterWindow } from '../../src/domain/ports.js';
+import { loadConfig } from '../../src/config.js';
+import { createCache } from '../../src/infra/cache/index.js';
 import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
+import { captureLogs } from '../helpers/log-capture.js';
 import { connectFailFast, startRedis } from '../helpers/redis-server.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const unique = (label: string) => `${label}-${randomBytes(6).toString('hex')}`;
 const MINUTE: CounterWindow = { limit: 5, windowMs: 60_000 };
@@ -142,6 +146,53 @@ describe('RedisSharedCounters when Redis freezes', () => {
     } finally {
       redis.resume();
       own.disconnect();
+      await redis.stop();
+    }
+  });
+});
+
+describe('The cache\'s shared counters', () => {
+  it('when a counter call finds Redis frozen, then the whole cache serves from memory, later counter calls no longer wait, and both return to Redis with it', async () => {
+    const redis = await startRedis();
+    const { logger } = captureLogs();
+    const config = loadConfig({ CACHE_HOST: '127.0.0.1', CACHE_PORT: String(redis.port) }, { readFile: false });
+    const cache = createCache(config.cache, logger, { commandTimeoutMs: 200, connectTimeoutMs: 500, startTimeoutMs: 2000 });
+    const raw = await connectFailFast(redis.port);
+    try {
+      await cache.start();
+      const counters = cache.sharedCounters();
+      expect(cache.sharedCounters()).toBe(counters);
+      const key = keys.quota(unique('user:cache'));
+      await counters.consume(key, MINUTE);
+      expect(Number(await raw.get(key))).toBe(1);
+
+      redis.pause();
+      let resumed = false;
+      try {
+        const started = performance.now();
+        await counters.consume(key, MINUTE);
+        const firstMs = performance.now() - started;
+        expect(cache.status().mode).toBe('memory');
+        const again = performance.now();
+        for (let i = 0; i < 20; i++) await counters.consume(key, MINUTE);
+        const laterMs = performance.now() - again;
+
+        expect(firstMs).toBeLessThan(200 + 250);
+        // In memory mode no call goes near Redis: twenty of them together take less than one timeout.
+        expect(laterMs).toBeLessThan(100);
+        redis.resume();
+        resumed = true;
+        await waitFor(() => cache.status().mode === 'redis', { timeoutMs: 10_000, message: 'the cache back on Redis' });
+        // The call that timed out was still carried out by Redis once it thawed: count from what is there.
+        const before = Number(await raw.get(key));
+        await counters.consume(key, MINUTE);
+        expect(Number(await raw.get(key))).toBe(before + 1);
+      } finally {
+        if (!resumed) redis.resume();
+      }
+    } finally {
+      raw.disconnect();
+      await cache.close();
       await redis.stop();
     }
   });
