@@ -111,19 +111,19 @@ export class RedisSharedCounters implements SharedCounters {
   }
 
   async pausedUntil(key: string): Promise<number> {
-    const now = this.#now();
-    const local = this.#pauses.get(key) ?? 0;
-    if (local !== 0 && local <= now) this.#pauses.delete(key);
+    let until = this.#pauses.get(key) ?? 0;
     const redis = this.#redis;
-    if (!redis || !this.#useRedis()) return local > now ? local : 0;
-    try {
-      const value = await this.#within(redis.get(key));
-      const shared = value === null ? 0 : Number(value);
-      return Math.max(Number.isFinite(shared) ? shared : 0, local > now ? local : 0);
-    } catch (err) {
-      this.#onRedisError(err);
-      return local > now ? local : 0;
+    if (redis && this.#useRedis()) {
+      try {
+        const shared = Number((await this.#within(redis.get(key))) ?? 0);
+        if (Number.isFinite(shared)) until = Math.max(until, shared);
+      } catch (err) {
+        this.#onRedisError(err);
+      }
     }
+    if (until > this.#now()) return until;
+    this.#pauses.delete(key);
+    return 0;
   }
 
   async pauseUntil(key: string, untilMs: number): Promise<void> {
