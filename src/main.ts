@@ -27,10 +27,11 @@ import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
 import { createMarketDataProvider, ResilientMarketDataProvider } from './infra/market/index.js';
 import { BatchedRequestCounter } from './infra/counters/batched-request-counter.js';
-import { RedisRequestCounter } from './infra/counters/redis-request-counter.js';
+import { QuotaCounter } from './infra/counters/quota-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './infra/logger.js';
 import { createRateLimit } from './http/rate-limit.js';
+import { keys as keySpace } from './domain/key-space.js';
 import { NO_METRICS, type ApiKeyStore, type Broadcast, type LoginAttempts, type MarketDataProvider, type TokenIssuer, type UserStore } from './domain/ports.js';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.js';
 import { PrometheusMetrics } from './infra/metrics/index.js';
@@ -187,7 +188,7 @@ export async function openAccounts(
     users: db.store,
     apiKeys: db.apiKeys,
     tokens: new TokenService({ secret: randomBytes(48).toString('base64url'), ttlMs: config.auth.tokenTtlMs }),
-    throttle: new LoginThrottle({ redis: undefined, maxFailures: config.auth.loginMaxFailures, maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress, blockMs: config.auth.loginBlockMs }),
+    throttle: new LoginThrottle({ maxFailures: config.auth.loginMaxFailures, maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress, blockMs: config.auth.loginBlockMs }),
     auditLogger: options.auditLogger ?? logger,
   });
   shutdown.add('api keys', () => keys.close());
@@ -236,6 +237,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const cache = createCache(config.cache, logger);
   shutdown.add('cache', () => cache.close());
   await cache.start();
+  // Quotas, login throttling and the upstream budget count here, following the cache's mode.
+  const counters = cache.sharedCounters();
   const prometheus = config.metrics.enabled ? new PrometheusMetrics() : undefined;
   prometheus?.watch({ cacheMode: () => cache.status().mode });
   const metrics = prometheus ?? NO_METRICS;
@@ -252,9 +255,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const secret = signingSecret(config, logger);
   const tokens = new TokenService({ secret, ttlMs: config.auth.tokenTtlMs });
   const throttle = new LoginThrottle({
-    redis: cache.redisClient(),
-    redisAvailable: () => cache.status().mode === 'redis',
-    onRedisError: (cause) => cache.redisFailed(cause),
+    counters,
     maxFailures: config.auth.loginMaxFailures,
     maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress,
     blockMs: config.auth.loginBlockMs,
@@ -272,10 +273,10 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger.warn({ username: adminName }, `default administrator '${adminName}' does not exist: run \`mds init\``);
   }
 
-  // The cache's Redis client carries the fleet-wide upstream budget and 429 pause (memory while Redis is away).
+  // The shared counters carry the fleet-wide upstream budget and 429 pause (memory while Redis is away).
   const provider = options.provider
     ? new ResilientMarketDataProvider(options.provider, { timeoutMs: config.market.timeoutMs, logger, metrics })
-    : createMarketDataProvider(config.market, logger, { redis: cache.redisClient(), metrics });
+    : createMarketDataProvider(config.market, logger, { counters, metrics });
   shutdown.add('market data provider', () => provider.close());
   prometheus?.watch({ breakerState: () => provider.state });
   const engine = new RepresentationCache({
@@ -308,7 +309,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   if (options.scheduler !== false) backfill.watch(BACKFILL_WATCH_MS);
 
   // One lock per job and provider: instances of another provider on the same Redis refresh their own data.
-  const scheduler = new Scheduler({ locks: cache, logger, lockPrefix: `mds:v1:lock:job:${provider.name}:` });
+  const scheduler = new Scheduler({ locks: cache, logger, lockKey: (job) => keySpace.jobLock(provider.name, job) });
   shutdown.add('scheduler', () => scheduler.stop());
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {
@@ -350,7 +351,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
 
   const rateLimit = createRateLimit({
-    counter: new BatchedRequestCounter(new RedisRequestCounter({ redis: cache.redisClient() })),
+    counter: new BatchedRequestCounter(new QuotaCounter({ counters })),
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
     trustProxy: config.server.trustProxy,

@@ -382,6 +382,53 @@ export interface RequestCounter {
   consumeNow?(key: string, limit: number): QuotaUsage | undefined;
 }
 
+/** How a shared counter counts: at most `limit` points per window of one key. */
+export interface CounterWindow {
+  /** Points allowed per window, a whole number of at least 1. */
+  limit: number;
+  /**
+   * A fixed window of this many ms (whole seconds) that starts with the key's first point; or
+   * `utc-day`, the UTC calendar day, for keys that name their day (see `keys.upstream.daily`).
+   */
+  windowMs: number | 'utc-day';
+  /**
+   * When a point reaches the limit, the key stays used up for this many ms from then on, whatever is
+   * left of its window (login throttling blocks for longer than it counts). Absent: until the window ends.
+   */
+  blockMs?: number;
+}
+
+/** A key's count in its current window. */
+export interface CounterUsage {
+  /** False when the points just counted went past the limit (they are refused). */
+  allowed: boolean;
+  /** Points counted in the window so far, refused ones included. */
+  used: number;
+  /** Points still allowed in the window (0 once the limit is reached). */
+  remaining: number;
+  /** Milliseconds until the window (or block) ends and the count starts again; 0 for an unknown key. */
+  resetMs: number;
+}
+
+/**
+ * Counters and instants every instance shares (in Redis), or this instance keeps alone (in memory)
+ * while the shared store is away: request quotas, login throttling, upstream budgets and pauses.
+ * Keys come from `key-space.ts`. No method waits on a failing store longer than its command timeout,
+ * and none rejects for one: each falls back to memory. The memory answers are this instance's alone.
+ */
+export interface SharedCounters {
+  /** Counts `points` (default 1) of `key` in its window, and says whether they fit under the limit. */
+  consume(key: string, window: CounterWindow, points?: number): Promise<CounterUsage>;
+  /** The key's count without adding to it (`used` 0 when the key has no count); `allowed` says whether one more point fits. */
+  peek(key: string, window: CounterWindow): Promise<CounterUsage>;
+  /** Forgets the key's count (a block included). */
+  reset(key: string, window: CounterWindow): Promise<void>;
+  /** The end (epoch ms) of the pause recorded under `key`, or 0 when none is in force. */
+  pausedUntil(key: string): Promise<number>;
+  /** Records a pause until `untilMs` (epoch ms) under `key`; never shortens a longer one already recorded. */
+  pauseUntil(key: string, untilMs: number): Promise<void>;
+}
+
 /** What a cache read answered with: the cached entry, a fresh fetch, or an expired copy standing in for a failed upstream. */
 export type CacheResult = 'hit' | 'miss' | 'stale';
 

@@ -20,15 +20,16 @@
 import { UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
 import type { Logger } from '../domain/ports.js';
 import type { Broadcast, CacheStore, Quote } from '../domain/ports.js';
+import { channels, keys } from '../domain/key-space.js';
 import { quoteInBody, serializedAs, serializedQuote } from './market-data.js';
-import { KEY_PREFIX, type FillListener } from './representation-cache.js';
+import type { FillListener } from './representation-cache.js';
 
 /**
  * The channel on which instances of one provider announce quote changes. Announcements carry the
  * quote, so a fleet that mixes providers on one Redis keeps each provider's apart.
  */
 export function quoteEventsChannel(provider: string): string {
-  return `${KEY_PREFIX}quote-events:${provider}`;
+  return channels.quoteEvents(provider);
 }
 /** A version record outlives any quote's cache lifetime (at most an hour), so a restart still compares. */
 const VERSION_TTL_MS = 24 * 60 * 60 * 1000;
@@ -306,7 +307,7 @@ export class QuoteStreamHub {
 
   /** Where a symbol's last change is kept: `{v: version ms, f: fingerprint}`, per provider. */
   #versionKey(symbol: string): string {
-    return `${KEY_PREFIX}quote-version:${this.#o.provider}:${symbol}`;
+    return keys.quoteVersion(this.#o.provider, symbol);
   }
 
   /** Writes one event; drops the client when its unsent bytes pass the bound. */

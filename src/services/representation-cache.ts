@@ -14,6 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
+import { channels, keys } from '../domain/key-space.js';
 import { LocalMemory, type MemoryEntry } from '../domain/local-memory.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Broadcast, type CacheEntry, type CacheResult, type CacheStore, type Metrics } from '../domain/ports.js';
@@ -25,11 +26,8 @@ export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';
 export const CACHE_KINDS = ['indices', 'quote', 'quotes', 'history', 'search'] as const;
 export type CacheKind = (typeof CACHE_KINDS)[number];
 
-/** Every key of the service starts with this (login throttling and job locks too). */
-export const KEY_PREFIX = 'mds:v1:';
-
 /** The channel on which `flush()` tells every instance to drop its in-process copies. */
-export const INVALIDATE_CHANNEL = `${KEY_PREFIX}invalidate`;
+export const INVALIDATE_CHANNEL = channels.invalidate;
 
 /**
  * What a loader found: the serialized body to cache and send, and how long it lives.
@@ -244,7 +242,7 @@ export class RepresentationCache {
 
   /** The store key of a read: `mds:v1:<kind>:<namespace>:<params>`. */
   keyOf(kind: CacheKind, params: string): string {
-    return `${KEY_PREFIX}${kind}:${this.#namespace}:${params}`;
+    return keys.representation(kind, this.#namespace, params);
   }
 
   /**
@@ -304,8 +302,7 @@ export class RepresentationCache {
     const local = this.#local.entry(key, now);
     if (local === undefined) return undefined;
     if (now - local.storedAt >= this.#local.maxAgeMs(local) / 2 && !this.#confirming.has(key)) this.#confirm(key, local.value);
-    const kind = key.slice(KEY_PREFIX.length, key.indexOf(':', KEY_PREFIX.length)) as CacheKind;
-    this.#count(kind, 'hits');
+    this.#count(keys.kindOf(key) as CacheKind, 'hits');
     return this.#hit(key, local, now);
   }
 
@@ -343,8 +340,8 @@ export class RepresentationCache {
     this.#local.clear();
     let removed = 0;
     for (const kind of CACHE_KINDS) {
-      removed += await this.#cache.deleteByPrefix(`${KEY_PREFIX}${kind}:`);
-      removed += await this.#cache.deleteByPrefix(`${KEY_PREFIX}stale:${kind}:`);
+      removed += await this.#cache.deleteByPrefix(keys.representationsOf(kind));
+      removed += await this.#cache.deleteByPrefix(keys.staleOf(kind));
     }
     await this.#broadcast?.publish(INVALIDATE_CHANNEL, 'flush');
     return removed;
@@ -450,7 +447,7 @@ export class RepresentationCache {
   }
 
   #staleKey(key: string): string {
-    return `${KEY_PREFIX}stale:${key.slice(KEY_PREFIX.length)}`;
+    return keys.stale(key);
   }
 
   /** What a stored string says: a body to send, or a refusal or unknown answer stored in its place. */
@@ -506,12 +503,11 @@ export class RepresentationCache {
   }
 
   /**
-   * The fill lock of `key`, under a hash tag of the whole value key, so that in a cluster the lock
-   * lives on the value's own node and goes with it (a key containing `}` cannot be tagged whole; its
-   * lock may land elsewhere, which the bounded wait tolerates).
+   * The fill lock of `key`. In a cluster it may live on another node than the value (no command names
+   * both); a lock stranded there by a failover holds a read for `lockWaitMs` at most.
    */
   #lockKey(key: string): string {
-    return `${KEY_PREFIX}lock:{${key}}`;
+    return keys.fillLock(key);
   }
 
   /** A token; `undefined` when someone else holds the lock; `null` when the cache cannot lock (go ahead unlocked). */

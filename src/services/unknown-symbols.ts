@@ -18,7 +18,7 @@
  */
 import { LocalMemory } from '../domain/local-memory.js';
 import type { Broadcast, CacheStore, Logger } from '../domain/ports.js';
-import { INVALIDATE_CHANNEL, KEY_PREFIX } from './representation-cache.js';
+import { channels, keys } from '../domain/key-space.js';
 
 /** How many store keys hold one provider's negative answers. */
 export const BUCKETS = 64;
@@ -41,7 +41,7 @@ export interface UnknownSymbolsOptions {
 /** The bounded memory of symbols a provider does not know. Members name what was asked (`quote:XYZ`). */
 export class UnknownSymbols {
   readonly #store: CacheStore;
-  readonly #prefix: string;
+  readonly #provider: string;
   readonly #perBucket: number;
   readonly #ttlMs: number;
   readonly #logger: Logger;
@@ -55,7 +55,7 @@ export class UnknownSymbols {
   constructor(options: UnknownSymbolsOptions) {
     const maxSymbols = Math.max(BUCKETS, Math.floor(options.maxSymbols));
     this.#store = options.store;
-    this.#prefix = `${KEY_PREFIX}unknown:${options.provider}:`;
+    this.#provider = options.provider;
     this.#perBucket = Math.floor(maxSymbols / BUCKETS);
     this.#ttlMs = options.ttlMs ?? HOUR_MS;
     this.#logger = options.logger;
@@ -64,7 +64,7 @@ export class UnknownSymbols {
       // quick-lru keeps up to two generations of maxSize: half the bound keeps the whole under it.
       maxEntries: Math.floor(maxSymbols / 2),
       maxAgeMs: this.#ttlMs,
-      invalidation: options.broadcast && { broadcast: options.broadcast, channel: INVALIDATE_CHANNEL },
+      invalidation: options.broadcast && { broadcast: options.broadcast, channel: channels.invalidate },
       now: this.#now,
     });
   }
@@ -106,7 +106,7 @@ export class UnknownSymbols {
   async flush(): Promise<number> {
     this.#memory.clear();
     this.#pending.clear();
-    return this.#store.deleteByPrefix(this.#prefix);
+    return this.#store.deleteByPrefix(keys.unknownSymbolsOf(this.#provider));
   }
 
   /** Members held in this process's memory (expired ones included until pushed out). */
@@ -144,7 +144,7 @@ export class UnknownSymbols {
   }
 
   #keyOf(bucket: number): string {
-    return `${this.#prefix}${bucket}`;
+    return keys.unknownSymbols(this.#provider, bucket);
   }
 
   /** FNV-1a of the member: spreads symbols evenly over the buckets, the same on every instance. */

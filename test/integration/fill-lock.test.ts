@@ -14,7 +14,7 @@ import { waitFor } from '../helpers/wait-for.js';
 const logger = createLogger({ level: 'silent' });
 /** The value and lock keys of symbol `LOCKED<n>` (each test its own: memory mode keeps what the cache wrote before). */
 const keyOf = (n: number) => `mds:v1:quote:simulated:LOCKED${n}`;
-const lockKeyOf = (n: number) => `mds:v1:lock:{${keyOf(n)}}`;
+const lockKeyOf = (n: number) => `mds:v1:lock:quote:simulated:LOCKED${n}`;
 const BODY = '{"success":true,"price":1}';
 
 let redis: RedisProcess;

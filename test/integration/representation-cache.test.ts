@@ -14,7 +14,7 @@ import { waitFor } from '../helpers/wait-for.js';
 
 const logger = createLogger({ level: 'silent' });
 const KEY = 'mds:v1:quote:simulated:AAPL';
-const LOCK_KEY = 'mds:v1:lock:{mds:v1:quote:simulated:AAPL}';
+const LOCK_KEY = 'mds:v1:lock:quote:simulated:AAPL';
 
 /** A loader of one key: counts calls; while `hold()` is active, calls wait until `release()`. */
 class ControlledLoader {

@@ -2,9 +2,10 @@
  * Builds the configured market-data provider: the real provider, behind the upstream guard (yahoo
  * only), behind the circuit breaker and health record.
  */
-import type { RedisClient } from '../cache/redis-cache-store.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../logger.js';
+import type { SharedCounters } from '../../domain/ports.js';
+import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
 import { createProviderAdapter } from './provider-adapters.js';
 import { ResilientMarketDataProvider, type ResilientMarketDataProviderOptions } from './resilient-market-data-provider.js';
 import { SimulatedMarketDataProvider } from './simulated-market-data-provider.js';
@@ -15,7 +16,7 @@ export { CircuitOpenError, ResilientMarketDataProvider } from './resilient-marke
 export type { BreakerState, DatasourceHealth, ResilientMarketDataProviderOptions } from './resilient-market-data-provider.js';
 export { SIMULATED_DIRECTORY, SimulatedMarketDataProvider } from './simulated-market-data-provider.js';
 export type { SimulatedInstrument, SimulatedMarketDataProviderOptions } from './simulated-market-data-provider.js';
-export { GuardedMarketDataProvider, UPSTREAM_KEY_PREFIX, UpstreamBusyError, UpstreamGuard, UpstreamRateLimitedError } from './upstream-guard.js';
+export { GuardedMarketDataProvider, UpstreamBusyError, UpstreamGuard, UpstreamRateLimitedError } from './upstream-guard.js';
 export type { UpstreamGuardOptions } from './upstream-guard.js';
 export { DEFAULT_USER_AGENT, YahooMarketDataProvider } from './yahoo-market-data-provider.js';
 export { asProviderAdapter, createProviderAdapter, SIMULATED_CAPABILITIES, YAHOO_CAPABILITIES } from './provider-adapters.js';
@@ -39,11 +40,8 @@ const GUARD_DEFAULTS = { maxRps: 5, maxConcurrency: 4 } as const;
 export interface CreateMarketDataProviderOptions extends Omit<ResilientMarketDataProviderOptions, 'timeoutMs' | 'logger'> {
   /** The fetch implementation the yahoo provider uses (global `fetch` by default). */
   fetch?: typeof fetch;
-  /**
-   * The cache's Redis client (`cache.redisClient()`), through which every instance shares the
-   * upstream budget and pauses; absent = this instance alone, in memory.
-   */
-  redis?: RedisClient | undefined;
+  /** Where every instance shares the upstream budget and pauses (the service's one `SharedCounters`); absent = this instance alone, in memory. */
+  counters?: SharedCounters | undefined;
   /** How long a yahoo call may wait for the upstream budget, in ms (default: `market.timeoutMs`). */
   upstreamMaxWaitMs?: number;
 }
@@ -64,14 +62,14 @@ export function createMarketDataProvider(
   logger: Logger,
   options: CreateMarketDataProviderOptions = {},
 ): ResilientMarketDataProvider {
-  const { fetch: fetchImpl, redis, upstreamMaxWaitMs, ...rest } = options;
+  const { fetch: fetchImpl, counters, upstreamMaxWaitMs, ...rest } = options;
   const breaker = { ...(market.breakerResetMs !== undefined ? { resetTimeoutMs: market.breakerResetMs } : {}), ...rest };
   if (market.provider === 'yahoo') {
     const maxWaitMs = upstreamMaxWaitMs ?? market.timeoutMs;
     const maxRps = market.upstreamMaxRps ?? GUARD_DEFAULTS.maxRps;
     const maxConcurrency = market.upstreamMaxConcurrency ?? GUARD_DEFAULTS.maxConcurrency;
     logger.info(
-      { provider: 'yahoo', baseUrl: market.baseUrl, timeoutMs: market.timeoutMs, maxRps, maxConcurrency, sharedBudget: redis !== undefined },
+      { provider: 'yahoo', baseUrl: market.baseUrl, timeoutMs: market.timeoutMs, maxRps, maxConcurrency, sharedBudget: counters !== undefined },
       'Market data: live quotes from Yahoo Finance',
     );
     const yahoo = new YahooMarketDataProvider({
@@ -79,7 +77,7 @@ export function createMarketDataProvider(
       timeoutMs: market.timeoutMs,
       ...(fetchImpl ? { fetch: fetchImpl } : {}),
     });
-    const guard = new UpstreamGuard({ name: 'yahoo', maxRps, maxConcurrency, maxWaitMs, redis, logger });
+    const guard = new UpstreamGuard({ name: 'yahoo', maxRps, maxConcurrency, maxWaitMs, counters: counters ?? new RedisSharedCounters(), logger });
     return new ResilientMarketDataProvider(new GuardedMarketDataProvider(yahoo, guard), {
       ...breaker,
       timeoutMs: market.timeoutMs + maxWaitMs,
