@@ -32,7 +32,7 @@ function toHostPort(text: string): { host: string; port: number } {
   return { host: text.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(text.slice(at + 1)) };
 }
 
-// --- market-data providers (DESIGN 15): names, per-provider variables, defaults -------------------
+// --- market-data providers: names, per-provider variables, defaults ------------------------------
 
 /** Every market-data provider name `MARKET_DATA_PROVIDERS` accepts. */
 export const PROVIDER_NAMES = ['simulated', 'yahoo', 'polygon', 'alpha_vantage', 'tiingo', 'fmp', 'ecb'] as const;
