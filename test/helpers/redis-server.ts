@@ -250,6 +250,8 @@ export interface SentinelGroup {
   master(): Promise<string>;
   /** `SENTINEL FAILOVER <name>`; resolves to the new master's `host:port` as soon as the sentinel reports it. */
   failover(): Promise<string>;
+  /** The data server that is master now, as the first sentinel reports it. */
+  masterProcess(): Promise<RedisProcess>;
   stop(): Promise<void>;
 }
 
@@ -267,9 +269,12 @@ async function sentinelCall(port: number, ...args: string[]): Promise<unknown> {
 /**
  * Starts a master, a replica of it and three sentinels (quorum 2, down-after 1 s) and resolves once
  * every sentinel knows the replica and the other sentinels, so a failover can be forced at once.
+ * `failoverTimeoutMs` (default 10 s) also sets how long sentinels wait before a new election when
+ * one failed (twice it): tests that kill masters over and over keep it short.
  */
-export async function startSentinelGroup(opts: { name?: string } = {}): Promise<SentinelGroup> {
+export async function startSentinelGroup(opts: { name?: string; failoverTimeoutMs?: number } = {}): Promise<SentinelGroup> {
   const name = opts.name ?? 'mymaster';
+  const failoverTimeoutMs = opts.failoverTimeoutMs ?? 10_000;
   const dir = mkdtempSync(join(tmpdir(), 'mds-sentinel-'));
   const started: RedisProcess[] = [];
   try {
@@ -288,7 +293,7 @@ export async function startSentinelGroup(opts: { name?: string } = {}): Promise<
             [
               `sentinel monitor ${name} ${HOST} ${master.port} 2`,
               `sentinel down-after-milliseconds ${name} 1000`,
-              `sentinel failover-timeout ${name} 10000`,
+              `sentinel failover-timeout ${name} ${failoverTimeoutMs}`,
               `sentinel parallel-syncs ${name} 1`,
               '',
             ].join('\n'),
@@ -331,6 +336,12 @@ export async function startSentinelGroup(opts: { name?: string } = {}): Promise<
       sentinels,
       sentinelList: sentinels.map((s) => `${HOST}:${s.port}`).join(','),
       master: () => master0(sentinels[0]!.port),
+      async masterProcess() {
+        const now = await master0(sentinels[0]!.port);
+        const found = [master, replica].find((s) => `${HOST}:${s.port}` === now);
+        if (!found) throw new Error(`the sentinels name ${now}, which is neither server of the group`);
+        return found;
+      },
       async failover() {
         const before = await master0(sentinels[0]!.port);
         await sentinelCall(sentinels[0]!.port, 'FAILOVER', name);

@@ -187,6 +187,18 @@ function streamNode(client: Redis): string | null {
   return stream?.remoteAddress && stream.remotePort ? formatNode(stream.remoteAddress, stream.remotePort) : null;
 }
 
+/**
+ * Clears ioredis's pending reconnect timer (a private field, checked to be a timer first) so that a
+ * reconnect started by hand is the only one: the timer would otherwise fire a second attempt later.
+ */
+function cancelReconnectTimer(client: Redis): void {
+  const internals = client as unknown as { reconnectTimeout?: NodeJS.Timeout | null };
+  if (internals.reconnectTimeout && typeof internals.reconnectTimeout === 'object') {
+    clearTimeout(internals.reconnectTimeout);
+    internals.reconnectTimeout = null;
+  }
+}
+
 function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, '\\$&');
 }
@@ -345,7 +357,10 @@ export class RedisCacheStore implements CacheStore {
   #followSwitch(master: string): void {
     for (const client of [this.#client, this.#subscriber]) {
       if (!client || client instanceof Cluster) continue;
-      if (client.status === 'end') {
+      if (client.status === 'end' || client.status === 'reconnecting') {
+        // Waiting out a backoff grown during the outage (up to the cap) would leave the command and
+        // subscriber connections to return up to a second apart: both go now, to the new master.
+        cancelReconnectTimer(client);
         client.connect().catch(() => undefined);
         continue;
       }
