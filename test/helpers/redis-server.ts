@@ -391,11 +391,13 @@ export async function clusterStateOk(port: number): Promise<boolean> {
 
 /**
  * Starts `masters` (default 3) cluster-enabled redis-servers, each with its own cluster config file in
- * a temporary directory, joins them with `redis-cli --cluster create`, and resolves once every node
- * reports `cluster_state:ok`.
+ * a temporary directory, plus `replicas` (default 0) per master, joins them with `redis-cli --cluster
+ * create`, and resolves once every node reports `cluster_state:ok`. With replicas, a master that dies
+ * is replaced by its replica after the node timeout (1 s).
  */
-export async function startRedisCluster(opts: { masters?: number } = {}): Promise<RedisClusterProcesses> {
-  const count = opts.masters ?? 3;
+export async function startRedisCluster(opts: { masters?: number; replicas?: number } = {}): Promise<RedisClusterProcesses> {
+  const replicas = opts.replicas ?? 0;
+  const count = (opts.masters ?? 3) * (1 + replicas);
   const dir = mkdtempSync(join(tmpdir(), 'mds-cluster-'));
   const nodes: RedisProcess[] = [];
   const stopAll = async () => {
@@ -415,7 +417,7 @@ export async function startRedisCluster(opts: { masters?: number } = {}): Promis
     }
     const addresses = nodes.map((n) => `${HOST}:${n.port}`);
     const cli = join(dirname(findRedisServer()), 'redis-cli');
-    await promisify(execFile)(cli, ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+    await promisify(execFile)(cli, ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 30_000 });
     await waitFor(async () => (await Promise.all(nodes.map((n) => clusterStateOk(n.port)))).every(Boolean), {
       timeoutMs: 30_000,
       intervalMs: 100,

@@ -13,10 +13,10 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { USER_CHANGED_CHANNEL } from '../../src/infra/auth/revocation-cache.js';
-import { createCache } from '../../src/infra/cache/index.js';
+import { createCache, RedisCacheStore } from '../../src/infra/cache/index.js';
 import { startLoad, summarize } from '../helpers/ha-load.js';
 import { captureLogs } from '../helpers/log-capture.js';
-import { startSentinelGroup, type SentinelGroup } from '../helpers/redis-server.js';
+import { startSentinelGroup, type RedisProcess, type SentinelGroup } from '../helpers/redis-server.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -206,5 +206,59 @@ describe('Broadcast signals across a Sentinel failover', () => {
     const after = await group.master();
     expect(b.status()).toMatchObject({ mode: 'redis', node: after });
     await delivered('after');
+  }, 60_000);
+});
+
+describe('Store calls through a Sentinel failover of a frozen master', () => {
+  it('when the master is frozen (SIGSTOP), then every store call settles within the command timeout, and the store moves to the new master while the old one is still frozen', async () => {
+    const group = await startGroup();
+    const commandTimeoutMs = 300;
+    const store = new RedisCacheStore({
+      topology: 'sentinel',
+      sentinels: group.sentinelList.split(',').map((address) => ({ host: address.split(':')[0]!, port: Number(address.split(':')[1]) })),
+      sentinelName: group.name,
+      commandTimeoutMs,
+      connectTimeoutMs: 500,
+    });
+    cleanups.push(() => store.close());
+    await store.connect();
+    const before = await group.master();
+    expect(store.node()).toBe(before);
+
+    let frozen: RedisProcess | undefined = await group.masterProcess();
+    cleanups.push(async () => frozen?.resume());
+    frozen.pause();
+    const calls: Array<{ op: string; ms: number }> = [];
+    const timed = async (op: string, call: () => Promise<unknown>) => {
+      const started = performance.now();
+      const ok = await call().then(
+        () => true,
+        () => false,
+      );
+      calls.push({ op, ms: performance.now() - started });
+      return ok;
+    };
+    let after = before;
+    // Until the sentinels promoted the replica and the store wrote there, with the old master still frozen.
+    await waitFor(
+      async () => {
+        const key = `mds:v1:test:frozen:${calls.length}`;
+        await timed('get', () => store.get(key));
+        await timed('acquireLock', () => store.acquireLock(`${key}:lock`, 5_000));
+        await timed('releaseLock', () => store.releaseLock(`${key}:lock`, 'not-the-owner'));
+        await timed('delete', () => store.delete(key));
+        await timed('publish', () => store.publish('test:frozen', 'x'));
+        const stored = await timed('set', () => store.set(key, 'v', 5_000));
+        after = await group.master().catch(() => before);
+        return after !== before && stored && store.node() === after;
+      },
+      { timeoutMs: 20_000, intervalMs: 20, message: 'the store to write on the new master while the old one is frozen' },
+    );
+    frozen.resume();
+    frozen = undefined;
+    // Timers on a busy machine fire late: allow scheduling slack, never a second command timeout.
+    const slowest = calls.reduce((max, c) => (c.ms > max.ms ? c : max), { op: 'none', ms: 0 });
+    expect(calls.length).toBeGreaterThan(6);
+    expect(slowest.ms, `slowest call ${slowest.op}`).toBeLessThan(commandTimeoutMs + 250);
   }, 60_000);
 });
