@@ -11,7 +11,9 @@ import { RedisCacheStore } from '../../src/infra/cache/redis-cache-store.js';
 import { MemoryCacheStore } from '../../src/infra/cache/memory-cache-store.js';
 import { ResilientCache } from '../../src/infra/cache/resilient-cache.js';
 import { captureLogs } from '../helpers/log-capture.js';
-import { startRedis } from '../helpers/redis-server.js';
+import { loadConfig } from '../../src/config.js';
+import { createCache } from '../../src/infra/cache/index.js';
+import { startRedis, startRedisCluster } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -76,4 +78,61 @@ describe('a client that ends is connected again', () => {
       { timeoutMs: 5_000, intervalMs: 50, message: 'a message after the subscriber came back' },
     );
   });
+});
+
+describe('the subscriber of a cluster', () => {
+  it('when the node it subscribed on is killed, then onResync fires once it subscribed on another node (however short the gap), and messages arrive again', async () => {
+    const cluster = await startRedisCluster({ masters: 3, replicas: 1 });
+    cleanups.push(() => cluster.stop());
+    const { logger } = captureLogs();
+    const config = loadConfig({ CACHE_CLUSTER_NODES: cluster.nodeList }, { readFile: false });
+    const cache = createCache(config.cache, logger, { commandTimeoutMs: 300, connectTimeoutMs: 500, startTimeoutMs: 3000 });
+    cleanups.push(() => cache.close());
+    await cache.start();
+    let resyncs = 0;
+    cache.onResync(() => resyncs++);
+    const received: string[] = [];
+    cache.subscribe('test:cluster-revive', (m) => received.push(m));
+    await waitFor(() => cache.live(), { timeoutMs: 5_000, message: 'the subscription' });
+
+    // Which node holds the subscription: the one whose CLIENT LIST has a connection with sub=1.
+    const holders: number[] = [];
+    for (const node of cluster.nodes) {
+      const raw = new Redis({ host: '127.0.0.1', port: node.port, lazyConnect: true });
+      raw.on('error', () => undefined);
+      await raw.connect();
+      if (/\bsub=1\b/.test(String(await raw.client('LIST')))) holders.push(node.port);
+      raw.disconnect();
+    }
+    expect(holders).toHaveLength(1);
+    const resyncsBefore = resyncs;
+    const seen = [cache.live()];
+    const sampler = setInterval(() => {
+      if (seen.at(-1) !== cache.live()) seen.push(cache.live());
+    }, 5);
+    cleanups.push(async () => clearInterval(sampler));
+    await cluster.nodes.find((n) => n.port === holders[0])!.kill();
+
+    await waitFor(() => resyncs > resyncsBefore && cache.live(), { timeoutMs: 20_000, message: 'a resync once subscribed elsewhere' }).catch((err: Error) => {
+      const internal = ((cache as unknown as { redisClient(): unknown }).redisClient() as { status: string });
+      throw new Error(`${err.message} ${JSON.stringify(cache.status())} live=${cache.live()} seen=${seen.join(',')} main=${internal.status}`);
+    });
+    clearInterval(sampler);
+    // The move may take less time than the sampler's 5 ms: only the end state is certain.
+    expect(seen[0]).toBe(true);
+    expect(seen.at(-1)).toBe(true);
+    // One for the move; another when the killed node was a master and the cache fell back meanwhile.
+    expect(resyncs - resyncsBefore).toBeGreaterThanOrEqual(1);
+    const alive = cluster.nodes.find((n) => n.port !== holders[0])!;
+    const publisher = new Redis({ host: '127.0.0.1', port: alive.port, lazyConnect: true });
+    publisher.on('error', () => undefined);
+    cleanups.push(async () => publisher.disconnect());
+    await waitFor(
+      async () => {
+        await publisher.publish('test:cluster-revive', `other:${received.length}`);
+        return received.length > 0;
+      },
+      { timeoutMs: 5_000, intervalMs: 50, message: 'a message after the move' },
+    );
+  }, 60_000);
 });

@@ -69,6 +69,7 @@ export type RedisClient = Redis | Cluster;
 const DEFAULTS = { commandTimeoutMs: 500, connectTimeoutMs: 1000, maxReconnectDelayMs: 1000, maxRetriesPerRequest: 0 } as const;
 const SCAN_BATCH = 500;
 const SWITCH_MASTER_CHANNEL = '+switch-master';
+const CLUSTER_SUBSCRIBER_CHECK_MS = 200;
 
 // Returns nil on a miss, else {value, pttl}: value and remaining TTL in one round trip, atomically.
 const GET_WITH_TTL_LUA = `local v = redis.call('GET', KEYS[1])
@@ -188,6 +189,25 @@ function streamNode(client: Redis): string | null {
 }
 
 /**
+ * Whether a cluster client's own subscriber connection (ioredis keeps one on some node and, when that
+ * node goes, picks another and subscribes the same channels there) is up with its channels
+ * subscribed again. Reads ioredis internals, checked for shape: when they are not as expected the
+ * answer is true, i.e. the cluster's own status alone decides, as before.
+ */
+function clusterSubscriberConnection(cluster: Cluster): unknown {
+  const internal = (cluster as unknown as { subscriber?: unknown }).subscriber;
+  return typeof internal === 'object' && internal !== null && 'subscriber' in internal ? internal.subscriber : undefined;
+}
+
+function clusterSubscriberUp(cluster: Cluster): boolean {
+  const internal = (cluster as unknown as { subscriber?: unknown }).subscriber;
+  if (typeof internal !== 'object' || internal === null || !('subscriber' in internal)) return true;
+  // lastActiveSubscriber is set once the channels of the previous connection are subscribed again.
+  const { subscriber: instance, lastActiveSubscriber } = internal as { subscriber: { status?: unknown } | null; lastActiveSubscriber?: unknown };
+  return instance !== null && instance.status === 'ready' && lastActiveSubscriber === instance;
+}
+
+/**
  * Clears ioredis's pending reconnect timer (a private field, checked to be a timer first) so that a
  * reconnect started by hand is the only one: the timer would otherwise fire a second attempt later.
  */
@@ -230,6 +250,9 @@ export class RedisCacheStore implements CacheStore {
   readonly #confirmedChannels = new Set<string>();
   readonly #subscriptionListeners = new Set<() => void>();
   readonly #revivals = new Set<NodeJS.Timeout>();
+  #clusterSubscriberWatch: NodeJS.Timeout | undefined;
+  /** How many times the subscription was lost (see `subscriptionGaps`). */
+  #subscriptionGaps = 0;
   #lastError: Error | undefined;
   #closed = false;
 
@@ -565,11 +588,21 @@ export class RedisCacheStore implements CacheStore {
     if (this.#channelListeners.size === 0) return true;
     const sub = this.#subscriber;
     if (!sub || sub.status !== 'ready') return false;
+    if (sub instanceof Cluster && !clusterSubscriberUp(sub)) return false;
     for (const channel of this.#channelListeners.keys()) if (!this.#confirmedChannels.has(channel)) return false;
     return true;
   }
 
-  /** Calls `listener` whenever `subscriptionLive()` may have changed. Returns an unsubscribe function. */
+  /**
+   * How many times the subscription was lost since this store was made. A gap can be shorter than
+   * anyone looks (a cluster moves its subscriber to another node in milliseconds): a count that moved
+   * says messages may have been missed even when `subscriptionLive()` is true at every look.
+   */
+  subscriptionGaps(): number {
+    return this.#subscriptionGaps;
+  }
+
+  /** Calls `listener` whenever `subscriptionLive()` or `subscriptionGaps()` may have changed. Returns an unsubscribe function. */
   onSubscriptionChange(listener: () => void): () => void {
     this.#subscriptionListeners.add(listener);
     return () => this.#subscriptionListeners.delete(listener);
@@ -603,6 +636,7 @@ export class RedisCacheStore implements CacheStore {
         }
       });
       const lost = () => {
+        this.#subscriptionGaps++;
         this.#confirmedChannels.clear();
         this.#notifySubscription();
       };
@@ -613,6 +647,23 @@ export class RedisCacheStore implements CacheStore {
       });
       this.#reviveOnEnd(sub);
       this.#subscriber = sub;
+      if (sub instanceof Cluster) {
+        // A cluster moves its subscriber connection to another node by itself, with no event of its
+        // own: look every 200 ms, so a gap in delivery is seen (and its end announced) anyway.
+        let last = this.subscriptionLive();
+        let connection = clusterSubscriberConnection(sub);
+        this.#clusterSubscriberWatch = setInterval(() => {
+          const now = this.subscriptionLive();
+          const current = clusterSubscriberConnection(sub);
+          // A new connection object means the old one ended: a gap, however short.
+          const moved = current !== connection;
+          if (moved) this.#subscriptionGaps++;
+          if (moved || now !== last) this.#notifySubscription();
+          last = now;
+          connection = current;
+        }, CLUSTER_SUBSCRIBER_CHECK_MS);
+        this.#clusterSubscriberWatch.unref();
+      }
     }
     return this.#subscriber;
   }
@@ -658,6 +709,7 @@ export class RedisCacheStore implements CacheStore {
     this.#downListeners.clear();
     this.#channelListeners.clear();
     this.#subscriptionListeners.clear();
+    clearInterval(this.#clusterSubscriberWatch);
     for (const timer of this.#revivals) clearTimeout(timer);
     this.#revivals.clear();
     for (const sentinel of this.#sentinelWatchers ?? []) sentinel.disconnect(false);

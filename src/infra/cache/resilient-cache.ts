@@ -52,6 +52,8 @@ export class ResilientCache implements CacheStore, Broadcast {
   #useRedis = false;
   /** What `live()` said when last looked at, to fire the resync listeners on each return to live. */
   #live = false;
+  /** The store's subscription gap count at the last resync: a gap too short to see still resyncs. */
+  #gapsAtResync = 0;
   // Bumped on every switch to Redis, so that a command started before a fallback and recovery cannot
   // knock the cache back into memory mode when it finally fails.
   #epoch = 0;
@@ -289,9 +291,11 @@ export class ResilientCache implements CacheStore, Broadcast {
   #checkLive(): void {
     if (this.#closed) return;
     const live = this.live();
-    if (live === this.#live) return;
+    const gaps = this.#redis?.subscriptionGaps() ?? 0;
+    const wasLive = this.#live;
     this.#live = live;
-    if (!live) return;
+    if (!live || (wasLive && gaps === this.#gapsAtResync)) return;
+    this.#gapsAtResync = gaps;
     this.#logger.debug({ cache: 'redis' }, 'Broadcast delivery is live: dropping what was kept on the strength of messages');
     for (const listener of this.#resyncListeners) {
       try {
