@@ -81,8 +81,12 @@ describe('Sentinel failover, repeated with two instances', () => {
       for (const svc of [a, b]) expect(await cacheOf(svc, token)).toMatchObject({ mode: 'redis', node: before });
 
       const load = startLoad([a, b], { workers: 2, token, maxRequests: 50_000 });
-      await waitFor(() => load.samples.length > 40, { timeoutMs: 10_000, message: 'the load to warm up' });
+      await waitFor(() => load.samples.length > 40, { timeoutMs: 10_000, message: `round ${round}: the load to warm up` }).catch(async (err: Error) => {
+        const views = await Promise.all([a, b].map((svc) => cacheOf(svc, token)));
+        throw new Error(`${err.message}: ${load.samples.length} answers (${JSON.stringify(summarize(load.samples))}), caches ${JSON.stringify(views)}`);
+      });
       const master = await group.masterProcess();
+      const logsAtKill = [a.logs.length, b.logs.length];
       await master.kill();
       const killedAt = performance.now();
 
@@ -149,6 +153,18 @@ describe('Sentinel failover, repeated with two instances', () => {
       expect(figures.requests).toBeGreaterThan(40);
       const failed = load.samples.filter((s) => s.status === 0 || s.status >= 500);
       expect(failed.map((s) => `${s.status} ${Math.round(s.ms)} ms ${s.url}`).slice(0, 5)).toEqual([]);
+      // One outage, one fallback and one return per instance: a second fallback right after returning
+      // (a lagging sentinel's repeated +switch-master dropping the fresh connection) is a failure too.
+      for (const [i, svc] of [a, b].entries()) {
+        const switches = svc.logs
+          .slice(logsAtKill[i])
+          .map((l) => String(l.msg))
+          .filter((m) => /^Redis (connection lost|is back)/.test(m));
+        expect(switches, `round ${round}: instance ${'AB'[i]}'s switches`).toEqual([
+          'Redis connection lost: caching in process memory until it is back',
+          'Redis is back: caching in Redis again',
+        ]);
+      }
       rounds.push({ round, promotedMs: Math.round(promotedMs), bothBackMs: Math.round(bothBackMs), requests: figures.requests, max: figures.max });
 
       for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -200,6 +216,8 @@ describe('Broadcast signals across a Sentinel failover', () => {
 
     await waitFor(() => events.length > resyncsBefore, { timeoutMs: 15_000, message: 'a resync on B after the failover' });
     clearInterval(sampler);
+    // The resync may come between two samples.
+    if (seen.at(-1) !== b.live()) seen.push(b.live());
     // The resync fires when delivery is live again, not before.
     expect(events.slice(resyncsBefore)).toEqual(['resync live=true']);
     expect(seen).toEqual([true, false, true]);

@@ -188,17 +188,18 @@ function streamNode(client: Redis): string | null {
   return stream?.remoteAddress && stream.remotePort ? formatNode(stream.remoteAddress, stream.remotePort) : null;
 }
 
+/** The connection ioredis's cluster subscriber uses now (an ioredis internal; `undefined` when not found). */
+function clusterSubscriberConnection(cluster: Cluster): unknown {
+  const internal = (cluster as unknown as { subscriber?: unknown }).subscriber;
+  return typeof internal === 'object' && internal !== null && 'subscriber' in internal ? internal.subscriber : undefined;
+}
+
 /**
  * Whether a cluster client's own subscriber connection (ioredis keeps one on some node and, when that
  * node goes, picks another and subscribes the same channels there) is up with its channels
  * subscribed again. Reads ioredis internals, checked for shape: when they are not as expected the
  * answer is true, i.e. the cluster's own status alone decides, as before.
  */
-function clusterSubscriberConnection(cluster: Cluster): unknown {
-  const internal = (cluster as unknown as { subscriber?: unknown }).subscriber;
-  return typeof internal === 'object' && internal !== null && 'subscriber' in internal ? internal.subscriber : undefined;
-}
-
 function clusterSubscriberUp(cluster: Cluster): boolean {
   const internal = (cluster as unknown as { subscriber?: unknown }).subscriber;
   if (typeof internal !== 'object' || internal === null || !('subscriber' in internal)) return true;
