@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { createParser } from 'eventsource-parser';
@@ -624,8 +624,9 @@ async function main(): Promise<void> {
       metricsCost: metricsCost ?? null,
       rows,
     };
-    mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
-    writeFileSync(join(ROOT, 'bench', 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
+    const output = process.env.BENCH_OUTPUT ?? join(ROOT, 'bench', 'results', 'latest.json');
+    mkdirSync(dirname(output), { recursive: true });
+    writeFileSync(output, `${JSON.stringify(result, null, 2)}\n`);
 
     const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'x baseline', 'baseline', 'its p99 ms'];
     const lines = rows.map((r) => [
@@ -651,7 +652,7 @@ async function main(): Promise<void> {
     console.log(`\nx baseline: median over ${ROUNDS} rounds of the scenario's req/s over the mean of the baseline runs just before and just after it:`);
     console.log('node:http = bare node:http writing the cached indices bytes; express = a bare Express 5 route sending a body of the same size as the scenario answer.');
     console.log("its p99 ms: the baseline's own p99 in those runs, what the machine allowed at the time.");
-    console.log(`written to bench/results/latest.json (${result.tool}, ${CONNECTIONS} connections, ${ROUNDS} x ${DURATION_S} s per scenario)`);
+    console.log(`written to ${output} (${result.tool}, ${CONNECTIONS} connections, ${ROUNDS} x ${DURATION_S} s per scenario)`);
   } finally {
     for (const child of children) await stop(child);
     await redis?.stop();

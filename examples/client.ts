@@ -118,7 +118,10 @@ export async function main(baseUrl: string, credentials: Credentials, log: (line
 
   // 8. Daily candles of the last month.
   const historyResult = await client.GET('/api/history/{symbol}', { params: { path: { symbol: 'AAPL' }, query: { interval: '1d', range: '1mo' } } });
-  const history = unwrap('history', historyResult).data;
+  const historyBody = unwrap('history', historyResult);
+  // The contract also offers the candles as CSV (format=csv); asked without it, the answer is JSON.
+  if (typeof historyBody === 'string') throw new Error('history: expected JSON, got CSV');
+  const history = historyBody.data;
   const last = history.candles.at(-1);
   log(`${history.candles.length} daily candles of ${history.symbol} (${history.timezone}); last close ${last?.close ?? 'n/a'}`);
 

@@ -74,14 +74,21 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const [baseUrl = 'http://127.0.0.1:8000', symbols = '^GSPC,^DJI,^IXIC'] = process.argv.slice(2);
   const stop = new AbortController();
   process.once('SIGINT', () => stop.abort());
-  await streamQuotes(
-    baseUrl,
-    symbols,
-    {
-      onQuote: (q, id) => console.log(`${id}  ${q.symbol.padEnd(10)} ${String(q.price).padStart(12)}  ${q.change_percent.toFixed(2)} %`),
-      onMissing: (missing) => console.log(`unknown: ${missing.join(', ')}`),
-      onReconnect: (ms) => console.error(`connection lost; reconnecting in ${ms} ms`),
-    },
-    stop.signal,
-  );
+  try {
+    await streamQuotes(
+      baseUrl,
+      symbols,
+      {
+        onQuote: (q, id) => console.log(`${id}  ${q.symbol.padEnd(10)} ${String(q.price).padStart(12)}  ${q.change_percent.toFixed(2)} %`),
+        onMissing: (missing) => console.log(`unknown: ${missing.join(', ')}`),
+        onReconnect: (ms) => console.error(`connection lost; reconnecting in ${ms} ms`),
+      },
+      stop.signal,
+    );
+  } catch (err) {
+    // A refusal is an answer for the person at the terminal, not a crash: one line, exit 1.
+    if (!(err instanceof StreamRefusedError)) throw err;
+    console.error(`mds refused the stream (HTTP ${err.status}): ${err.message}`);
+    process.exitCode = 1;
+  }
 }

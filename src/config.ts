@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { ConfigError } from './domain/errors.js';
+import { canonical, isSymbol, MAX_SYMBOL_LENGTH, SYMBOL_CHARS_IN_WORDS } from './domain/symbols.js';
 
 /** Placeholder values shipped in `.env.example`; startup warns while they are in use. */
 export const PLACEHOLDERS = {
@@ -31,12 +32,108 @@ function toHostPort(text: string): { host: string; port: number } {
   return { host: text.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(text.slice(at + 1)) };
 }
 
+// --- market-data providers (DESIGN 15): names, per-provider variables, defaults -------------------
+
+/** Every market-data provider name `MARKET_DATA_PROVIDERS` accepts. */
+export const PROVIDER_NAMES = ['simulated', 'yahoo', 'polygon', 'alpha_vantage', 'tiingo', 'fmp', 'ecb'] as const;
+export type ProviderName = (typeof PROVIDER_NAMES)[number];
+/** Providers with per-provider variables (`<P>_…`; `simulated` has none). */
+type UpstreamProviderName = Exclude<ProviderName, 'simulated'>;
+const UPSTREAM_PROVIDERS: readonly UpstreamProviderName[] = ['yahoo', 'polygon', 'alpha_vantage', 'tiingo', 'fmp', 'ecb'];
+/** Providers that refuse every call without a key: listing one without `<P>_API_KEYS` stops startup. */
+const KEYED_PROVIDERS = new Set<ProviderName>(['polygon', 'alpha_vantage', 'tiingo', 'fmp']);
+
+/**
+ * Each provider's public host and its free tier's limits, the defaults of `<P>_BASE_URL`,
+ * `<P>_MAX_RPS` (fleet-wide requests per second, fractions allowed: Polygon's 5 a minute is 0.083)
+ * and `<P>_DAILY_LIMIT` (per key per UTC day; 0 = none). Yahoo's come from MARKET_DATA_BASE_URL and
+ * UPSTREAM_MAX_RPS when its own are unset.
+ */
+const PROVIDER_DEFAULTS: Readonly<Record<Exclude<UpstreamProviderName, 'yahoo'>, { baseUrl: string; maxRps: number; dailyLimit: number }>> = {
+  polygon: { baseUrl: 'https://api.polygon.io', maxRps: 0.083, dailyLimit: 0 },
+  alpha_vantage: { baseUrl: 'https://www.alphavantage.co', maxRps: 1, dailyLimit: 25 },
+  tiingo: { baseUrl: 'https://api.tiingo.com', maxRps: 0.0138, dailyLimit: 1000 },
+  fmp: { baseUrl: 'https://financialmodelingprep.com', maxRps: 5, dailyLimit: 250 },
+  ecb: { baseUrl: 'https://www.ecb.europa.eu', maxRps: 1, dailyLimit: 0 },
+};
+
+/** The `<P>` of a provider's variables (`alpha_vantage` -> `ALPHA_VANTAGE`). */
+function providerPrefix(name: UpstreamProviderName): string {
+  return name.toUpperCase();
+}
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+const rate = z.coerce.number({ error: 'must be a number' }).min(0, 'must be at least 0').max(100_000, 'must be at most 100000');
+
+/** The five variables of each provider, all optional (defaults are applied per provider after parsing). */
+const providerVariables = Object.fromEntries(
+  UPSTREAM_PROVIDERS.flatMap((name) => {
+    const p = providerPrefix(name);
+    return [
+      [`${p}_API_KEYS`, csv.default([])],
+      [`${p}_BASE_URL`, httpUrl.optional()],
+      [`${p}_MAX_RPS`, rate.optional()],
+      [`${p}_DAILY_LIMIT`, int(0, 100_000_000).optional()],
+      [`${p}_TIMEOUT_MS`, int(100, 60_000).optional()],
+    ] as const;
+  }),
+) as Record<string, z.ZodType>;
+
+/** One provider's settings, as the adapters and the router read them. */
+export interface ProviderSettings {
+  /** The key pool, in the order given; empty for a keyless provider. */
+  apiKeys: readonly string[];
+  /** Scheme and host, no trailing slash. */
+  baseUrl: string;
+  /** Fleet-wide requests per second; 0 = no budget. */
+  maxRps: number;
+  /** Requests per key per UTC day, fleet-wide; 0 = no limit. */
+  dailyLimit: number;
+  timeoutMs: number;
+}
+
+/**
+ * The ordered provider chain and each provider's settings. Throws `ConfigError` (one line naming the
+ * variable) for an unknown or repeated name and a keyed provider listed without a key.
+ */
+function providerChain(merged: Env, v: { MARKET_DATA_PROVIDER: ProviderName; MARKET_DATA_BASE_URL: string; MARKET_DATA_TIMEOUT_MS: number; UPSTREAM_MAX_RPS: number }, extra: Record<string, unknown>) {
+  const listed = merged.MARKET_DATA_PROVIDERS;
+  const names: string[] = listed !== undefined && listed.trim() !== '' ? listed.split(',').map((s) => s.trim().toLowerCase()) : [v.MARKET_DATA_PROVIDER];
+  for (const name of names) {
+    if (name === '') throw new ConfigError(`Invalid configuration: MARKET_DATA_PROVIDERS=${JSON.stringify(listed)}: has an empty name`);
+    if (!(PROVIDER_NAMES as readonly string[]).includes(name)) {
+      throw new ConfigError(`Invalid configuration: MARKET_DATA_PROVIDERS=${JSON.stringify(listed)}: unknown provider '${name}' (known: ${PROVIDER_NAMES.join(', ')})`);
+    }
+  }
+  const duplicate = names.find((name, i) => names.indexOf(name) !== i);
+  if (duplicate !== undefined) throw new ConfigError(`Invalid configuration: MARKET_DATA_PROVIDERS=${JSON.stringify(listed)}: '${duplicate}' is listed twice`);
+  const chain = names as ProviderName[];
+  const settings = {} as Record<UpstreamProviderName, ProviderSettings>;
+  for (const name of UPSTREAM_PROVIDERS) {
+    const p = providerPrefix(name);
+    const apiKeys = extra[`${p}_API_KEYS`] as string[];
+    if (chain.includes(name) && KEYED_PROVIDERS.has(name) && apiKeys.length === 0) {
+      throw new ConfigError(`Invalid configuration: ${p}_API_KEYS must hold at least one key: '${name}' is listed in MARKET_DATA_PROVIDERS and refuses calls without a key`);
+    }
+    const defaults = name === 'yahoo' ? { baseUrl: v.MARKET_DATA_BASE_URL, maxRps: v.UPSTREAM_MAX_RPS, dailyLimit: 0 } : PROVIDER_DEFAULTS[name];
+    settings[name] = {
+      apiKeys,
+      baseUrl: ((extra[`${p}_BASE_URL`] as string | undefined) ?? defaults.baseUrl).replace(/\/+$/, ''),
+      maxRps: (extra[`${p}_MAX_RPS`] as number | undefined) ?? defaults.maxRps,
+      dailyLimit: (extra[`${p}_DAILY_LIMIT`] as number | undefined) ?? defaults.dailyLimit,
+      timeoutMs: (extra[`${p}_TIMEOUT_MS`] as number | undefined) ?? v.MARKET_DATA_TIMEOUT_MS,
+    };
+  }
+  return { chain, settings };
+}
+
 /** Every variable, its default and its check. Empty strings count as unset. */
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: int(0, 65535).default(8000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['pretty', 'json']).optional(),
   BODY_LIMIT_BYTES: int(1, 10 * 1024 * 1024).default(16 * 1024),
 
   DATABASE_URL: z
@@ -72,9 +169,15 @@ const schema = z.object({
   LOGIN_BLOCK_SECONDS: int(1, 86_400).default(300),
   AUTH_CACHE_SECONDS: int(0, 300).default(5),
 
-  MARKET_DATA_PROVIDER: z.enum(['simulated', 'yahoo']).default('simulated'),
+  MARKET_DATA_PROVIDER: z.enum(PROVIDER_NAMES).default('simulated'),
+  /** The ordered provider chain (`polygon,tiingo,yahoo`); checked by `providerChain`, which also reads the `<P>_…` variables. */
+  MARKET_DATA_PROVIDERS: z.string().optional(),
+  ...providerVariables,
   MARKET_DATA_BASE_URL: z.url({ error: 'must be an http(s) URL' }).default('https://query1.finance.yahoo.com'),
-  MARKET_INDICES: csv.default(DEFAULT_INDICES),
+  MARKET_INDICES: csv
+    .default(DEFAULT_INDICES)
+    .refine((list) => list.every(isSymbol), `must be symbols of 1 to ${MAX_SYMBOL_LENGTH} characters of ${SYMBOL_CHARS_IN_WORDS}, comma-separated`)
+    .transform((list) => list.map(canonical)),
   MARKET_DATA_TIMEOUT_MS: int(100, 60_000).default(5000),
   MARKET_DATA_BREAKER_RESET_SECONDS: int(1, 3600).default(10),
   /** Upstream (yahoo) requests per second for the whole fleet, shared through Redis; 0 = no budget. */
@@ -91,6 +194,8 @@ const schema = z.object({
   DATA_REQUIRES_AUTH: bool.default(false),
   STREAM_MAX_CLIENTS: int(1, 100_000).default(1000),
   STREAM_MAX_PER_ADDRESS: int(0, 100_000).default(5),
+  /** Open streams per user or API key; default a tenth of STREAM_MAX_CLIENTS (rounded up); 0 = no limit. */
+  STREAM_MAX_PER_CALLER: int(0, 100_000).optional(),
   // At least 64 KiB: a stream's first events (up to 50 quotes, ~25 KB) are written in one go.
   STREAM_MAX_BUFFER_BYTES: int(64 * 1024, 64 * 1024 * 1024).default(256 * 1024),
   STREAM_HEARTBEAT_SECONDS: int(1, 3600).default(15),
@@ -149,7 +254,7 @@ function isRedisUrl(value: string): boolean {
 }
 
 /** Variables whose values are secrets: an error names them without their value. */
-const SECRET_VARIABLES = new Set(['SECRET_KEY', 'API_KEYS', 'DEFAULT_ADMIN_PASSWORD', 'CACHE_PASSWORD', 'CACHE_SENTINEL_PASSWORD']);
+const SECRET_VARIABLES = new Set(['SECRET_KEY', 'API_KEYS', 'DEFAULT_ADMIN_PASSWORD', 'CACHE_PASSWORD', 'CACHE_SENTINEL_PASSWORD', ...UPSTREAM_PROVIDERS.map((name) => `${providerPrefix(name)}_API_KEYS`)]);
 
 /** What an error may quote of a variable's value: secrets as `***`, a URL's password as `***`. */
 function shownValue(name: string, value: string): string {
@@ -215,6 +320,7 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
   }
 
   const topology = cacheTopology(v, input);
+  const providers = providerChain(input, v, v as unknown as Record<string, unknown>);
   if (v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT) {
     throw new ConfigError(`Invalid configuration: METRICS_PORT=${v.METRICS_PORT} must differ from PORT (metrics have their own listener; 0 turns them off)`);
   }
@@ -222,7 +328,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
   const config = {
     env: v.NODE_ENV,
     server: { host: v.HOST, port: v.PORT, bodyLimitBytes: v.BODY_LIMIT_BYTES, trustProxy: v.TRUST_PROXY, corsOrigins: v.CORS_ORIGINS },
-    log: { level: v.LOG_LEVEL },
+    /** `format` `auto` (LOG_FORMAT unset): pretty where the log goes to a terminal, JSON elsewhere. */
+    log: { level: v.LOG_LEVEL, format: v.LOG_FORMAT ?? ('auto' as const) },
     database: { url: v.DATABASE_URL },
     cache: {
       /** `single`: `redis` is the server; `sentinel`: `sentinel` finds the master; `cluster`: `clusterNodes` are the seeds. */
@@ -260,7 +367,12 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       authenticatedPerMinute: v.RATE_LIMIT_AUTHENTICATED_PER_MINUTE,
     },
     market: {
-      provider: v.MARKET_DATA_PROVIDER,
+      /** The first provider of the chain: what the single-provider wiring builds. */
+      provider: providers.chain[0] ?? v.MARKET_DATA_PROVIDER,
+      /** MARKET_DATA_PROVIDERS in order of preference (MARKET_DATA_PROVIDER alone when it is unset). */
+      providers: providers.chain,
+      /** Per provider (`yahoo` … `ecb`): keys, base URL, budgets and timeout. */
+      providerSettings: providers.settings,
       baseUrl: v.MARKET_DATA_BASE_URL.replace(/\/+$/, ''),
       symbols: v.MARKET_INDICES,
       timeoutMs: v.MARKET_DATA_TIMEOUT_MS,
@@ -277,6 +389,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       maxClients: v.STREAM_MAX_CLIENTS,
       /** Open streams per client address at most (0: no limit); beyond, 429 with Retry-After. */
       maxPerAddress: v.STREAM_MAX_PER_ADDRESS,
+      /** Open streams per user or API key at most (0: no limit); beyond, 429 with Retry-After. */
+      maxPerCaller: v.STREAM_MAX_PER_CALLER ?? Math.ceil(v.STREAM_MAX_CLIENTS / 10),
       /** A stream whose unsent bytes pass this is dropped. */
       maxBufferedBytes: v.STREAM_MAX_BUFFER_BYTES,
       heartbeatMs: v.STREAM_HEARTBEAT_SECONDS * 1000,

@@ -4,17 +4,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Request } from 'express';
 import { createApp } from './http/app.js';
-import { answerClientErrors } from './http/client-errors.js';
+import { createWireServer } from './http/client-errors.js';
 import { FastPath } from './http/fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { StartupError } from './domain/errors.js';
 import { loadContract, withSecurityPolicy, type Contract } from './http/contract.js';
+import { credentialCheck, credentialSchemes } from './http/security.js';
 import { createHandlers } from './http/handlers/index.js';
 import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
@@ -26,21 +27,25 @@ import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
 import { createMarketDataProvider, ResilientMarketDataProvider } from './infra/market/index.js';
 import { BatchedRequestCounter } from './infra/counters/batched-request-counter.js';
-import { RedisRequestCounter } from './infra/counters/redis-request-counter.js';
+import { QuotaCounter } from './infra/counters/quota-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './infra/logger.js';
 import { createRateLimit } from './http/rate-limit.js';
-import { NO_METRICS, type MarketDataProvider } from './domain/ports.js';
+import { keys as keySpace } from './domain/key-space.js';
+import { NO_METRICS, type ApiKeyStore, type Broadcast, type LoginAttempts, type MarketDataProvider, type TokenIssuer, type UserStore } from './domain/ports.js';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.js';
 import { PrometheusMetrics } from './infra/metrics/index.js';
 import { AccountService } from './services/accounts.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
+import { MarketCalendarService } from './services/market-calendar.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { recently } from './services/recently.js';
 import { StatusService } from './services/status.js';
+import { HistoryBackfill } from './services/history-backfill.js';
+import { HistoryStore } from './services/history-store.js';
 
 export interface StartOptions {
   /** Validate every response against the contract and report violations (tests). */
@@ -55,6 +60,8 @@ export interface StartOptions {
    * worker: metrics are still recorded, and the primary serves the sum of all workers.
    */
   metricsListener?: boolean;
+  /** The clock in epoch milliseconds the market data (market states, cache lifetimes) reads; `Date.now` by default (tests pin a day). */
+  now?: () => number;
 }
 
 export interface RunningService {
@@ -68,6 +75,9 @@ export interface RunningService {
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
   close(): Promise<void>;
 }
+
+/** How often an instance looks for backfill jobs whose runner died. */
+const BACKFILL_WATCH_MS = 15_000;
 
 /** How long a shutdown waits for requests in flight before it cuts their connections. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -95,6 +105,72 @@ function signingSecret(config: Config, logger: Logger): string {
 }
 
 /**
+ * What a shutdown closes: every part that holds a connection, a timer or a listener registers here as
+ * soon as it is built, and `close` ends them last built first, so each part closes before what it was
+ * built on (the streams before the cache they publish through, the cache last). A startup that fails
+ * half-way closes exactly what it had opened.
+ */
+export class ShutdownList {
+  readonly #closers: Array<{ name: string; close: () => void | Promise<void> }> = [];
+  readonly #logger: Logger;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  /** Registers `close` (named for the log) to run at shutdown, before everything registered earlier. */
+  add(name: string, close: () => void | Promise<void>): void {
+    this.#closers.push({ name, close });
+  }
+
+  /**
+   * Runs every closer once, last registered first. A failing one is logged and the others still run;
+   * rejects with the first failure once all have run.
+   */
+  async close(): Promise<void> {
+    let failure: { err: unknown } | undefined;
+    for (const { name, close } of this.#closers.splice(0).reverse()) {
+      try {
+        await close();
+      } catch (err) {
+        this.#logger.error({ err, part: name }, `closing ${name} failed`);
+        failure ??= { err };
+      }
+    }
+    if (failure) throw failure.err;
+  }
+}
+
+/** The parts of the accounts and API-key services that differ between the CLI and a running service. */
+interface AccountParts {
+  users: UserStore;
+  apiKeys: ApiKeyStore;
+  tokens: TokenIssuer;
+  throttle: LoginAttempts;
+  /** Where audit lines go. */
+  auditLogger: Logger;
+  /** Carries API-key revocations to the other instances; none in the CLI. */
+  broadcast?: Broadcast | undefined;
+}
+
+/** The accounts and API-key services, built the same way for the CLI and the service. */
+function accountServices(config: Config, logger: Logger, parts: AccountParts) {
+  const audit = new PinoAuditLog(parts.auditLogger);
+  const accounts = new AccountService({
+    userStore: parts.users,
+    tokens: parts.tokens,
+    throttle: parts.throttle,
+    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds }),
+    audit,
+    defaultAdmin: config.auth.defaultAdmin,
+    tokenTtlMs: config.auth.tokenTtlMs,
+    logger,
+  });
+  const keys = new ApiKeyService({ store: parts.apiKeys, audit, broadcast: parts.broadcast, logger });
+  return { accounts, keys, audit };
+}
+
+/**
  * The accounts and API-key services over the configured database, for the CLI: migrations run first,
  * tokens are never issued (a random secret), throttling stays in memory. A key revoked here reaches
  * running instances through their lookup cache's lifetime (under a second), not a broadcast.
@@ -104,72 +180,88 @@ export async function openAccounts(
   logger: Logger,
   options: { /** Where audit lines go; default `logger`. */ auditLogger?: Logger } = {},
 ): Promise<{ accounts: AccountService; keys: ApiKeyService; description: string; close(): Promise<void> }> {
+  const shutdown = new ShutdownList(logger);
   const db = await openUserStore(config.database.url, { runMigrations: true });
-  const audit = new PinoAuditLog(options.auditLogger ?? logger);
-  const accounts = new AccountService({
-    userStore: db.store,
+  shutdown.add('database', () => db.close());
+  const { accounts, keys } = accountServices(config, logger, {
+    users: db.store,
+    apiKeys: db.apiKeys,
     tokens: new TokenService({ secret: randomBytes(48).toString('base64url'), ttlMs: config.auth.tokenTtlMs }),
-    throttle: new LoginThrottle({ redis: undefined, maxFailures: config.auth.loginMaxFailures, maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress, blockMs: config.auth.loginBlockMs }),
-    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds }),
-    audit,
-    defaultAdmin: config.auth.defaultAdmin,
-    logger,
+    throttle: new LoginThrottle({ maxFailures: config.auth.loginMaxFailures, maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress, blockMs: config.auth.loginBlockMs }),
+    auditLogger: options.auditLogger ?? logger,
   });
-  const keys = new ApiKeyService({ store: db.apiKeys, audit, logger });
-  return {
-    accounts,
-    keys,
-    description: db.description,
-    close: async () => {
-      keys.close();
-      await db.close();
-    },
-  };
+  shutdown.add('api keys', () => keys.close());
+  return { accounts, keys, description: db.description, close: () => shutdown.close() };
 }
 
-/** Builds every part, logs the startup sequence of SPEC.md, and listens on config.server. */
+/**
+ * The history store and its backfill over the configured database and upstream, for the CLI:
+ * migrations run first; the upstream budget is this process's own (no shared counters).
+ */
+export async function openHistory(config: Config, logger: Logger): Promise<{ backfill: HistoryBackfill; description: string; close(): Promise<void> }> {
+  const shutdown = new ShutdownList(logger);
+  try {
+    const db = await openUserStore(config.database.url, { runMigrations: true });
+    shutdown.add('database', () => db.close());
+    const provider = createMarketDataProvider(config.market, logger);
+    shutdown.add('market data provider', () => provider.close());
+    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name });
+    const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
+    shutdown.add('history backfill', () => backfill.close());
+    return { backfill, description: db.description, close: () => shutdown.close() };
+  } catch (err) {
+    await shutdown.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Builds every part, logs the startup sequence, and listens on config.server. */
 export async function startService(config: Config, logger: Logger, options: StartOptions = {}): Promise<RunningService> {
+  const shutdown = new ShutdownList(logger);
+  try {
+    return await assemble(config, logger, options, shutdown);
+  } catch (err) {
+    // Nothing listens: release what startup opened, so the caller's process can end. A part that
+    // fails to close is logged by the list; the caller hears why startup failed.
+    await shutdown.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** `startService` itself: every part it builds that must be closed is registered in `shutdown`. */
+async function assemble(config: Config, logger: Logger, options: StartOptions, shutdown: ShutdownList): Promise<RunningService> {
   const contract = withSecurityPolicy(options.contract ?? loadContract(), { dataRequiresAuth: config.auth.dataRequiresAuth });
   const startedAtMs = Date.now();
 
   const cache = createCache(config.cache, logger);
+  shutdown.add('cache', () => cache.close());
   await cache.start();
+  // Quotas, login throttling and the upstream budget count here, following the cache's mode.
+  const counters = cache.sharedCounters();
   const prometheus = config.metrics.enabled ? new PrometheusMetrics() : undefined;
   prometheus?.watch({ cacheMode: () => cache.status().mode });
   const metrics = prometheus ?? NO_METRICS;
 
-  const db = await openUserStore(config.database.url, { runMigrations: true }).catch(async (err: unknown) => {
-    await cache.close();
-    throw err;
-  });
+  const db = await openUserStore(config.database.url, { runMigrations: true });
+  shutdown.add('database', () => db.close());
   logger.info({ database: db.description }, 'database ready');
 
   // Every write to a user goes through `users`, so the bearer check's memory of it is dropped on every instance.
   const revocation = new RevocationCache({ store: db.store, ttlMs: config.auth.userCacheTtlMs, broadcast: cache });
+  shutdown.add('revocation cache', () => revocation.close());
   const users = revocation.watching();
 
   const secret = signingSecret(config, logger);
   const tokens = new TokenService({ secret, ttlMs: config.auth.tokenTtlMs });
   const throttle = new LoginThrottle({
-    redis: cache.redisClient(),
-    redisAvailable: () => cache.status().mode === 'redis',
-    onRedisError: (cause) => cache.redisFailed(cause),
+    counters,
     maxFailures: config.auth.loginMaxFailures,
     maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress,
     blockMs: config.auth.loginBlockMs,
     metrics,
   });
-  const audit = new PinoAuditLog(logger);
-  const accounts = new AccountService({
-    userStore: users,
-    tokens,
-    throttle,
-    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds }),
-    audit,
-    defaultAdmin: config.auth.defaultAdmin,
-    tokenTtlMs: config.auth.tokenTtlMs,
-    logger,
-  });
+  const { accounts, keys, audit } = accountServices(config, logger, { users, apiKeys: db.apiKeys, tokens, throttle, auditLogger: logger, broadcast: cache });
+  shutdown.add('api keys', () => keys.close());
   const adminName = config.auth.defaultAdmin.username;
   if (await accounts.defaultAdminExists()) {
     logger.info({ username: adminName }, `default administrator '${adminName}' exists`);
@@ -180,10 +272,11 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger.warn({ username: adminName }, `default administrator '${adminName}' does not exist: run \`mds init\``);
   }
 
-  // The cache's Redis client carries the fleet-wide upstream budget and 429 pause (memory while Redis is away).
+  // The shared counters carry the fleet-wide upstream budget and 429 pause (memory while Redis is away).
   const provider = options.provider
     ? new ResilientMarketDataProvider(options.provider, { timeoutMs: config.market.timeoutMs, logger, metrics })
-    : createMarketDataProvider(config.market, logger, { redis: cache.redisClient(), metrics });
+    : createMarketDataProvider(config.market, logger, { counters, metrics });
+  shutdown.add('market data provider', () => provider.close());
   prometheus?.watch({ breakerState: () => provider.state });
   const engine = new RepresentationCache({
     cache,
@@ -194,7 +287,8 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger,
     metrics,
   });
-  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs });
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, now: options.now });
+  const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,
     onFill: (listener) => engine.onFill(listener),
@@ -205,9 +299,16 @@ export async function startService(config: Config, logger: Logger, options: Star
     ...config.stream,
     observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent() },
   });
+  shutdown.add('quote streams', () => streams.close());
+
+  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name });
+  const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger: logger.child({ component: 'backfill' }) });
+  shutdown.add('history backfill', () => backfill.close());
+  if (options.scheduler !== false) backfill.watch(BACKFILL_WATCH_MS);
 
   // One lock per job and provider: instances of another provider on the same Redis refresh their own data.
-  const scheduler = new Scheduler({ locks: cache, logger, lockPrefix: `mds:v1:lock:job:${provider.name}:` });
+  const scheduler = new Scheduler({ locks: cache, logger, lockKey: (job) => keySpace.jobLock(provider.name, job) });
+  shutdown.add('scheduler', () => scheduler.stop());
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {
     scheduler.add('refresh-indices', config.market.refreshIntervalMs, () => market.refreshIndices(config.market.refreshIntervalMs * 2));
@@ -216,8 +317,8 @@ export async function startService(config: Config, logger: Logger, options: Star
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
   }
 
-  const keys = new ApiKeyService({ store: db.apiKeys, audit, broadcast: cache, logger });
   const auth = createPassportAuth({
+    apiKeyHeader: credentialSchemes(contract.document).find((scheme) => scheme.kind === 'apiKey')?.header,
     userStore: users,
     tokens,
     apiKeys: config.auth.apiKeys,
@@ -248,18 +349,18 @@ export async function startService(config: Config, logger: Logger, options: Star
   });
 
   const rateLimit = createRateLimit({
-    counter: new BatchedRequestCounter(new RedisRequestCounter({ redis: cache.redisClient() })),
+    counter: new BatchedRequestCounter(new QuotaCounter({ counters })),
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
     trustProxy: config.server.trustProxy,
     metrics,
   });
   logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
-  const fastPath = new FastPath({ engine, logger, corsOrigins: config.server.corsOrigins, rateLimit, metrics });
+  const fastPath = new FastPath({ engine, logger, hasCredentials: credentialCheck(contract.document), corsOrigins: config.server.corsOrigins, rateLimit, metrics });
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, status, streams, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, calendar, status, streams, backfill, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
@@ -270,39 +371,27 @@ export async function startService(config: Config, logger: Logger, options: Star
     metrics,
   });
 
-  const server = createServer(fastPath.handler(app));
+  const server = createWireServer(fastPath.handler(app), logger);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
-  answerClientErrors(server, logger);
   let metricsServer: MetricsServer | undefined;
-  await (async () => {
-    if (prometheus && options.metricsListener === false) prometheus.shareWithClusterPrimary();
-    else if (prometheus) {
-      const { host, port } = config.metrics;
-      metricsServer = await startMetricsServer({ host, port, source: prometheus, logger }).catch((err: unknown) => {
-        throw new StartupError(`Metrics listener on ${host}:${port}: ${err instanceof Error ? err.message : String(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`);
-      });
-      logger.info({ url: metricsServer.url }, `metrics on ${metricsServer.url}`);
-    } else logger.info('metrics off (METRICS_PORT=0)');
-    await new Promise<void>((resolveListen, reject) => {
-      server.once('error', reject);
-      server.listen(config.server.port, config.server.host, () => {
-        server.off('error', reject);
-        resolveListen();
-      });
+  if (prometheus && options.metricsListener === false) prometheus.shareWithClusterPrimary();
+  else if (prometheus) {
+    const { host, port } = config.metrics;
+    const listening = await startMetricsServer({ host, port, source: prometheus, logger }).catch((err: unknown) => {
+      throw new StartupError(`Metrics listener on ${host}:${port}: ${err instanceof Error ? err.message : String(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`);
     });
-  })().catch(async (err: unknown) => {
-    // Nothing listens: release what startup opened, so the caller's process can end.
-    streams.close();
-    await metricsServer?.close();
-    scheduler.stop();
-    keys.close();
-    provider.close();
-    revocation.close();
-    await cache.close();
-    await db.close();
-    throw err;
+    metricsServer = listening;
+    shutdown.add('metrics listener', () => listening.close());
+    logger.info({ url: listening.url }, `metrics on ${listening.url}`);
+  } else logger.info('metrics off (METRICS_PORT=0)');
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(config.server.port, config.server.host, () => {
+      server.off('error', reject);
+      resolveListen();
+    });
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -312,7 +401,8 @@ export async function startService(config: Config, logger: Logger, options: Star
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      // Streams never finish on their own: end them first, or the drain below waits out its grace period.
+      // Streams never finish on their own: end them before the drain (the list closes them again, a
+      // no-op), or the drain waits out its grace period.
       streams.close();
       await new Promise<void>((done) => {
         // close() drops the connections idle right now; one busy now turns idle when its answer is
@@ -327,13 +417,7 @@ export async function startService(config: Config, logger: Logger, options: Star
         });
         server.closeIdleConnections();
       });
-      await metricsServer?.close();
-      scheduler.stop();
-      keys.close();
-      provider.close();
-      revocation.close();
-      await cache.close();
-      await db.close();
+      await shutdown.close();
       logger.info('stopped');
     })());
 

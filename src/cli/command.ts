@@ -1,7 +1,8 @@
 /**
  * The base of every `mds` command. A flag or argument oclif's parser refuses (`--port abc`, a missing
  * argument, an unknown flag) is one line on stderr with exit code 2, like every other CLI error: oclif
- * printed it over three lines, boxed, followed by the usage.
+ * printed it over three lines, boxed, followed by the usage. A missing argument is said as a sentence
+ * naming it and what it is.
  */
 import { Command, Errors } from '@oclif/core';
 import { fail } from './context.js';
@@ -24,8 +25,27 @@ export function parseErrorLine(message: string): string {
   return `${text} (see --help)`;
 }
 
+/** An argument as oclif's RequiredArgsError lists it. */
+interface MissingArg {
+  name: string;
+  description?: string;
+}
+
+/** `mds keys revoke needs ID, the id of the key, as `mds keys list` shows it (see --help)`. */
+export function missingArgsLine(command: string, args: readonly MissingArg[]): string {
+  const what = args.map((arg) => {
+    const description = (arg.description ?? '').trim().replace(/\.$/, '');
+    const about = description.length > 0 ? `, ${description.charAt(0).toLowerCase()}${description.slice(1)}` : '';
+    return `${arg.name.toUpperCase()}${about}`;
+  });
+  return `${command} needs ${what.join('; and ')} (see --help)`;
+}
+
 export abstract class MdsCommand extends Command {
-  protected override async catch(err: Errors.CLIError & { exitCode?: number }): Promise<unknown> {
+  protected override async catch(err: Errors.CLIError & { exitCode?: number; args?: unknown }): Promise<unknown> {
+    if (err instanceof Errors.CLIError && 'parse' in err && err.message.startsWith('Missing ') && Array.isArray(err.args)) {
+      fail(this, missingArgsLine(`${this.config.bin} ${this.id?.replaceAll(':', ' ') ?? ''}`.trim(), err.args as MissingArg[]), err.oclif.exit ?? 2);
+    }
     // Parser errors carry `parse`, except a flag value that fails to parse ("Parsing --port ...").
     if (err instanceof Errors.CLIError && ('parse' in err || err.message.startsWith('Parsing --'))) fail(this, parseErrorLine(err.message), err.oclif.exit ?? 2);
     return super.catch(err);

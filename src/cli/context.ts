@@ -2,8 +2,8 @@
 import type { Command } from '@oclif/core';
 import { pino } from 'pino';
 import { loadConfig, type Config } from '../config.js';
-import { AppError } from '../domain/errors.js';
-import { createLogger, type Logger } from '../infra/logger.js';
+import { AppError, InvalidRequestError } from '../domain/errors.js';
+import { createLogger, logFormatFor, type Logger } from '../infra/logger.js';
 import { openAccounts } from '../main.js';
 
 /** Loads config; flags win over the environment. A bad value exits with one line naming the variable. */
@@ -24,6 +24,25 @@ export function fail(command: Command, message: string, code: number): never {
   return command.exit(code);
 }
 
+/**
+ * What a command calls the request field `field` (`body.expires_at`): its argument (`NAME`), its flag
+ * (`--expires-at`), a name the command gives it in `inputs`, or the field's words (`password`).
+ */
+function inputName(command: Command, field: string, inputs: Record<string, string>): string {
+  const ctor = command.constructor as typeof Command;
+  if (inputs[field] !== undefined) return inputs[field];
+  if (ctor.args?.[field] !== undefined) return field.toUpperCase();
+  const flag = field.replaceAll('_', '-');
+  if (ctor.flags?.[flag] !== undefined) return `--${flag}`;
+  return field.replaceAll('_', ' ');
+}
+
+/** A value the service refused, said in the command's terms: `NAME must be 1 to 64 letters, ... (see --help)`. */
+export function invalidInputLine(command: Command, err: InvalidRequestError, inputs: Record<string, string> = {}): string {
+  const said = err.violations.map((v) => `${inputName(command, v.path.replace(/^[a-z]+\./, ''), inputs)} ${v.message}`);
+  return `${said.join('; ')} (see --help)`;
+}
+
 /** One line saying what failed, without a stack. */
 export function failure(err: unknown): string {
   if (err instanceof AppError) return err.message;
@@ -31,18 +50,25 @@ export function failure(err: unknown): string {
   return String(err);
 }
 
+/** A logger on stderr, in LOG_FORMAT: readable on a terminal, JSON lines when stderr is piped or a file. */
+function stderrLogger(config: Config, level: 'warn' | 'info'): Logger {
+  const format = logFormatFor(config.log.format, 2);
+  return createLogger({ level: config.log.level === 'silent' ? 'silent' : level, format, colorize: process.stderr.isTTY }, pino.destination(2));
+}
+
 /** Operator commands keep stdout for their answer: log lines (warnings and up) go to stderr. */
 export function cliLogger(config: Config): Logger {
-  const level = config.log.level === 'silent' ? 'silent' : 'warn';
-  return createLogger({ level }, pino.destination(2));
+  return stderrLogger(config, 'warn');
 }
 
 /**
- * Audit lines of operator actions (actor `cli`) go to stderr as JSON, at info whatever the CLI's own
- * log level, so a CLI change leaves the same trail as one made through the API. LOG_LEVEL=silent mutes them.
+ * Audit lines of operator actions (actor `cli`) are part of the CLI's log on stderr, at info whatever
+ * the CLI's own log level, so a CLI change leaves the same trail as one made through the API: JSON
+ * lines for a script or a journal that keeps stderr, one readable line on an operator's terminal.
+ * LOG_LEVEL=silent mutes them.
  */
 export function cliAuditLogger(config: Config): Logger {
-  return createLogger({ level: config.log.level === 'silent' ? 'silent' : 'info' }, pino.destination(2));
+  return stderrLogger(config, 'info');
 }
 
 /**
@@ -52,25 +78,36 @@ export function cliAuditLogger(config: Config): Logger {
 export async function withAccounts<T>(
   command: Command,
   work: (accounts: Awaited<ReturnType<typeof openAccounts>>['accounts'], config: Config) => Promise<T>,
+  inputs: Record<string, string> = {},
 ): Promise<T> {
-  return withServices(command, (opened, config) => work(opened.accounts, config));
+  return withServices(command, (opened, config) => work(opened.accounts, config), inputs);
 }
 
-/** Runs `work` with the managed API keys service over the configured database, as `withAccounts`. */
+/**
+ * Runs `work` with the managed API keys service over the configured database, as `withAccounts`.
+ * A value the service refuses exits 2 (a usage error), named as the command's argument or flag;
+ * `inputs` names request fields the command spells differently (`rate_limit_per_minute` -> `--rate-limit`).
+ */
 export async function withKeys<T>(
   command: Command,
   work: (keys: Awaited<ReturnType<typeof openAccounts>>['keys'], config: Config) => Promise<T>,
+  inputs: Record<string, string> = {},
 ): Promise<T> {
-  return withServices(command, (opened, config) => work(opened.keys, config));
+  return withServices(command, (opened, config) => work(opened.keys, config), inputs);
 }
 
-async function withServices<T>(command: Command, work: (opened: Awaited<ReturnType<typeof openAccounts>>, config: Config) => Promise<T>): Promise<T> {
+async function withServices<T>(
+  command: Command,
+  work: (opened: Awaited<ReturnType<typeof openAccounts>>, config: Config) => Promise<T>,
+  inputs: Record<string, string>,
+): Promise<T> {
   const config = loadCliConfig(command);
   let opened: Awaited<ReturnType<typeof openAccounts>> | undefined;
   try {
     opened = await openAccounts(config, cliLogger(config), { auditLogger: cliAuditLogger(config) });
     return await work(opened, config);
   } catch (err) {
+    if (err instanceof InvalidRequestError) return fail(command, invalidInputLine(command, err, inputs), 2);
     return fail(command, failure(err), 1);
   } finally {
     await opened?.close().catch(() => undefined);

@@ -5,7 +5,7 @@ import { fail, failure, loadCliConfig } from '../cli/context.js';
 import type { Config } from '../config.js';
 import { startMetricsServer, type MetricsServer } from '../http/metrics-server.js';
 import { answerClusterScrapes, clusterMetricsSource } from '../infra/metrics/index.js';
-import { createLogger, type Logger } from '../infra/logger.js';
+import { createLogger, logFormatFor, type Logger } from '../infra/logger.js';
 import { startService } from '../main.js';
 
 export default class Serve extends MdsCommand {
@@ -36,7 +36,7 @@ export default class Serve extends MdsCommand {
     const { flags } = await this.parse(Serve);
     const overrides = { PORT: flags.port?.toString(), HOST: flags.host };
     const config = loadCliConfig(this, overrides);
-    const logger = createLogger({ level: config.log.level });
+    const logger = createLogger({ level: config.log.level, format: logFormatFor(config.log.format, 1) });
     if (flags.workers > 1 && cluster.isPrimary) {
       let metrics: MetricsServer | undefined;
       try {

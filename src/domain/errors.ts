@@ -88,10 +88,24 @@ export class UnknownSymbolError extends AppError {
   }
 }
 
+/** No market has this code (the markets are those of /api/markets). */
+export class UnknownMarketError extends AppError {
+  constructor(market: string) {
+    super('UNKNOWN_MARKET', `Unknown market '${market}'`);
+  }
+}
+
 /** No managed API key has this id (never existed, or already revoked). */
 export class ApiKeyNotFoundError extends AppError {
   constructor(id: string) {
     super('API_KEY_NOT_FOUND', `API key '${id}' not found`);
+  }
+}
+
+/** No backfill job has this id. */
+export class HistoryJobNotFoundError extends AppError {
+  constructor(id: string) {
+    super('HISTORY_JOB_NOT_FOUND', `Backfill job '${id}' not found`);
   }
 }
 

@@ -1,11 +1,15 @@
 /**
  * The trading calendar: which markets are open at an instant, and when each one next opens and closes.
  *
- * Pure and local (no I/O): regular hours and weekends only. Exchange holidays and half days are out of
- * scope, so on a holiday a market shows as open when it is not. All wall-time arithmetic in the
- * exchanges' zones goes through luxon, which follows the IANA rules (daylight saving included).
+ * Pure and local (no I/O): regular hours, weekends, and each exchange's holidays, early closes and
+ * lunch breaks (exchange-holidays.ts: US = XNYS, UK = XLON, DE = XETR, EU = XPAR, JP = XTKS, HK = XHKG,
+ * CN = XSHG). Crypto never closes; FX trades 24/5. All wall-time arithmetic in the exchanges' zones goes
+ * through luxon, which follows the IANA rules (daylight saving included).
  */
 import { DateTime, IANAZone } from 'luxon';
+import { specialDayOf, hongKongOpen, tokyoClose, type ExchangeCode } from './exchange-holidays.js';
+import { CHINESE_FESTIVAL_YEARS, CN_CLOSURES_LAST_YEAR } from './chinese-holiday-tables.js';
+import { isoDateOf, parseIsoDate, weekdayOf, type DayNumber } from './civil-date.js';
 import type { InstrumentType, MarketState } from './ports.js';
 
 /** The markets the calendar knows. */
@@ -30,6 +34,8 @@ export interface MarketStatus {
   nextOpen: Date | null;
   /** The end of the current regular session when open, else the close of the next one; null for a market that never closes. */
   nextClose: Date | null;
+  /** The name of the holiday the market is closed for today (its own zone's date); null on any other day. */
+  holiday: string | null;
 }
 
 /** Part of a trading day during which the market trades continuously: `[startMs, endMs)`. */
@@ -44,8 +50,10 @@ export interface TradingSession {
   date: string;
   /** Whole days from 1970-01-01 to `date`: a stable number for the trading day. */
   dayNumber: number;
-  /** Ascending, non-overlapping. */
+  /** Ascending, non-overlapping: two segments around a lunch break, one otherwise (and on half days). */
   segments: readonly TradingSegment[];
+  /** The reason for a shortened session (an early close), else undefined. */
+  earlyClose?: string;
 }
 
 /** Every market, in the order `allMarketStatuses` reports them. */
@@ -83,6 +91,7 @@ const HOURS: Record<MarketCode, MarketHours> = {
   UK: { segments: [day(hm(8), hm(16, 30))], weekdays: WEEKDAYS },
   DE: { segments: [day(hm(9), hm(17, 30))], weekdays: WEEKDAYS },
   EU: { segments: [day(hm(9), hm(17, 30))], weekdays: WEEKDAYS },
+  // Tokyo closed at 15:00 until 2024-11-04 and Hong Kong opened at 10:00 until 2011-03-04: see regularSegments.
   JP: { segments: [day(hm(9), hm(11, 30)), day(hm(12, 30), hm(15, 30))], weekdays: WEEKDAYS },
   HK: { segments: [day(hm(9, 30), hm(12)), day(hm(13), hm(16))], weekdays: WEEKDAYS },
   CN: { segments: [day(hm(9, 30), hm(11, 30)), day(hm(13), hm(15))], weekdays: WEEKDAYS },
@@ -127,12 +136,21 @@ function wallTime(zone: IANAZone, dayNumber: number, minutes: WallMinutes): numb
 const sessionMemo = new Map<MarketCode, Map<number, TradingSession | null>>(MARKETS.map((market) => [market.code, new Map()]));
 const SESSION_MEMO_MAX = 40_000;
 
-/** ISO weekday (1 = Monday) of a day number; 1970-01-01 was a Thursday. */
-function weekdayOf(dayNumber: number): number {
-  return ((((dayNumber + 3) % 7) + 7) % 7) + 1;
+const EXCHANGES: ReadonlySet<MarketCode> = new Set<ExchangeCode>(['US', 'UK', 'DE', 'EU', 'JP', 'HK', 'CN']);
+
+function isExchange(code: MarketCode): code is ExchangeCode {
+  return EXCHANGES.has(code);
 }
 
-/** The session of the trading date `dayNumber`, or undefined when that date does not trade. */
+/** The wall-time segments of a regular trading date; the hours some exchanges changed over the years. */
+function regularSegments(code: MarketCode, dayNumber: number): MarketHours['segments'] {
+  const segments = HOURS[code].segments;
+  if (code === 'HK') return segments.map((s, i) => (i === 0 ? { ...s, from: hongKongOpen(dayNumber) } : s));
+  if (code === 'JP') return segments.map((s, i) => (i === segments.length - 1 ? { ...s, to: tokyoClose(dayNumber) } : s));
+  return segments;
+}
+
+/** The session of the trading date `dayNumber`, or undefined when that date does not trade (weekend or holiday). */
 function sessionOn(code: MarketCode, dayNumber: number): TradingSession | undefined {
   const memo = sessionMemo.get(code) ?? new Map<number, TradingSession | null>();
   const known = memo.get(dayNumber);
@@ -140,14 +158,20 @@ function sessionOn(code: MarketCode, dayNumber: number): TradingSession | undefi
   const hours = HOURS[code];
   const zone = zoneOf(code);
   let session: TradingSession | null = null;
-  if (hours.weekdays.includes(weekdayOf(dayNumber))) {
+  const special = isExchange(code) ? specialDayOf(code, dayNumber) : undefined;
+  if (hours.weekdays.includes(weekdayOf(dayNumber)) && special?.kind !== 'closed') {
+    let segments = regularSegments(code, dayNumber);
+    const first = segments[0];
+    // A half day is one stretch from the regular open to the early close, without the lunch break.
+    if (special?.kind === 'early-close' && first) segments = [{ ...first, toDay: first.fromDay, to: special.close }];
     session = {
-      date: new Date(dayNumber * DAY_MS).toISOString().slice(0, 10),
+      date: isoDateOf(dayNumber),
       dayNumber,
-      segments: hours.segments.map((s) => ({
+      segments: segments.map((s) => ({
         startMs: wallTime(zone, dayNumber + s.fromDay, s.from),
         endMs: wallTime(zone, dayNumber + s.toDay, s.to),
       })),
+      ...(special?.kind === 'early-close' ? { earlyClose: special.name } : {}),
     };
   }
   if (memo.size >= SESSION_MEMO_MAX) memo.clear();
@@ -155,9 +179,50 @@ function sessionOn(code: MarketCode, dayNumber: number): TradingSession | undefi
   return session ?? undefined;
 }
 
+/** The holiday `code` is closed for on the trading date `dayNumber`, or undefined (a weekend is no holiday). */
+export function holidayOn(code: MarketCode, dayNumber: DayNumber): string | undefined {
+  if (!isExchange(code)) return undefined;
+  const special = specialDayOf(code, dayNumber);
+  return special?.kind === 'closed' ? special.name : undefined;
+}
+
+/**
+ * The trading dates the calendar vouches for, `YYYY-MM-DD`: from 2000, and for Hong Kong and the
+ * mainland only as far as their lunisolar and announced-closure tables reach (rules would miss the
+ * Chinese festivals). Rule-based calendars project into any year, but past about a decade ahead they
+ * are guesses about governments; the bound also caps what the session memo can be made to hold.
+ */
+export function calendarCoverage(code: MarketCode): { first: string; last: string } {
+  if (code === 'HK') return { first: '2000-01-01', last: `${CHINESE_FESTIVAL_YEARS.last}-12-31` };
+  if (code === 'CN') return { first: '2000-01-01', last: `${CN_CLOSURES_LAST_YEAR}-12-31` };
+  return { first: '2000-01-01', last: '2035-12-31' };
+}
+
+/** The market with this code (case-sensitive), or undefined. */
+export function marketInfo(code: string): MarketInfo | undefined {
+  return INFO.get(code as MarketCode);
+}
+
+/**
+ * The sessions of `code` whose trading dates lie from `first` to `last` (`YYYY-MM-DD`, inclusive),
+ * ascending: each weekday that is not a holiday (every day for crypto). Throws on a date that is not
+ * a real calendar date.
+ */
+export function sessionsBetween(code: MarketCode, first: string, last: string): TradingSession[] {
+  const from = parseIsoDate(first);
+  const to = parseIsoDate(last);
+  if (from === undefined || to === undefined) throw new Error(`Not a calendar date: ${from === undefined ? first : last}`);
+  const sessions: TradingSession[] = [];
+  for (let dayNumber = from; dayNumber <= to; dayNumber++) {
+    const session = sessionOn(code, dayNumber);
+    if (session) sessions.push(session);
+  }
+  return sessions;
+}
+
 /**
  * The regular sessions of `code` that overlap `[fromMs, toMs)`, ascending. For CRYPTO, every UTC day.
- * Holidays are not known, so every weekday trades.
+ * Holidays and early closes shape the sessions.
  */
 export function tradingSessions(code: MarketCode, fromMs: number, toMs: number): TradingSession[] {
   const sessions: TradingSession[] = [];
@@ -173,15 +238,29 @@ export function tradingSessions(code: MarketCode, fromMs: number, toMs: number):
   return sessions;
 }
 
-/** Segments of the dates around `atMs`, with back-to-back segments joined (FX trades Sunday to Friday without a break). */
+/** The most days without a session: a mainland golden week with its weekends (17 days, as in 2000's Spring Festival), with margin. */
+const MAX_GAP_DAYS = 21;
+
+/**
+ * Segments of the dates from just before `atMs` on, with back-to-back segments joined (FX trades
+ * Sunday to Friday without a break), up to and including the first complete span that starts after
+ * `atMs`: enough for the current span and the next one.
+ */
 function openSpans(code: MarketCode, atMs: number): TradingSegment[] {
-  // A weekend is at most three dates long; a week either side covers every gap the calendar has.
   const spans: TradingSegment[] = [];
-  for (const session of tradingSessions(code, atMs - DAY_MS, atMs + 8 * DAY_MS)) {
-    for (const segment of session.segments) {
+  // A trading date is at most a day away from the UTC date of an instant in it (FX starts the evening before).
+  const firstDay = Math.floor(atMs / DAY_MS) - 2;
+  for (let dayNumber = firstDay; dayNumber <= firstDay + MAX_GAP_DAYS + 4; dayNumber++) {
+    const session = sessionOn(code, dayNumber);
+    for (const segment of session?.segments ?? []) {
       const previous = spans[spans.length - 1];
-      if (previous && previous.endMs === segment.startMs) previous.endMs = segment.endMs;
-      else spans.push({ ...segment });
+      if (previous && previous.endMs === segment.startMs) {
+        previous.endMs = segment.endMs;
+        continue;
+      }
+      // A new span begins, so the one before it is complete: when that one starts after `atMs`, it is the next.
+      if (previous && previous.startMs > atMs) return spans;
+      spans.push({ ...segment });
     }
   }
   return spans;
@@ -191,27 +270,35 @@ function openSpans(code: MarketCode, atMs: number): TradingSegment[] {
 export function marketStatus(code: MarketCode, atMs: number): MarketStatus {
   const info = infoOf(code);
   const base = { market: info.code, name: info.name, timezone: info.timezone };
-  if (code === 'CRYPTO') return { ...base, state: 'open', nextOpen: null, nextClose: null };
+  if (code === 'CRYPTO') return { ...base, state: 'open', nextOpen: null, nextClose: null, holiday: null };
 
   const spans = openSpans(code, atMs);
   const current = spans.find((span) => span.startMs <= atMs && atMs < span.endMs);
   const next = spans.find((span) => span.startMs > atMs);
   const nextOpen = next ? new Date(next.startMs) : null;
-  if (current) return { ...base, state: 'open', nextOpen, nextClose: new Date(current.endMs) };
-  return { ...base, state: extendedState(code, atMs), nextOpen, nextClose: next ? new Date(next.endMs) : null };
+  if (current) return { ...base, state: 'open', nextOpen, nextClose: new Date(current.endMs), holiday: null };
+  const nextClose = next ? new Date(next.endMs) : null;
+  // The local date is within a day of the UTC one: without a holiday that near (most closed hours)
+  // and without extended hours, the zone conversion is not needed.
+  const utcDay = Math.floor(atMs / DAY_MS);
+  const holidayNear = holidayOn(code, utcDay - 1) !== undefined || holidayOn(code, utcDay) !== undefined || holidayOn(code, utcDay + 1) !== undefined;
+  if (!holidayNear && !HOURS[code].extended) return { ...base, state: 'closed', nextOpen, nextClose, holiday: null };
+  const local = DateTime.fromMillis(atMs, { zone: zoneOf(code) });
+  const today = Math.floor(Date.UTC(local.year, local.month - 1, local.day) / DAY_MS);
+  return { ...base, state: extendedState(code, atMs, local, today), nextOpen, nextClose, holiday: holidayOn(code, today) ?? null };
 }
 
-/** `pre` or `post` when `atMs` falls in the market's extended hours of a trading date, else `closed`. */
-function extendedState(code: MarketCode, atMs: number): MarketState {
+/** `pre` or `post` when `atMs` falls in the market's extended hours of a trading date (not a holiday), else `closed`. */
+function extendedState(code: MarketCode, atMs: number, local: DateTime, today: DayNumber): MarketState {
   const hours = HOURS[code];
   if (!hours.extended) return 'closed';
-  const local = DateTime.fromMillis(atMs, { zone: zoneOf(code) });
-  if (!hours.weekdays.includes(local.weekday)) return 'closed';
+  const session = sessionOn(code, today);
+  const open = session?.segments[0];
+  const close = session?.segments[session.segments.length - 1];
+  if (!open || !close) return 'closed';
   const minutes = local.hour * 60 + local.minute;
-  const [regular] = hours.segments;
-  if (!regular) return 'closed';
-  if (minutes >= hours.extended.preFrom && minutes < regular.from) return 'pre';
-  if (minutes >= regular.to && minutes < hours.extended.postTo) return 'post';
+  if (minutes >= hours.extended.preFrom && atMs < open.startMs) return 'pre';
+  if (atMs >= close.endMs && minutes < hours.extended.postTo) return 'post';
   return 'closed';
 }
 

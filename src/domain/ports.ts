@@ -138,6 +138,94 @@ export interface MarketDataProvider {
   search(query: string, limit: number): Promise<SearchResult[]>;
 }
 
+/** Asset classes a provider may serve. A plain ticker is `equity` (an ETF's symbol looks the same). */
+export type AssetClass = 'equity' | 'etf' | 'index' | 'fx' | 'crypto';
+
+/**
+ * How far back a provider keeps bars of one interval, in days; `null` when it keeps them as far back
+ * as the instrument goes (or documents no bound).
+ */
+export type RetentionDays = number | null;
+
+/**
+ * What a provider can serve, per asset class. An asset class missing from a list, or an interval
+ * missing from `history[assetClass]`, is not served: the router skips the provider for it.
+ */
+export interface ProviderCapabilities {
+  /** Asset classes whose current quote it serves. */
+  quote: readonly AssetClass[];
+  /** Per asset class, the history intervals it serves and each interval's retention. */
+  history: Readonly<Partial<Record<AssetClass, Readonly<Partial<Record<HistoryInterval, RetentionDays>>>>>>;
+  /** Asset classes its search finds. */
+  search: readonly AssetClass[];
+  /** Asset classes whose history carries dividends and splits (`events`); elsewhere `events` is empty. */
+  events: readonly AssetClass[];
+}
+
+/** A Yahoo-style symbol as one provider spells it. */
+export interface ProviderSymbol {
+  /** The provider's own code (`I:SPX`, `X:BTCUSD`, `btcusd`, `EURUSD`). */
+  code: string;
+  assetClass: AssetClass;
+}
+
+/** One key of a provider's pool. `value` goes to the provider and nowhere else (never a log, error or answer). */
+export interface ProviderKey {
+  /** Position in the pool (0-based, the order of `<P>_API_KEYS`): what logs and errors name. */
+  index: number;
+  value: string;
+}
+
+/** Why a key was set aside. */
+export type KeySetAsideReason = 'unauthorized' | 'limit_reached';
+
+/** A key's state, fit to show an administrator. */
+export interface ProviderKeyStatus {
+  index: number;
+  /** The key's last four characters. */
+  lastFour: string;
+  state: 'active' | 'set_aside';
+  reason?: KeySetAsideReason;
+  /** Epoch ms when a key set aside comes back by itself (a daily limit resets); absent = until restart. */
+  untilMs?: number;
+  /** Keys taken from this pool by this instance since the last UTC midnight. */
+  usedToday: number;
+}
+
+/**
+ * The API keys of one provider, used in turn. An adapter takes one key per upstream call; the router
+ * sets keys aside (a 401/403 on that key, a daily limit) and may wrap the pool to count fleet-wide
+ * budgets before handing a key out.
+ */
+export interface ProviderKeyPool {
+  /** How many keys the pool holds, active or not. */
+  readonly size: number;
+  /**
+   * The key for the next call, or `undefined` when every key is set aside (the adapter then fails
+   * with `unauthorized` or `limit_reached`, whichever set the last key aside).
+   */
+  take(): Promise<ProviderKey | undefined>;
+  /** Stops handing out key `index` (until `untilMs`, epoch ms, when given). */
+  setAside(index: number, reason: KeySetAsideReason, untilMs?: number): void;
+  /** Every key's state, in pool order. */
+  status(): ProviderKeyStatus[];
+  /** Why the pool has no key to give (`undefined` while some key is active). */
+  exhaustedReason(): KeySetAsideReason | undefined;
+}
+
+/**
+ * A market-data provider the router can choose among: it says what it serves and which symbols it
+ * can express. Failures are `UpstreamFailureError`s (`domain/upstream-failure.ts`) with a reason
+ * from a closed set; "unknown symbol" stays `undefined`.
+ */
+export interface ProviderAdapter extends MarketDataProvider {
+  readonly capabilities: ProviderCapabilities;
+  /** The provider's spelling of the Yahoo-style `symbol`, or `undefined` when it cannot express it (skip it). */
+  express(symbol: string): ProviderSymbol | undefined;
+  /** Its key pool, empty for a provider that needs no key. */
+  readonly keys: ProviderKeyPool;
+}
+
 /** Who is calling: a user logged in with a token, or the service account of an API key. */
 export interface Principal {
   username: string;
@@ -294,6 +382,53 @@ export interface RequestCounter {
   consumeNow?(key: string, limit: number): QuotaUsage | undefined;
 }
 
+/** How a shared counter counts: at most `limit` points per window of one key. */
+export interface CounterWindow {
+  /** Points allowed per window, a whole number of at least 1. */
+  limit: number;
+  /**
+   * A fixed window of this many ms (whole seconds) that starts with the key's first point; or
+   * `utc-day`, the UTC calendar day, for keys that name their day (see `keys.upstream.daily`).
+   */
+  windowMs: number | 'utc-day';
+  /**
+   * When a point reaches the limit, the key stays used up for this many ms from then on, whatever is
+   * left of its window (login throttling blocks for longer than it counts). Absent: until the window ends.
+   */
+  blockMs?: number;
+}
+
+/** A key's count in its current window. */
+export interface CounterUsage {
+  /** False when the points just counted went past the limit (they are refused). */
+  allowed: boolean;
+  /** Points counted in the window so far, refused ones included. */
+  used: number;
+  /** Points still allowed in the window (0 once the limit is reached). */
+  remaining: number;
+  /** Milliseconds until the window (or block) ends and the count starts again; 0 for an unknown key. */
+  resetMs: number;
+}
+
+/**
+ * Counters and instants every instance shares (in Redis), or this instance keeps alone (in memory)
+ * while the shared store is away: request quotas, login throttling, upstream budgets and pauses.
+ * Keys come from `key-space.ts`. No method waits on a failing store longer than its command timeout,
+ * and none rejects for one: each falls back to memory. The memory answers are this instance's alone.
+ */
+export interface SharedCounters {
+  /** Counts `points` (default 1) of `key` in its window, and says whether they fit under the limit. */
+  consume(key: string, window: CounterWindow, points?: number): Promise<CounterUsage>;
+  /** The key's count without adding to it (`used` 0 when the key has no count); `allowed` says whether one more point fits. */
+  peek(key: string, window: CounterWindow): Promise<CounterUsage>;
+  /** Forgets the key's count (a block included). */
+  reset(key: string, window: CounterWindow): Promise<void>;
+  /** The end (epoch ms) of the pause recorded under `key`, or 0 when none is in force. */
+  pausedUntil(key: string): Promise<number>;
+  /** Records a pause until `untilMs` (epoch ms) under `key`; never shortens a longer one already recorded. */
+  pauseUntil(key: string, untilMs: number): Promise<void>;
+}
+
 /** What a cache read answered with: the cached entry, a fresh fetch, or an expired copy standing in for a failed upstream. */
 export type CacheResult = 'hit' | 'miss' | 'stale';
 
@@ -341,4 +476,119 @@ export interface MetricsSource {
   contentType: string;
   /** The metrics in the Prometheus text format. Rejects when a cluster worker does not answer in time. */
   render(): Promise<string>;
+}
+
+/** One stored bar: its start (epoch ms, UTC), prices as the provider gave them, and volume when known. */
+export interface StoredCandle {
+  timeMs: number;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+  /** Close adjusted for splits and dividends, as the provider gave it; null when it gave none. */
+  adjClose: number | null;
+  /** Null where the instrument has no volume (indices, some FX). */
+  volume: number | null;
+}
+
+/** A dividend (amount per share) or a split (numerator for denominator) effective at `timeMs` (ex-date, UTC). */
+export type CorporateAction =
+  | { kind: 'dividend'; timeMs: number; amount: number }
+  | { kind: 'split'; timeMs: number; numerator: number; denominator: number };
+
+/** A half-open span of time, epoch ms: `startMs` included, `endMs` excluded. */
+export interface TimeSpan {
+  startMs: number;
+  endMs: number;
+}
+
+/** Who gave stored data, and when. */
+export interface Provenance {
+  provider: string;
+  fetchedAtMs: number;
+}
+
+/**
+ * Candles and corporate actions kept in the database, so history is fetched from an upstream once.
+ * A candle's identity is (symbol, interval, bar start): writing the same bar again replaces it.
+ * "Covered" spans record what was asked of an upstream and answered, so a bar the upstream does not
+ * have (inside a covered span, absent from the store) is known to be absent and is not asked again.
+ * Every method throws an `AppError` (`DATABASE_ERROR`, `DATABASE_NOT_INITIALIZED`) when the database fails.
+ */
+export interface CandleStore {
+  /** Writes `candles` of one symbol and interval in bulk (in one transaction per batch); resolves to how many were written. */
+  putCandles(symbol: string, interval: HistoryInterval, candles: readonly StoredCandle[], source: Provenance): Promise<number>;
+  /** Candles with `startMs <= timeMs < endMs`, oldest first, at most `limit` (default: all). */
+  getCandles(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredCandle[]>;
+  /** Drops the candles of `symbol` (every interval, or one) and their coverage, so they are fetched again; resolves to how many candles went. */
+  deleteCandles(symbol: string, interval?: HistoryInterval): Promise<number>;
+  /** Records that `span` was asked of an upstream and answered (merged with the spans it touches). */
+  markCovered(symbol: string, interval: HistoryInterval, span: TimeSpan, source: Provenance): Promise<void>;
+  /** The covered spans that overlap `span`, merged and clipped to it, oldest first. */
+  coverage(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<TimeSpan[]>;
+  /** Writes corporate actions of `symbol` (same kind and time replaces); resolves to how many were written. */
+  putActions(symbol: string, actions: readonly CorporateAction[], source: Provenance): Promise<number>;
+  /** The corporate actions of `symbol` in `span`, oldest first. */
+  getActions(symbol: string, span: TimeSpan): Promise<CorporateAction[]>;
+  /**
+   * Re-bases the stored bars of `symbol` (every interval) that start before `barsBeforeMs` and were
+   * fetched before `fetchedBeforeMs` (bars fetched later already came on the new basis): prices times
+   * `priceFactor`, volume divided by it (a 4-for-1 split is 0.25). Resolves to how many bars changed.
+   */
+  rescale(symbol: string, bars: { barsBeforeMs: number; fetchedBeforeMs: number }, priceFactor: number): Promise<number>;
+  /** Records the currency and exchange time zone of `symbol`, which answers from the store carry. */
+  putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void>;
+  /** What `putInstrument` recorded for `symbol`, or `undefined`. */
+  getInstrument(symbol: string): Promise<InstrumentInfo | undefined>;
+  /** How many candles are stored and the bytes the candle tables and their indexes take on disk. */
+  footprint(): Promise<{ candles: number; bytes: number }>;
+}
+
+/** What a history answer says of its instrument besides the bars. */
+export interface InstrumentInfo {
+  currency: string;
+  /** IANA time zone of the exchange. */
+  timezone: string;
+}
+
+/** Where a backfill job stands. */
+export type HistoryJobState = 'queued' | 'running' | 'done' | 'failed';
+
+/** A backfill of stored history: symbols, one interval, from `sinceMs` to when it runs. */
+export interface HistoryJob {
+  id: string;
+  symbols: string[];
+  interval: HistoryInterval;
+  sinceMs: number;
+  state: HistoryJobState;
+  /** How many symbols are finished (stored, or failed). */
+  doneSymbols: number;
+  /** Bars stored by this job so far. */
+  candles: number;
+  /** The symbol being fetched now; null when none. */
+  currentSymbol: string | null;
+  /** Symbols that could not be backfilled, with why. */
+  failures: Array<{ symbol: string; error: string }>;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/**
+ * Backfill jobs, shared by every instance through the database, so any instance answers for a job
+ * and one whose runner died is taken over. Throws `AppError` when the database fails.
+ */
+export interface HistoryJobStore {
+  create(job: HistoryJob): Promise<HistoryJob>;
+  /** The job, or `undefined`. */
+  get(id: string): Promise<HistoryJob | undefined>;
+  /**
+   * Takes the job for `owner` when it is queued, or running with a heartbeat before `staleBefore`
+   * (its runner is gone); resolves to true when this call took it.
+   */
+  claim(id: string, owner: string, at: Date, staleBefore: Date): Promise<boolean>;
+  /** Saves progress and the heartbeat of the owner's run. */
+  update(id: string, progress: Pick<HistoryJob, 'state' | 'doneSymbols' | 'candles' | 'currentSymbol' | 'failures'>, at: Date): Promise<void>;
+  /** Ids of jobs that are queued, or running with a heartbeat before `staleBefore`. */
+  unfinished(staleBefore: Date): Promise<string[]>;
 }

@@ -192,6 +192,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/history/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a history backfill
+         * @description Starts a job that stores the history of the given symbols from a date until now, fetching only what the store lacks.
+         */
+        post: operations["startHistoryBackfill"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/history/jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a history backfill job
+         * @description Returns the progress of a backfill job, from any instance.
+         */
+        get: operations["getHistoryJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/indices": {
         parameters: {
             query?: never;
@@ -304,6 +344,26 @@ export interface paths {
          * @description Returns each market's state now and its next open and close, computed locally in the exchange's own time zone.
          */
         get: operations["getMarkets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/markets/{market}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a market's trading sessions
+         * @description Returns each trading session of one market between two dates (at most 10 years), with its open, close and lunch break as UTC instants, holidays left out and early closes applied.
+         */
+        get: operations["listMarketSessions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -557,6 +617,107 @@ export interface components {
              * @example false
              */
             is_admin: boolean;
+        };
+        /**
+         * Format: uuid
+         * @description The id of a backfill job (a UUID).
+         * @example 7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6
+         */
+        BackfillJobId: string;
+        /** @description What to backfill. */
+        BackfillRequest: {
+            /**
+             * @description 1 to 100 distinct Yahoo-style symbols, case-insensitive.
+             * @example [
+             *       "AAPL",
+             *       "^GSPC"
+             *     ]
+             */
+            symbols: string[];
+            interval?: components["schemas"]["HistoryInterval"];
+            /**
+             * @description The first day to store, an ISO 8601 date or date-time, not in the future.
+             * @example 2000-01-01
+             */
+            since: string;
+        };
+        /** @description A symbol the job could not backfill, and why. */
+        BackfillFailure: {
+            /**
+             * @description The symbol, upper-cased.
+             * @example NOSUCH
+             */
+            symbol: string;
+            /**
+             * @description Why, in words.
+             * @example unknown symbol
+             */
+            error: string;
+        };
+        /** @description A backfill job and its progress. */
+        BackfillJob: {
+            job_id: components["schemas"]["BackfillJobId"];
+            /**
+             * @description queued (not yet taken by an instance), running, done.
+             * @example running
+             * @enum {string}
+             */
+            state: "queued" | "running" | "done" | "failed";
+            interval: components["schemas"]["HistoryInterval"];
+            /**
+             * Format: date-time
+             * @description The first instant stored.
+             * @example 2000-01-01T00:00:00.000Z
+             */
+            since: string;
+            /** @description The symbols, upper-cased, in the order they are backfilled. */
+            symbols: string[];
+            /**
+             * Format: int32
+             * @description How many symbols are finished (stored or failed).
+             * @example 1
+             */
+            done_symbols: number;
+            /**
+             * Format: int64
+             * @description Bars stored by this job so far.
+             * @example 6541
+             */
+            candles: number;
+            /**
+             * @description The symbol being fetched now; null when none.
+             * @example ^GSPC
+             */
+            current_symbol: string | null;
+            /** @description Symbols that could not be backfilled. */
+            failures: components["schemas"]["BackfillFailure"][];
+            /**
+             * @description Who started the job.
+             * @example admin
+             */
+            created_by: string;
+            /**
+             * Format: date-time
+             * @description When the job was started.
+             * @example 2026-11-25T12:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When its progress was last saved.
+             * @example 2026-11-25T12:00:05.000Z
+             */
+            updated_at: string;
+        };
+        /** @description A backfill job. */
+        BackfillJobResponse: {
+            /**
+             * @description Always true.
+             * @example true
+             */
+            success: boolean;
+            job_id: components["schemas"]["BackfillJobId"];
+            data: components["schemas"]["BackfillJob"];
         };
         /**
          * Format: uuid
@@ -1171,16 +1332,21 @@ export interface components {
             state: components["schemas"]["MarketState"];
             /**
              * Format: date-time
-             * @description The next regular open, ISO 8601 UTC; null for a market that never closes.
+             * @description The next open, ISO 8601 UTC, after weekends and holidays; null for a market that never closes.
              * @example 2026-11-23T14:30:00.000Z
              */
             next_open: string | null;
             /**
              * Format: date-time
-             * @description The next regular close, ISO 8601 UTC; null for a market that never closes.
+             * @description The next close, ISO 8601 UTC (an early close on a half day); null for a market that never closes.
              * @example 2026-11-23T21:00:00.000Z
              */
             next_close: string | null;
+            /**
+             * @description The holiday the market is closed for today in its own time zone; null on any other day (weekends included).
+             * @example Thanksgiving Day
+             */
+            holiday: string | null;
         };
         /** @description The trading calendar of every market quotes come from. */
         MarketsResponse: {
@@ -1198,6 +1364,63 @@ export interface components {
              * @example 2026-11-23T12:00:00.000Z
              */
             updated_at: string;
+        };
+        /** @description One trading session of a market. */
+        MarketSession: {
+            /**
+             * Format: date
+             * @description The trading date in the market's own calendar.
+             * @example 2026-11-27
+             */
+            date: string;
+            /**
+             * Format: date-time
+             * @description The open, ISO 8601 UTC.
+             * @example 2026-11-27T14:30:00.000Z
+             */
+            open: string;
+            /**
+             * Format: date-time
+             * @description The close, ISO 8601 UTC; earlier than usual on an early close.
+             * @example 2026-11-27T18:00:00.000Z
+             */
+            close: string;
+            /**
+             * Format: date-time
+             * @description The start of the lunch break, ISO 8601 UTC; null when the session has none.
+             * @example null
+             */
+            break_start: string | null;
+            /**
+             * Format: date-time
+             * @description The end of the lunch break, ISO 8601 UTC; null when the session has none.
+             * @example null
+             */
+            break_end: string | null;
+        };
+        /** @description The trading sessions of one market between two dates. */
+        MarketSessionsResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /** @description The market and its sessions. */
+            data: {
+                /**
+                 * @description The market's code.
+                 * @example US
+                 */
+                market: string;
+                /**
+                 * @description The market's IANA time zone, in which the dates are written.
+                 * @example America/New_York
+                 */
+                timezone: string;
+                /** @description The sessions, ascending by date; a weekday without one is a holiday. */
+                sessions: components["schemas"]["MarketSession"][];
+            };
         };
     };
     responses: {
@@ -1776,6 +1999,70 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    startHistoryBackfill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description The job was recorded and started; follow it at /api/admin/history/jobs/{id}. */
+            202: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillJobResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getHistoryJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id, as answered when it was started. */
+                id: components["schemas"]["BackfillJobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillJobResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getIndices: {
         parameters: {
             query?: never;
@@ -1897,6 +2184,8 @@ export interface operations {
                 start?: components["schemas"]["DateOrDateTime"];
                 /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
                 end?: components["schemas"]["DateOrDateTime"];
+                /** @description The answer's format; `csv` is the same candles as CSV. Without it, `Accept text/csv` chooses CSV and anything else JSON. */
+                format?: "json" | "csv";
             };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
@@ -1910,7 +2199,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The candles. */
+            /** @description The candles; as CSV with `format=csv` or `Accept text/csv`. */
             200: {
                 headers: {
                     "X-Cache": components["headers"]["X-Cache"];
@@ -1918,10 +2207,13 @@ export interface operations {
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    /** @description `Accept`: the same URL answers JSON or CSV by the `Accept` header. */
+                    Vary?: "Accept";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryResponse"];
+                    "text/csv": string;
                 };
             };
             304: components["responses"]["NotModified"];
@@ -1994,6 +2286,42 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listMarketSessions: {
+        parameters: {
+            query: {
+                /** @description The first trading date, `YYYY-MM-DD` in the market's own calendar; the calendar covers 2000 to 2035 (Hong Kong and the mainland to 2027). */
+                start: string;
+                /** @description The last trading date (inclusive), `YYYY-MM-DD`; not before `start`, and less than 10 years after it. */
+                end: string;
+            };
+            header?: never;
+            path: {
+                /** @description The market's code as `/api/markets` lists it (US, UK, DE, EU, JP, HK, CN, CRYPTO, FX), case-insensitive. */
+                market: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions, ascending. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketSessionsResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -11,15 +11,15 @@ import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/fram
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
 import { ForbiddenError, StartupError } from '../domain/errors.js';
-import { toErrorResponse } from './envelope.js';
+import { toErrorResponse, writeEnvelope } from './envelope.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from '../domain/ports.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
-import { contractSecurity, type Authenticator } from './security.js';
+import { contractSecurity, credentialCheck, type Authenticator } from './security.js';
 import { runStep, series } from './series.js';
 import { NO_METRICS, UNMATCHED_ROUTE, type Metrics, type Principal } from '../domain/ports.js';
-import { hasCredentials, isRateLimitedPath, type RateLimit } from './rate-limit.js';
+import { isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -95,6 +95,7 @@ export function createApp(deps: AppDeps): express.Express {
   // Anonymous requests count against their address's quota before any parsing or validation, so a
   // flood of bad requests is refused cheaply; requests with credentials count once they are checked.
   const rateLimit = deps.rateLimit;
+  const hasCredentials = credentialCheck(contract.document);
   const counted = new WeakSet<Request>();
   // Only a request that announces a body (RFC 9112: Content-Length or Transfer-Encoding) has one to parse.
   const json = express.json({ limit: deps.bodyLimitBytes });
@@ -182,15 +183,18 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(series([front, validate, security, dispatch, notFound]));
 
   const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+    // The wire already answered this request (its framing broke while the app worked on it): the
+    // app's own answer then fails on the sent one, as expected.
+    if (res.writableEnded && (err as { code?: unknown } | undefined)?.code === 'ERR_HTTP_HEADERS_SENT') {
+      req.log.debug({ err }, 'failure after the request was answered');
+      return;
+    }
     const response = toErrorResponse(err, { method: req.method, path: req.path });
     if (response.unexpected) req.log.error({ err }, 'unexpected failure');
     // Part of the answer is out, so the client can only learn of the failure from the connection
-    // closing. (Express's final handler would do the same, and print the stack to stderr first.)
-    if (res.headersSent) {
-      req.socket.destroy();
-      return;
-    }
-    res.status(response.status).set(response.headers).json(response.body);
+    // closing (Express's final handler would do the same, and print the stack to stderr first); an
+    // answer already complete (the parser's refusal of this request) stays the only one.
+    writeEnvelope(res, response);
   };
   app.use(errorHandler);
   return app;

@@ -1,7 +1,9 @@
 /**
  * The error envelope: the one function that turns any failure (ours, the validator's, the body
- * parser's, Node's HTTP parser's, anything unknown) into a status, the envelope and its headers.
+ * parser's, Node's HTTP parser's, anything unknown) into a status, the envelope and its headers,
+ * and the one place that writes it (on a response, or as raw bytes on a socket no response owns).
  */
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import {
   AppError,
   BusinessRuleError,
@@ -14,6 +16,7 @@ import {
   TooManyRequestsError,
   type Violation,
 } from '../domain/errors.js';
+import { MAX_SYMBOL_LENGTH, MAX_SYMBOLS, SYMBOL_CHARS, SYMBOL_CHARS_IN_WORDS } from '../domain/symbols.js';
 
 /** The error envelope of every failure. */
 export interface ErrorBody {
@@ -44,9 +47,11 @@ const STATUS_BY_CODE: Record<string, number> = {
   FORBIDDEN: 403,
   USER_NOT_FOUND: 404,
   UNKNOWN_SYMBOL: 404,
+  UNKNOWN_MARKET: 404,
   DOCS_NOT_BUILT: 404,
   USERNAME_TAKEN: 409,
   API_KEY_NOT_FOUND: 404,
+  HISTORY_JOB_NOT_FOUND: 404,
   TOO_MANY_REQUESTS: 429,
   DATA_SOURCE_UNAVAILABLE: 503,
 };
@@ -111,13 +116,11 @@ function violationPath(raw: string | undefined): string {
 }
 
 /** The contract's symbol patterns (a symbol, a comma-separated list) are explained in words, not quoted. */
-const SYMBOL_CHARS = '[A-Za-z0-9^.=-]{1,32}';
-
 function inPlainWords(message: string): string {
   if (!message.startsWith('must match pattern') || !message.includes(SYMBOL_CHARS)) return message;
   return message.includes(`(,${SYMBOL_CHARS})`)
-    ? 'must be 1 to 50 symbols separated by commas (no empty one, no space), each 1 to 32 of A-Z a-z 0-9 ^ . = -'
-    : 'must be a symbol of 1 to 32 of A-Z a-z 0-9 ^ . = -';
+    ? `must be 1 to ${MAX_SYMBOLS} symbols separated by commas (no empty one, no space), each 1 to ${MAX_SYMBOL_LENGTH} of ${SYMBOL_CHARS_IN_WORDS}`
+    : `must be a symbol of 1 to ${MAX_SYMBOL_LENGTH} of ${SYMBOL_CHARS_IN_WORDS}`;
 }
 
 function violationOf(e: { path?: string; message?: string }): Violation {
@@ -136,17 +139,30 @@ function violationsOf(err: HttpLikeError): Violation[] {
 }
 
 /**
- * What a request Node's HTTP parser refused (before any of the app saw it) is answered with, by the
- * parser's error code: headers too large 431, an unknown method 501, too slow 408, anything else 400.
+ * What a request refused on the wire is answered with, by Node's parser error code (headers too
+ * large 431, chunk extensions too large 413, an unknown method 501, an HTTP version other than 1.x
+ * 505, too slow 408, anything else 400) or by the wire's own refusals: `MISSING_HOST` (400),
+ * `EXPECTATION_FAILED` (417, an `Expect:` other than 100-continue) and `CONNECT` (501).
  */
 export function toParserErrorResponse(code: string | undefined): ErrorResponse {
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':
       return respond(431, 'Request header fields too large (at most 16 KiB in all)');
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return respond(413, 'Request chunk extensions too large');
     case 'HPE_INVALID_METHOD':
       return respond(501, 'Method not implemented');
+    case 'HPE_INVALID_VERSION':
+      return respond(505, 'HTTP version not supported: send HTTP/1.1');
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return respond(408, 'Request timeout: the request did not arrive in time');
+    case 'MISSING_HOST':
+      return respond(400, 'Bad request: an HTTP/1.1 request needs a Host header');
+    case 'EXPECTATION_FAILED':
+      return respond(417, 'Expectation failed: the only Expect this service meets is 100-continue');
+    case 'CONNECT':
+      // Not 405: CONNECT names no resource of ours that some other method could serve; no path implements it.
+      return respond(501, 'Method not implemented: CONNECT (this service is not a proxy)');
     default:
       return respond(400, 'Bad request: not a valid HTTP/1.1 request');
   }
@@ -216,4 +232,40 @@ export function toErrorResponse(err: unknown, req?: { method?: string; path?: st
     if (status >= 400 && status < 500) return respond(status, err.message ?? 'Bad request');
   }
   return respond(500, MESSAGES.internal, { unexpected: true });
+}
+
+/** The headers and body every written envelope carries; `extraHeaders` win over the response's own. */
+function rendered(response: ErrorResponse, extraHeaders: Record<string, string>): { headers: Record<string, string>; body: string } {
+  const body = JSON.stringify(response.body);
+  return {
+    headers: { ...response.headers, ...extraHeaders, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)) },
+    body,
+  };
+}
+
+/**
+ * Writes `response` as the answer on `res`, with `extraHeaders` (a request id, `Connection: close`).
+ * An answer already complete is left alone (false); one already begun cannot be replaced, so the
+ * connection is dropped and the client learns of the failure from its closing (false).
+ */
+export function writeEnvelope(res: ServerResponse, response: ErrorResponse, extraHeaders: Record<string, string> = {}): boolean {
+  if (res.writableEnded) return false;
+  if (res.headersSent) {
+    res.destroy();
+    return false;
+  }
+  const { headers, body } = rendered(response, extraHeaders);
+  res.writeHead(response.status, headers);
+  res.end(body);
+  return true;
+}
+
+/**
+ * `response` as the raw HTTP/1.1 bytes of a complete answer, for a socket no response object owns
+ * (Node's parser refused the request, or a CONNECT): it always closes the connection.
+ */
+export function envelopeBytes(response: ErrorResponse, extraHeaders: Record<string, string> = {}): string {
+  const { headers, body } = rendered(response, { ...extraHeaders, Connection: 'close' });
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${response.status} ${STATUS_CODES[response.status] ?? ''}\r\n${lines.join('')}\r\n${body}`;
 }

@@ -18,12 +18,12 @@ import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { requestIdOf, routeOf } from './app.js';
 import { createCors } from './cors.js';
-import { toErrorResponse } from './envelope.js';
+import { toErrorResponse, writeEnvelope } from './envelope.js';
 import { representationReply } from './handlers/representation.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Metrics } from '../domain/ports.js';
 import type { RepresentationCache } from '../services/representation-cache.js';
-import { hasCredentials, type RateLimit } from './rate-limit.js';
+import type { RateLimit } from './rate-limit.js';
 
 /** The contract's `maxLength` of the `If-None-Match` parameter of every cached read. */
 const IF_NONE_MATCH_MAX_LENGTH = 512;
@@ -36,6 +36,8 @@ export interface FastPathOptions {
   validForMs?: number;
   /** How many distinct targets are remembered (least recently used go first). Default 10000. */
   maxTargets?: number;
+  /** True when a request carries a credential of the contract's schemes (`credentialCheck`): such requests go to Express. */
+  hasCredentials: (req: IncomingMessage) => boolean;
   /** Quotas: requests answered here are counted and limited as in Express. */
   rateLimit?: RateLimit | undefined;
   /** Request durations, labelled with the operation's route template as Express labels them. */
@@ -61,6 +63,7 @@ export class FastPath {
   readonly #targets: QuickLRU<string, Target>;
   readonly #rateLimit: RateLimit | undefined;
   readonly #metrics: Metrics;
+  readonly #hasCredentials: (req: IncomingMessage) => boolean;
 
   constructor(options: FastPathOptions) {
     this.#engine = options.engine;
@@ -71,6 +74,7 @@ export class FastPath {
     this.#targets = new QuickLRU({ maxSize: Math.max(1, options.maxTargets ?? 10_000) });
     this.#rateLimit = options.rateLimit;
     this.#metrics = options.metrics ?? NO_METRICS;
+    this.#hasCredentials = options.hasCredentials;
   }
 
   /**
@@ -78,7 +82,7 @@ export class FastPath {
    * that went through validation, so its exact target may be answered from the copy for a second.
    */
   readonly remember = (req: Request, key: string): void => {
-    if (req.principal !== undefined || hasCredentials(req)) return;
+    if (req.principal !== undefined || this.#hasCredentials(req)) return;
     this.#targets.set(req.originalUrl, { key, route: routeOf(req), validatedAt: this.#now() });
   };
 
@@ -121,18 +125,12 @@ export class FastPath {
     const r = toErrorResponse(err, { method: req.method ?? 'GET', path: req.url ?? '' });
     const level = r.status >= 500 ? 'error' : 'warn';
     this.#logger[level]({ reqId, req: { method: req.method, url: req.url }, res: { statusCode: r.status }, err: r.unexpected ? err : undefined }, r.unexpected ? 'unexpected failure' : 'request failed');
-    if (res.headersSent) {
-      res.destroy();
-      return r.status;
-    }
-    const body = JSON.stringify(r.body);
-    res.writeHead(r.status, { ...r.headers, 'X-Request-Id': reqId, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
-    res.end(body);
+    writeEnvelope(res, r, { 'X-Request-Id': reqId });
     return r.status;
   }
 
   #answerable(req: IncomingMessage) {
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url === undefined || hasCredentials(req)) return undefined;
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url === undefined || this.#hasCredentials(req)) return undefined;
     const target = this.#targets.get(req.url);
     if (target === undefined) return undefined;
     const age = this.#now() - target.validatedAt;
@@ -145,6 +143,8 @@ export class FastPath {
     }
     const inm = req.headers['if-none-match'];
     if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
+    // Every remembered target answers JSON; history may be asked for as CSV by `Accept` alone.
+    if (req.headers.accept?.includes('text/csv')) return undefined;
     const rep = this.#engine.serveFresh(target.key);
     return rep === undefined ? undefined : { rep, route: target.route };
   }

@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { toErrorResponse } from './envelope.js';
+import { toErrorResponse, writeEnvelope } from './envelope.js';
 import type { Logger } from '../domain/ports.js';
 import type { MetricsSource } from '../domain/ports.js';
 
@@ -28,9 +28,7 @@ export async function startMetricsServer(options: { host: string; port: number; 
     const fail = (err: unknown) => {
       const r = toErrorResponse(err, { method, path });
       if (r.unexpected) logger.error({ err, req: { method, url: path } }, 'metrics scrape failed');
-      const body = JSON.stringify(r.body);
-      res.writeHead(r.status, { ...r.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
-      res.end(body);
+      writeEnvelope(res, r);
     };
     if (path !== '/metrics') return fail(Object.assign(new Error('not found'), { status: 404 }));
     if (method !== 'GET' && method !== 'HEAD') return fail(Object.assign(new Error('method not allowed'), { status: 405, headers: { Allow: 'GET, HEAD' } }));

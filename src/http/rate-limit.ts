@@ -46,11 +46,6 @@ export function isRateLimitedPath(path: string): boolean {
   return path.startsWith('/api/') && path !== '/api/health' && path !== '/api/health/';
 }
 
-/** True when the request carries credentials (which must then be checked before its quota is known). */
-export function hasCredentials(req: IncomingMessage): boolean {
-  return req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined;
-}
-
 /**
  * The caller's address: the socket's peer, or with `trustProxy` the leftmost X-Forwarded-For entry
  * (the original client, the address Express reports as `req.ip` with `trust proxy: true`). An entry

@@ -19,23 +19,34 @@
  * reason had to be looked up afterwards; it is turned off (`validateSecurity: false`) in favour of
  * this one step.
  */
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Operation } from './contract.js';
+import { AUTH_MESSAGES, readBearer } from '../domain/credentials.js';
 import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../domain/errors.js';
 import type { AuthCallback, Principal } from '../domain/ports.js';
 
-/** Checks the credentials of a request; ends with the principal, or NotAuthenticatedError / InvalidCredentialsError. */
+/**
+ * Checks the credentials of a request, one method per kind of scheme the contract may declare; ends
+ * with the principal, or NotAuthenticatedError / InvalidCredentialsError worded from `AUTH_MESSAGES`.
+ */
 export interface Authenticator {
+  /** `Authorization: Bearer <token>`; the step has already refused another scheme. */
   authenticateBearer(req: Request, done: AuthCallback): void;
+  /** The header the contract's API-key scheme names (see `credentialSchemes`). */
   authenticateApiKey(req: Request, done: AuthCallback): void;
 }
 
-/** What a request is told when its Authorization header is not `Bearer <token>` at all. */
-export const NOT_BEARER_MESSAGE = "Invalid credentials: send the token as 'Authorization: Bearer <token>'";
-
-interface Scheme {
-  /** The (lower-case) request header that carries this scheme's credential. */
+/** A security scheme of the contract that mds can check, as the request carries it. */
+export interface CredentialScheme {
+  /** Its name in `components.securitySchemes`. */
+  name: string;
+  kind: 'bearer' | 'apiKey';
+  /** The (lower-case) request header that carries its credential. */
   header: string;
+}
+
+interface Scheme extends CredentialScheme {
   /** The credential in words: "a bearer token", "an API key". */
   noun: string;
   authenticate(req: Request, done: AuthCallback): void;
@@ -53,28 +64,49 @@ interface OperationSecurity {
   refused: Scheme[];
 }
 
-const BEARER_SCHEME = /^bearer(?:\s|$)/i;
-
-/** The schemes of `components.securitySchemes` that mds can check, each bound to its authenticator. */
-function schemesOf(document: Record<string, unknown>, authenticator: Authenticator): Map<string, Scheme> {
+/**
+ * The schemes of the contract's `components.securitySchemes`, in the order declared: the one place
+ * that says which header carries which credential. Throws StartupError for a scheme mds cannot check
+ * (anything but bearer tokens and API keys in a header).
+ */
+export function credentialSchemes(document: Record<string, unknown>): CredentialScheme[] {
   type Declared = Record<string, { type?: string; scheme?: string; in?: string; name?: string }>;
   const declared: Declared = (document.components as { securitySchemes?: Declared } | undefined)?.securitySchemes ?? {};
+  return Object.entries(declared).map(([name, scheme]): CredentialScheme => {
+    if (scheme.type === 'http' && scheme.scheme?.toLowerCase() === 'bearer') return { name, kind: 'bearer', header: 'authorization' };
+    if (scheme.type === 'apiKey' && scheme.in === 'header' && scheme.name) return { name, kind: 'apiKey', header: scheme.name.toLowerCase() };
+    throw new StartupError(`The contract's security scheme '${name}' (${scheme.type ?? 'no type'}) is not one mds can check: bearer tokens and API keys in a header are`);
+  });
+}
+
+/**
+ * A test of whether a request carries any credential of the contract's schemes (which must then be
+ * checked before the caller, and so its quota, is known), for the quota step and the fast path.
+ */
+export function credentialCheck(document: Record<string, unknown>): (req: IncomingMessage) => boolean {
+  const headers = [...new Set(credentialSchemes(document).map((scheme) => scheme.header))];
+  return (req) => {
+    for (const header of headers) if (req.headers[header] !== undefined) return true;
+    return false;
+  };
+}
+
+/** The schemes of the contract, each bound to its authenticator. */
+function schemesOf(document: Record<string, unknown>, authenticator: Authenticator): Map<string, Scheme> {
   const schemes = new Map<string, Scheme>();
-  for (const [name, scheme] of Object.entries(declared)) {
-    if (scheme.type === 'http' && scheme.scheme?.toLowerCase() === 'bearer') {
-      schemes.set(name, {
-        header: 'authorization',
+  for (const scheme of credentialSchemes(document)) {
+    if (scheme.kind === 'bearer') {
+      schemes.set(scheme.name, {
+        ...scheme,
         noun: 'a bearer token',
         authenticate: (req, done) => {
           // Another scheme (Basic, or a bare token) is not a malformed bearer token: say what is expected.
-          if (BEARER_SCHEME.test(req.headers.authorization ?? '')) authenticator.authenticateBearer(req, done);
-          else done(new InvalidCredentialsError(NOT_BEARER_MESSAGE));
+          if (readBearer(req.headers.authorization).kind === 'other-scheme') done(new InvalidCredentialsError(AUTH_MESSAGES.notBearer));
+          else authenticator.authenticateBearer(req, done);
         },
       });
-    } else if (scheme.type === 'apiKey' && scheme.in === 'header' && scheme.name) {
-      schemes.set(name, { header: scheme.name.toLowerCase(), noun: 'an API key', authenticate: (req, done) => authenticator.authenticateApiKey(req, done) });
     } else {
-      throw new StartupError(`The contract's security scheme '${name}' (${scheme.type ?? 'no type'}) is not one mds can check: bearer tokens and API keys in a header are`);
+      schemes.set(scheme.name, { ...scheme, noun: 'an API key', authenticate: (req, done) => authenticator.authenticateApiKey(req, done) });
     }
   }
   return schemes;

@@ -2,10 +2,25 @@
  * Structured logging. Every line is JSON (pino); request lines carry `reqId`. Credentials and
  * password fields are redacted wherever they appear, and an error is logged as its type, message and
  * code (and its causes'), never its stack: a line tells what failed, not the service's source layout.
+ * On a terminal the same lines can be shown human-readable (pino-pretty), after redaction.
  */
+import { isatty } from 'node:tty';
 import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 
 export type { Logger };
+
+/** `json`: one JSON object per line (for collectors); `pretty`: pino-pretty's coloured lines (for people). */
+export type LogFormat = 'json' | 'pretty';
+
+/**
+ * The format for a log written to file descriptor `fd`: the configured one, or when none is
+ * configured (`auto`) pretty on a terminal and JSON anywhere else (a pipe, a file, a collector).
+ */
+export function logFormatFor(setting: LogFormat | 'auto', fd: number): LogFormat {
+  if (setting !== 'auto') return setting;
+  return isatty(fd) ? 'pretty' : 'json';
+}
 
 export const REDACT_PATHS = [
   'req.headers.authorization',
@@ -39,12 +54,27 @@ export function errorField(err: unknown, depth = 0): unknown {
 }
 
 /**
- * A logger writing JSON lines to `destination`; by default stdout, written asynchronously so request
- * logging never waits on the terminal or a pipe. Under load one write system call per line was a
- * tenth of a request's cost, so lines are batched: written once 4 KB are pending, else within 100 ms.
- * Pending lines are flushed when the process exits.
+ * Turns each JSON line into pino-pretty's text before it reaches `destination`. Synchronous, unlike
+ * pino-pretty's own stream: a line logged just before `process.exit` (a fatal startup error) is not
+ * lost, and the destination's own flush on exit still applies.
  */
-export function createLogger(options: { level: LevelWithSilent; name?: string }, destination?: pino.DestinationStream): Logger {
+function prettyDestination(destination: pino.DestinationStream, colorize: boolean): pino.DestinationStream {
+  const prettify = prettyFactory({ colorize, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  return { write: (line: string) => destination.write(prettify(line)) };
+}
+
+/**
+ * A logger writing JSON lines (or `format: 'pretty'`, human-readable ones) to `destination`; by
+ * default stdout, written asynchronously so request logging never waits on the terminal or a pipe.
+ * Under load one write system call per line was a tenth of a request's cost, so lines are batched:
+ * written once 4 KB are pending, else within 100 ms. Pending lines are flushed when the process exits.
+ * `colorize` (pretty only) defaults to whether stdout is a terminal.
+ */
+export function createLogger(
+  options: { level: LevelWithSilent; name?: string; format?: LogFormat; colorize?: boolean },
+  destination?: pino.DestinationStream,
+): Logger {
+  const sink = destination ?? pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS });
   return pino(
     {
       name: options.name ?? 'mds',
@@ -54,6 +84,6 @@ export function createLogger(options: { level: LevelWithSilent; name?: string },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination ?? pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS }),
+    options.format === 'pretty' ? prettyDestination(sink, options.colorize ?? isatty(1)) : sink,
   );
 }

@@ -31,7 +31,12 @@ export class Scheduler {
   private running = false;
 
   constructor(
-    private readonly deps: { locks: Pick<CacheStore, 'acquireLock'>; logger: Logger; lockPrefix?: string },
+    private readonly deps: {
+      locks: Pick<CacheStore, 'acquireLock'>;
+      logger: Logger;
+      /** The key of the lock a run of `job` holds, so one instance of the fleet runs it at a time (`keys.jobLock`). */
+      lockKey: (job: string) => string;
+    },
   ) {}
 
   /** Registers a job; it starts with `start()`. `intervalMs` is rounded to whole seconds (at least 1). */
@@ -57,7 +62,7 @@ export class Scheduler {
   async runOnce(job: Job): Promise<void> {
     job.lastRunAt = new Date();
     try {
-      const lockKey = `${this.deps.lockPrefix ?? 'mds:v1:lock:job:'}${job.name}`;
+      const lockKey = this.deps.lockKey(job.name);
       const token = await this.deps.locks.acquireLock(lockKey, Math.max(500, job.intervalMs - 500)).catch(() => 'no-lock-store');
       job.lastResult = token === undefined ? 'skipped' : await job.run();
       job.lastError = null;

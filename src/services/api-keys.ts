@@ -7,6 +7,7 @@
 import { parseInstant } from '../domain/instant.js';
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { ApiKeyNotFoundError, InvalidCredentialsError, InvalidRequestError } from '../domain/errors.js';
+import { channels } from '../domain/key-space.js';
 import type { components } from '../generated/api.js';
 import type { Logger } from '../domain/ports.js';
 import type { ActionContext, ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier, AuditLog, Broadcast, Principal } from '../domain/ports.js';
@@ -27,7 +28,7 @@ const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 export const RATE_LIMIT_MAX_PER_MINUTE = 1_000_000;
 
 /** Channel on which revoked key ids travel to every instance. */
-export const API_KEY_REVOKED_CHANNEL = 'mds:v1:api-keys:revoked';
+export const API_KEY_REVOKED_CHANNEL = channels.apiKeyRevoked;
 
 /** Upper bound of the lookup cache's lifetime: "revoked means refused everywhere within a second". */
 const MAX_CACHE_TTL_MS = 1000;

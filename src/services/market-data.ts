@@ -9,6 +9,7 @@ import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violatio
 import type { components } from '../generated/api.js';
 import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../domain/ports.js';
 import { allMarketStatuses, marketOf, marketStatus } from '../domain/market-calendar.js';
+import { canonical, canonicalSymbol, parseSymbolList } from '../domain/symbols.js';
 import type { CachedRepresentation, CacheRead, CacheStats, Loaded, RepresentationCache } from './representation-cache.js';
 
 type IndicesResponse = components['schemas']['IndicesResponse'];
@@ -19,10 +20,6 @@ type SearchResponse = components['schemas']['SearchResponse'];
 type MarketsResponse = components['schemas']['MarketsResponse'];
 type Source = components['schemas']['Source'];
 
-/** A symbol as the contract allows it, before upper-casing. */
-const SYMBOL = /^[A-Za-z0-9^.=-]{1,32}$/;
-/** The most symbols one batch (or stream) may name. */
-export const MAX_SYMBOLS = 50;
 /** Cached stand-in for "the provider does not know this symbol": JSON bodies never start with `!`. */
 const UNKNOWN = '!unknown';
 /** Cached stand-in for "this window has more candles than one answer may carry". */
@@ -86,7 +83,7 @@ export class MarketDataService {
     if (!(options.quoteTtlMs > 0)) throw new RangeError(`quoteTtlMs must be positive, got ${options.quoteTtlMs}`);
     this.#engine = options.engine;
     this.#provider = options.provider;
-    this.#indices = options.indices.map((s) => s.toUpperCase());
+    this.#indices = options.indices.map(canonical);
     this.#quoteTtlMs = options.quoteTtlMs;
     this.#closedQuoteMaxTtlMs = options.closedQuoteMaxTtlMs ?? HOUR_MS;
     this.#unknownTtlMs = options.unknownTtlMs ?? HOUR_MS;
@@ -193,6 +190,7 @@ export class MarketDataService {
           state: s.state,
           next_open: s.nextOpen?.toISOString() ?? null,
           next_close: s.nextClose?.toISOString() ?? null,
+          holiday: s.holiday,
         })),
         updated_at: new Date(now).toISOString(),
       },
@@ -384,34 +382,6 @@ export class MarketDataService {
     if (status.state === 'open' || status.nextOpen === null) return HOUR_MS;
     return Math.min(3 * DAY_MS, Math.max(HOUR_MS, status.nextOpen.getTime() - this.#now()));
   }
-}
-
-/** Upper-cases a symbol after checking it (the contract already did for HTTP callers). */
-export function canonicalSymbol(symbol: string, path: string): string {
-  if (!SYMBOL.test(symbol)) throw new InvalidRequestError([{ path, message: 'must be 1 to 32 characters of A-Z a-z 0-9 ^ . = -' }]);
-  return symbol.toUpperCase();
-}
-
-/**
- * `aapl,MSFT` -> `['AAPL', 'MSFT']`: 1 to 50 symbols, each valid, none repeated (case-insensitively).
- * Throws `InvalidRequestError` naming `path`.
- */
-export function parseSymbolList(list: string, path: string): string[] {
-  const raw = list.split(',');
-  if (list.length === 0 || raw.length > MAX_SYMBOLS) {
-    throw new InvalidRequestError([{ path, message: `must list 1 to ${MAX_SYMBOLS} symbols, comma-separated` }]);
-  }
-  const bad = raw.filter((s) => !SYMBOL.test(s));
-  if (bad.length > 0) {
-    throw new InvalidRequestError([{ path, message: `must list symbols of 1 to 32 characters of A-Z a-z 0-9 ^ . = - (got '${bad[0]?.slice(0, 40)}')` }]);
-  }
-  const symbols = raw.map((s) => s.toUpperCase());
-  const seen = new Set<string>();
-  for (const s of symbols) {
-    if (seen.has(s)) throw new InvalidRequestError([{ path, message: `must not repeat a symbol ('${s}')` }]);
-    seen.add(s);
-  }
-  return symbols;
 }
 
 /** `2020-08-31` (midnight UTC) or an ISO 8601 date-time with offset -> epoch ms; `undefined` when invalid. */

@@ -20,14 +20,15 @@
 import { UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
 import type { Logger } from '../domain/ports.js';
 import type { Broadcast, CacheStore, Quote } from '../domain/ports.js';
-import { KEY_PREFIX, type FillListener } from './representation-cache.js';
+import { channels, keys } from '../domain/key-space.js';
+import type { FillListener } from './representation-cache.js';
 
 /**
  * The channel on which instances of one provider announce quote changes. Announcements carry the
  * quote, so a fleet that mixes providers on one Redis keeps each provider's apart.
  */
 export function quoteEventsChannel(provider: string): string {
-  return `${KEY_PREFIX}quote-events:${provider}`;
+  return channels.quoteEvents(provider);
 }
 /** A version record outlives any quote's cache lifetime (at most an hour), so a restart still compares. */
 const VERSION_TTL_MS = 24 * 60 * 60 * 1000;
@@ -81,6 +82,8 @@ export interface QuoteStreamHubOptions {
   maxClients: number;
   /** Open streams per client address at most (STREAM_MAX_PER_ADDRESS); 0 for no limit. */
   maxPerAddress: number;
+  /** Open streams per identified caller (a user, an API key) at most (STREAM_MAX_PER_CALLER); 0 for no limit. */
+  maxPerCaller: number;
   /** A stream whose unsent bytes pass this is dropped (STREAM_MAX_BUFFER_BYTES). */
   maxBufferedBytes: number;
   /** Interval of the keep-alive comment (STREAM_HEARTBEAT_SECONDS in ms). */
@@ -103,8 +106,10 @@ export interface QuoteStreamHubOptions {
 export interface StreamRequest {
   /** 1 to 50 distinct canonical (upper-case) symbols. */
   symbols: readonly string[];
-  /** An anonymous caller's address, for the per-address limit; absent for an identified caller (bounded by its quota). */
+  /** An anonymous caller's address, for the per-address limit; absent for an identified caller. */
   address?: string | undefined;
+  /** An identified caller's stable id (`user:<name>`, `key:<id>`), for the per-caller limit; absent when anonymous. */
+  caller?: string | undefined;
   /** The version the client last saw (`Last-Event-ID`), if it reconnects. */
   lastEventId?: number;
   sink: StreamSink;
@@ -114,6 +119,8 @@ interface Client {
   sink: StreamSink;
   symbols: readonly string[];
   address: string | undefined;
+  /** Whose per-address or per-caller count the stream holds a place in. */
+  holder: string | undefined;
   /** The highest id written to this stream. */
   lastId: number;
   closed: boolean;
@@ -138,7 +145,8 @@ export class QuoteStreamHub {
   readonly #clients = new Set<Client>();
   readonly #bySymbol = new Map<string, Set<Client>>();
   readonly #known = new Map<string, Known>();
-  readonly #perAddress = new Map<string, number>();
+  /** Open and opening streams per holder: `address:<group>` or `caller:<id>`. */
+  readonly #perHolder = new Map<string, number>();
   /** Streams counted against the limits, including those still fetching their first quotes. */
   #reserved = 0;
   readonly #stop: Array<() => void> = [];
@@ -172,17 +180,17 @@ export class QuoteStreamHub {
    * Opens a stream: checks the limits, reads the current quote of every symbol (through the cache),
    * then begins the response with `retry:`, a `missing` event naming unknown symbols (if any) and one
    * `quote` event per known symbol (on a reconnect, only those changed since `lastEventId`). Throws
-   * before anything is sent: `TooManyRequestsError` over the per-address limit, `ServiceBusyError`
+   * before anything is sent: `TooManyRequestsError` over the per-address or per-caller limit, `ServiceBusyError`
    * over the instance's, `UnknownSymbolError` when no symbol is known, `DataSourceError` when the
    * upstream fails.
    */
   async open(request: StreamRequest): Promise<void> {
-    this.#reserve(request.address);
+    const holder = this.#reserve(request);
     let reserved = true;
     const release = () => {
       if (!reserved) return;
       reserved = false;
-      this.#release(request.address);
+      this.#release(holder);
     };
     let gone = false;
     request.sink.onClose(() => {
@@ -206,7 +214,7 @@ export class QuoteStreamHub {
         release();
         return;
       }
-      const client: Client = { sink: request.sink, symbols: request.symbols, address: request.address, lastId: request.lastEventId ?? 0, closed: false };
+      const client: Client = { sink: request.sink, symbols: request.symbols, address: request.address, holder, lastId: request.lastEventId ?? 0, closed: false };
       request.sink.begin();
       request.sink.write(`retry: ${this.#o.retryMs}\n\n`);
       if (missing.length > 0) this.#send(client, 'missing', JSON.stringify({ missing }), client.lastId);
@@ -238,25 +246,33 @@ export class QuoteStreamHub {
     }
   }
 
-  #reserve(address: string | undefined): void {
+  /** Takes a place for `request` within the limits; returns whose count it holds a place in. */
+  #reserve(request: StreamRequest): string | undefined {
     if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
-    const perAddress = address === undefined ? 0 : (this.#perAddress.get(address) ?? 0);
-    if (address !== undefined && this.#o.maxPerAddress > 0 && perAddress >= this.#o.maxPerAddress) {
+    // An identified caller is counted as itself wherever it connects from; an anonymous one by its address.
+    const holder = request.caller !== undefined ? `caller:${request.caller}` : request.address !== undefined ? `address:${request.address}` : undefined;
+    const held = holder === undefined ? 0 : (this.#perHolder.get(holder) ?? 0);
+    if (request.caller !== undefined) {
+      if (this.#o.maxPerCaller > 0 && held >= this.#o.maxPerCaller) {
+        throw new TooManyRequestsError(`Too many open streams for this caller (at most ${this.#o.maxPerCaller}); close one first`, 30);
+      }
+    } else if (request.address !== undefined && this.#o.maxPerAddress > 0 && held >= this.#o.maxPerAddress) {
       throw new TooManyRequestsError(`Too many open streams from this address (at most ${this.#o.maxPerAddress}); close one first`, 30);
     }
     if (this.#reserved >= this.#o.maxClients) {
       throw new ServiceBusyError('This instance serves as many streams as it may; retry later', 30);
     }
     this.#reserved += 1;
-    if (address !== undefined) this.#perAddress.set(address, perAddress + 1);
+    if (holder !== undefined) this.#perHolder.set(holder, held + 1);
+    return holder;
   }
 
-  #release(address: string | undefined): void {
+  #release(holder: string | undefined): void {
     this.#reserved -= 1;
-    if (address === undefined) return;
-    const left = (this.#perAddress.get(address) ?? 1) - 1;
-    if (left > 0) this.#perAddress.set(address, left);
-    else this.#perAddress.delete(address);
+    if (holder === undefined) return;
+    const left = (this.#perHolder.get(holder) ?? 1) - 1;
+    if (left > 0) this.#perHolder.set(holder, left);
+    else this.#perHolder.delete(holder);
   }
 
   #attach(client: Client): void {
@@ -284,13 +300,13 @@ export class QuoteStreamHub {
         this.#known.delete(symbol);
       }
     }
-    this.#release(client.address);
+    this.#release(client.holder);
     this.#o.observer.clients?.(-1);
   }
 
   /** Where a symbol's last change is kept: `{v: version ms, f: fingerprint}`, per provider. */
   #versionKey(symbol: string): string {
-    return `${KEY_PREFIX}quote-version:${this.#o.provider}:${symbol}`;
+    return keys.quoteVersion(this.#o.provider, symbol);
   }
 
   /** Writes one event; drops the client when its unsent bytes pass the bound. */

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import QuickLRU from 'quick-lru';
 import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
+import { channels, keys } from '../domain/key-space.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Broadcast, type CacheEntry, type CacheResult, type CacheStore, type Metrics } from '../domain/ports.js';
 
@@ -19,11 +20,8 @@ export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';
 export const CACHE_KINDS = ['indices', 'quote', 'quotes', 'history', 'search'] as const;
 export type CacheKind = (typeof CACHE_KINDS)[number];
 
-/** Every key of the service starts with this (login throttling and job locks too). */
-export const KEY_PREFIX = 'mds:v1:';
-
 /** The channel on which `flush()` tells every instance to drop its in-process copies. */
-export const INVALIDATE_CHANNEL = `${KEY_PREFIX}invalidate`;
+export const INVALIDATE_CHANNEL = channels.invalidate;
 
 /** What a loader produced: the serialized value to cache and how long it lives. */
 export interface Loaded {
@@ -170,7 +168,7 @@ export class RepresentationCache {
 
   /** The store key of a read: `mds:v1:<kind>:<namespace>:<params>`. */
   keyOf(kind: CacheKind, params: string): string {
-    return `${KEY_PREFIX}${kind}:${this.#namespace}:${params}`;
+    return keys.representation(kind, this.#namespace, params);
   }
 
   /**
@@ -228,7 +226,7 @@ export class RepresentationCache {
     if (rep !== undefined) {
       const local = this.#local.peek(key);
       if (local !== undefined && !local.confirming && this.#now() - local.readAt >= this.#localMaxAgeMs / 2) this.#confirm(key, local);
-      const kind = key.slice(KEY_PREFIX.length, key.indexOf(':', KEY_PREFIX.length)) as CacheKind;
+      const kind = keys.kindOf(key) as CacheKind;
       this.#count(kind, 'hits');
     }
     return rep;
@@ -261,8 +259,8 @@ export class RepresentationCache {
     this.#dropCopies();
     let removed = 0;
     for (const kind of CACHE_KINDS) {
-      removed += await this.#cache.deleteByPrefix(`${KEY_PREFIX}${kind}:`);
-      removed += await this.#cache.deleteByPrefix(`${KEY_PREFIX}stale:${kind}:`);
+      removed += await this.#cache.deleteByPrefix(keys.representationsOf(kind));
+      removed += await this.#cache.deleteByPrefix(keys.staleOf(kind));
     }
     await this.#broadcast?.publish(INVALIDATE_CHANNEL, 'flush');
     return removed;
@@ -370,7 +368,7 @@ export class RepresentationCache {
   }
 
   #staleKey(key: string): string {
-    return `${KEY_PREFIX}stale:${key.slice(KEY_PREFIX.length)}`;
+    return keys.stale(key);
   }
 
   /**
@@ -413,7 +411,7 @@ export class RepresentationCache {
   }
 
   #lockKey(key: string): string {
-    return `${KEY_PREFIX}lock:${key.slice(KEY_PREFIX.length)}`;
+    return keys.fillLock(key);
   }
 
   /** A token; `undefined` when someone else holds the lock; `null` when the cache cannot lock (go ahead unlocked). */

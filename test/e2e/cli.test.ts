@@ -75,7 +75,8 @@ describe('mds init', () => {
       [['serve', '--port', 'abc'], /^Error: --port: Expected an integer but received: abc \(see --help\)$/],
       [['keys', 'create', 'feed', '--rate-limit', '-5'], /^Error: --rate-limit: Expected an integer greater than or equal to 1 but received: -5 \(see --help\)$/],
       [['keys', 'create', 'feed', '--role', 'superuser'], /^Error: Expected --role=superuser to be one of: read, admin \(see --help\)$/],
-      [['keys', 'revoke'], /^Error: Missing 1 required arg: id .*\(see --help\)$/],
+      [['keys', 'revoke'], /^Error: mds keys revoke needs ID, the id of the key, as `mds keys list` shows it \(see --help\)$/],
+      [['users', 'create'], /^Error: mds users create needs USERNAME, login name: 1 to 64 letters, digits, dots, dashes or underscores \(see --help\)$/],
       [['users', 'list', '--bogus'], /^Error: Nonexistent flag: --bogus \(see --help\)$/],
     ];
     for (const [args, line] of cases) {
@@ -135,6 +136,61 @@ describe('mds users', () => {
     const last = mds(['users', 'delete', 'admin']);
     expect(last.code).not.toBe(0);
     expect(last.stderr).toContain('last administrator');
+  });
+});
+
+describe('CLI conventions', () => {
+  it('when an argument value is refused by the service rules, then exits 2 with one line naming the argument', () => {
+    expect(mds(['init']).code).toBe(0);
+    const r = mds(['keys', 'create', 'bad name!']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('Error: NAME must be 1 to 64 letters, digits, dots, dashes or underscores (see --help)\n');
+    expect(r.stdout).toBe('');
+
+    const flag = mds(['keys', 'create', 'feed', '--expires-at', 'tomorrow']);
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toMatch(/^Error: --expires-at must be an ISO 8601 date-time .*\(see --help\)\n$/);
+  });
+
+  it('when a command is mistyped, then one line suggests the nearest one and exits 127', () => {
+    const serv = mds(['serv']);
+    expect(serv.code).toBe(127);
+    expect(serv.stderr).toBe("Error: 'serv' is not an mds command; did you mean 'mds serve'? (see mds help)\n");
+
+    const crate = mds(['keys', 'crate']);
+    expect(crate.code).toBe(127);
+    expect(crate.stderr).toContain("did you mean 'mds keys create'?");
+  });
+
+  it('when asked for help on a topic or a command, then `mds help` shows it', () => {
+    const topic = mds(['help', 'keys']);
+    expect(topic.code).toBe(0);
+    expect(topic.stdout).toMatch(/^Managed API keys for external systems/);
+    for (const command of ['keys create', 'keys list', 'keys revoke']) expect(topic.stdout).toContain(command);
+
+    const command = mds(['help', 'keys', 'create']);
+    expect(command.code).toBe(0);
+    expect(command.stdout).toMatch(/USAGE\s+\$ mds keys create NAME/);
+  });
+
+  it('when LOG_FORMAT is pretty, then audit lines of a CLI action are readable log lines on stderr, not JSON', () => {
+    expect(mds(['init']).code).toBe(0);
+    env.LOG_FORMAT = 'pretty';
+    const r = mds(['keys', 'create', 'dashboard']);
+    expect(r.code).toBe(0);
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(mds\): audit: api_key\.created .*"actor":"cli"/);
+  });
+
+  it('when stderr is a terminal and LOG_FORMAT is unset, then audit lines are pretty', () => {
+    expect(mds(['init']).code).toBe(0);
+    // util-linux `script` runs the command on a pseudo-terminal, as an operator's shell would.
+    const r = spawnSync('script', ['-qec', `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} keys create dashboard`, '/dev/null'], { cwd: dir, env, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(0);
+    const text = r.stdout.replace(/\u001B\[[0-9;]*m/g, '');
+    expect(text).toMatch(/\] INFO \(mds\): audit: api_key\.created /);
+    expect(text).not.toMatch(/^\{"level"/m);
   });
 });
 

@@ -131,7 +131,8 @@ describe('mds keys', () => {
 
     const name = mds(['keys', 'create', 'bad name']);
     expect(name.code).not.toBe(0);
-    expect(name.stderr).toContain('body.name');
+    expect(name.code).toBe(2);
+    expect(name.stderr).toContain('NAME must be 1 to 64 letters');
     for (const r of [past, role, name]) expect(r.stderr).not.toMatch(/\n\s+at /);
   }, CLI_TEST_TIMEOUT_MS);
 

@@ -2,6 +2,8 @@
  * examples/stream-client.ts against a real service: the first quotes, a change, a reconnect that
  * resumes from the last event id when the service drops the stream, and a refusal with the envelope.
  */
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StreamRefusedError, streamQuotes } from '../../examples/stream-client.js';
 import { ControlledProvider, uniqueSymbol } from '../helpers/controlled-provider.js';
@@ -9,6 +11,8 @@ import { startTestService, type TestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const API_KEY = 'stream-client-api-key-0123456789';
+const ROOT = resolve(import.meta.dirname, '../..');
+const EXAMPLE = resolve(ROOT, 'examples/stream-client.ts');
 
 describe('examples/stream-client.ts', () => {
   const provider = new ControlledProvider();
@@ -73,4 +77,18 @@ describe('examples/stream-client.ts', () => {
       new StreamRefusedError(404, "Unknown symbol 'NOSUCH9'"),
     );
   });
+
+  it('stream client run from a terminal: when the stream is refused, then one line on stderr and exit 1, no stack trace', async () => {
+    // Asynchronously: the service answering it lives in this process.
+    const child = spawn(process.execPath, ['--import', 'tsx', EXAMPLE, svc.url, 'NOSUCH9'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((done) => child.once('exit', done));
+
+    expect(stderr).toBe("mds refused the stream (HTTP 404): Unknown symbol 'NOSUCH9'\n");
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+  }, 60_000);
 });

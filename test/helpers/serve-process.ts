@@ -3,7 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { logFile, noteSecrets } from './log-files.js';
 
-export const MDS_BIN = resolve(import.meta.dirname, '../../bin/run.js');
+/** This checkout's CLI, or another build's (`MDS_BIN`, set by `npm run bench:compare` to bench an older build in the same run). */
+export const MDS_BIN = process.env.MDS_BIN ?? resolve(import.meta.dirname, '../../bin/run.js');
 
 export interface ServeProcess {
   child: ChildProcess;

@@ -18,7 +18,8 @@ import {
 } from '../../src/domain/errors.js';
 import { PinoAuditLog } from '../../src/infra/audit/pino-audit-log.js';
 import { LoginThrottle } from '../../src/infra/auth/login-throttle.js';
-import { AUTH_MESSAGES, createPassportAuth } from '../../src/infra/auth/passport-auth.js';
+import { AUTH_MESSAGES } from '../../src/domain/credentials.js';
+import { createPassportAuth } from '../../src/infra/auth/passport-auth.js';
 import { PasswordHasher } from '../../src/infra/auth/passwords.js';
 import { TokenService } from '../../src/infra/auth/tokens.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
@@ -71,7 +72,7 @@ describe('AccountService', () => {
       defaultAdmin: DEFAULT_ADMIN,
       logger: createLogger({ level: 'silent' }),
     });
-    probe = await startAuthProbe(createPassportAuth({ userStore: db.store, tokens, apiKeys: [] }));
+    probe = await startAuthProbe(createPassportAuth({ apiKeyHeader: 'X-API-Key', userStore: db.store, tokens, apiKeys: [] }));
     await accounts.createUser({ username: 'alice', password: 'alice-password', is_admin: false });
     await accounts.createUser({ username: 'bob', password: 'bob-password', is_admin: true });
   });

@@ -7,7 +7,9 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { TooManyRequestsError } from '../../src/domain/errors.js';
-import { LoginThrottle, THROTTLE_KEY_PREFIX } from '../../src/infra/auth/login-throttle.js';
+import { THROTTLE_KEY_PREFIX } from '../../src/domain/key-space.js';
+import { LoginThrottle } from '../../src/infra/auth/login-throttle.js';
+import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 
 const MAX_FAILURES = 3;
@@ -33,8 +35,8 @@ describe('LoginThrottle with the shared Redis', () => {
   });
 
   it('when one instance records the failures, then another instance on the same Redis refuses the username', async () => {
-    const first = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client });
-    const second = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client });
+    const first = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
+    const second = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     const username = unique('alice');
 
     await failTimes(first, username, unique('ip'), MAX_FAILURES);
@@ -46,7 +48,7 @@ describe('LoginThrottle with the shared Redis', () => {
   });
 
   it('when failures are recorded, then the counters live under mds:v1:throttle: with the block as their TTL', async () => {
-    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client });
+    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     const username = unique('bob');
     const ip = unique('203.0.113.7');
 
@@ -60,7 +62,7 @@ describe('LoginThrottle with the shared Redis', () => {
   });
 
   it('when fewer failures than the limit were recorded, then the username may still try', async () => {
-    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client });
+    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     const username = unique('carol');
 
     await failTimes(throttle, username, unique('ip'), MAX_FAILURES - 1);
@@ -69,7 +71,7 @@ describe('LoginThrottle with the shared Redis', () => {
   });
 
   it('when a login succeeds, then the username counter is removed from Redis but the address counter stays', async () => {
-    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client });
+    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     const username = unique('dave');
     const ip = unique('ip');
     await failTimes(throttle, username, ip, MAX_FAILURES - 1);
@@ -100,7 +102,7 @@ describe('LoginThrottle when Redis fails', () => {
   it('when Redis has been killed, then failures are counted in memory and the username is still blocked', async () => {
     await redis.restart();
     client = await connectFailFast(redis.port);
-    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client });
+    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     const closed = once(client, 'close');
     await redis.kill();
     await closed;
@@ -114,7 +116,7 @@ describe('LoginThrottle when Redis fails', () => {
   it('when Redis is frozen, then calls fall back to memory after the command timeout instead of hanging', async () => {
     await redis.restart();
     client = await connectFailFast(redis.port);
-    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client });
+    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     redis.pause();
     try {
       await failTimes(throttle, 'grace', '198.51.100.4', MAX_FAILURES);
@@ -126,7 +128,7 @@ describe('LoginThrottle when Redis fails', () => {
   });
 });
 
-describe('LoginThrottle told whether Redis is available', () => {
+describe('LoginThrottle on counters told whether Redis is available', () => {
   let client: Redis;
   beforeAll(async () => {
     client = await connectFailFast(inject('redisPort'));
@@ -135,9 +137,9 @@ describe('LoginThrottle told whether Redis is available', () => {
     await client.quit();
   });
 
-  it('when redisAvailable says no, then the counters stay in memory and nothing is written to Redis', async () => {
+  it('when useRedis says no, then the counters stay in memory and nothing is written to Redis', async () => {
     const user = unique('memory-only');
-    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: client, redisAvailable: () => false });
+    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client, useRedis: () => false }) });
     await failTimes(throttle, user, '198.51.100.20', MAX_FAILURES);
 
     await expect(throttle.check(user, '198.51.100.21')).rejects.toBeInstanceOf(TooManyRequestsError);
@@ -148,7 +150,7 @@ describe('LoginThrottle told whether Redis is available', () => {
     const redis = await startRedis();
     const own = await connectFailFast(redis.port);
     const errors: unknown[] = [];
-    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, redis: own, onRedisError: (err) => errors.push(err) });
+    const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: own, onRedisError: (err) => errors.push(err) }) });
     try {
       redis.pause();
       const user = unique('reported');

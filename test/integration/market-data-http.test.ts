@@ -234,6 +234,8 @@ describe('GET /api/history/{symbol}', () => {
     ['more than 5,000 candles', '/api/history/BTC-USD?interval=5m&range=1mo', 'query.interval', /more than the 5000 one answer carries/],
     ['an interval outside the enum', '/api/history/AAPL?interval=2d', 'query.interval', /must be equal to one of the allowed values/],
     ['a date that is not ISO 8601', '/api/history/AAPL?start=2026-1-2', 'query.start', /must match pattern/],
+    ['a first-century end before its start', '/api/history/AAPL?start=0001-02-01&end=0001-01-01', 'query.end', /must be after start/],
+    ['5m candles in the year 0099', '/api/history/AAPL?interval=5m&start=0099-01-01&end=0099-01-02', 'query.start', /5m candles reach back 60 days at most/],
   ])('when the query has %s, then 422 naming the rule', async (_what, path, violation, message) => {
     const body = expectEnvelope(await get(path), 422, /^Invalid request parameters: /);
     const found = body.violations?.find((v) => v.path === violation);
@@ -243,6 +245,21 @@ describe('GET /api/history/{symbol}', () => {
 
   it('when the symbol is unknown, then 404', async () => {
     expectEnvelope(await get('/api/history/NOSUCH?range=5d'), 404, "Unknown symbol 'NOSUCH'");
+  });
+
+  it('when the window lies in years 0001 to 0099, then it is read as those years (not 19xx) and answered', async () => {
+    // Until now: every bar the upstream has, from the first century on.
+    const open = await get('/api/history/AAPL?start=0001-01-01');
+    expect(open.res.status, open.body.toString()).toBe(200);
+    expect(json<{ data: { candles: unknown[] } }>(open).data.candles.length).toBeGreaterThan(0);
+    for (const path of ['/api/history/AAPL?start=0001-01-01&end=0001-02-01', '/api/history/AAPL?start=0099-12-01T00:00:00Z&end=0099-12-31T00:00:00Z']) {
+      const r = await get(path);
+      expect(r.res.status, `${path}: ${r.body.toString()}`).toBe(200);
+      const data = json<{ data: { interval: string; candles: Array<{ time: string }> } }>(r).data;
+      expect(data.interval).toBe('1d');
+      // Nothing traded in the first century.
+      expect(data.candles).toEqual([]);
+    }
   });
 
   it('when start and end are date-times typed with plain colons, then they are taken as they are', async () => {

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jwt from 'jsonwebtoken';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEY_PRINCIPAL, AUTH_MESSAGES, createPassportAuth } from '../../src/infra/auth/passport-auth.js';
+import { AUTH_MESSAGES } from '../../src/domain/credentials.js';
+import { API_KEY_PRINCIPAL, createPassportAuth } from '../../src/infra/auth/passport-auth.js';
 import { TokenService } from '../../src/infra/auth/tokens.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
 import { startAuthProbe, type AuthProbe } from '../helpers/auth-probe.js';
@@ -35,7 +36,7 @@ describe('createPassportAuth', () => {
     db = await openUserStore(`sqlite:${join(dir, 'users.sqlite')}`, { runMigrations: true });
     await db.store.create({ username: 'root', passwordHash: '$2b$04$rootrootrootrootrootroOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy', isAdmin: true });
     await db.store.create({ username: 'viewer', passwordHash: '$2b$04$viewerviewerviewervieOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy', isAdmin: false });
-    probe = await startAuthProbe(createPassportAuth({ userStore: db.store, tokens, apiKeys: API_KEYS }));
+    probe = await startAuthProbe(createPassportAuth({ apiKeyHeader: 'X-API-Key', userStore: db.store, tokens, apiKeys: API_KEYS }));
   });
 
   afterAll(async () => {
@@ -146,7 +147,7 @@ describe('createPassportAuth', () => {
     });
 
     it('when no API keys are configured, then every key is refused', async () => {
-      const none = await startAuthProbe(createPassportAuth({ userStore: db.store, tokens, apiKeys: [] }));
+      const none = await startAuthProbe(createPassportAuth({ apiKeyHeader: 'X-API-Key', userStore: db.store, tokens, apiKeys: [] }));
       try {
         expect(await none.apiKey({ 'X-API-Key': 'key-one-0123456789' })).toMatchObject({ ok: false, message: AUTH_MESSAGES.invalidApiKey });
       } finally {
@@ -158,7 +159,7 @@ describe('createPassportAuth', () => {
   describe('a remembered token', () => {
     it('when a verified token is used again, then it passes until its expiry, and is refused once the clock passes it', async () => {
       let nowMs = Date.now();
-      const auth = createPassportAuth({ userStore: db.store, tokens, apiKeys: [], now: () => nowMs });
+      const auth = createPassportAuth({ apiKeyHeader: 'X-API-Key', userStore: db.store, tokens, apiKeys: [], now: () => nowMs });
       const remembering = await startAuthProbe(auth);
       try {
         const token = await tokenFor('root');
@@ -193,7 +194,7 @@ describe('createPassportAuth', () => {
 
   it('when a check needs no I/O (a configured key, a remembered token whose user is at hand), then it ends before the call returns', async () => {
     const root = (await db.store.findByUsername('root'))!;
-    const auth = createPassportAuth({ userStore: db.store, tokens, apiKeys: API_KEYS, findUser: (username) => (username === 'root' ? root : undefined) });
+    const auth = createPassportAuth({ apiKeyHeader: 'X-API-Key', userStore: db.store, tokens, apiKeys: API_KEYS, findUser: (username) => (username === 'root' ? root : undefined) });
     const token = tokens.sign(root).token;
     const request = (headers: Record<string, string>) => ({ headers }) as never;
     const ended: string[] = [];

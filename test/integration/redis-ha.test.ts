@@ -12,6 +12,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { LoginThrottle } from '../../src/infra/auth/login-throttle.js';
+import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import { createCache, type ResilientCache } from '../../src/infra/cache/index.js';
 import { TooManyRequestsError } from '../../src/domain/errors.js';
 import { documentedStatuses } from '../helpers/contract-status.js';
@@ -281,8 +282,8 @@ describe('Redis Cluster', () => {
     await cache.start();
     const redis = cache.redisClient();
     expect(redis).toBeInstanceOf(Cluster);
-    const first = new LoginThrottle({ redis, maxFailures: 3, blockMs: 60_000 });
-    const second = new LoginThrottle({ redis, maxFailures: 3, blockMs: 60_000 });
+    const first = new LoginThrottle({ counters: new RedisSharedCounters({ redis }), maxFailures: 3, blockMs: 60_000 });
+    const second = new LoginThrottle({ counters: new RedisSharedCounters({ redis }), maxFailures: 3, blockMs: 60_000 });
     const user = `user-${randomUUID()}`;
     for (let i = 0; i < 3; i++) await first.recordFailure(user, '192.0.2.1');
     await expect(second.check(user, '192.0.2.99')).rejects.toBeInstanceOf(TooManyRequestsError);

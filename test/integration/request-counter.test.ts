@@ -1,12 +1,14 @@
 /**
- * The quota counters against a real redis-server: the batched counter in front of the Redis one
+ * The quota counters against a real redis-server: the batched counter in front of the shared one
  * counts every request in Redis, exactly at the limit, and two instances end on one count.
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchedRequestCounter } from '../../src/infra/counters/batched-request-counter.js';
-import { RATE_LIMIT_KEY_PREFIX, RedisRequestCounter } from '../../src/infra/counters/redis-request-counter.js';
+import { keys } from '../../src/domain/key-space.js';
+import { QuotaCounter } from '../../src/infra/counters/quota-counter.js';
+import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -20,7 +22,7 @@ async function connectRedis(port: number): Promise<Redis> {
 
 const unique = (label: string) => `${label}-${randomBytes(6).toString('hex')}`;
 
-describe('BatchedRequestCounter over RedisRequestCounter', () => {
+describe('BatchedRequestCounter over QuotaCounter in Redis', () => {
   let redis: RedisProcess;
   let client: Redis;
 
@@ -35,27 +37,27 @@ describe('BatchedRequestCounter over RedisRequestCounter', () => {
   });
 
   it('when one caller sends 1,100 requests against a limit of 1,000, then exactly 1,000 are allowed and Redis counted them all', async () => {
-    const counter = new BatchedRequestCounter(new RedisRequestCounter({ redis: client }));
+    const counter = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
     const key = unique('ip:192.0.2.1');
 
     let allowed = 0;
     for (let i = 0; i < 1100; i++) if ((await counter.consume(key, 1000)).allowed) allowed++;
 
     expect(allowed).toBe(1000);
-    await waitFor(async () => Number(await client.get(`${RATE_LIMIT_KEY_PREFIX}:${key}`)) >= 1000, { message: 'the batches reach Redis' });
-    const ttlMs = await client.pttl(`${RATE_LIMIT_KEY_PREFIX}:${key}`);
+    await waitFor(async () => Number(await client.get(keys.quota(key))) >= 1000, { message: 'the batches reach Redis' });
+    const ttlMs = await client.pttl(keys.quota(key));
     expect(ttlMs).toBeGreaterThan(50_000);
     expect(ttlMs).toBeLessThanOrEqual(60_000);
   });
 
   it('when far from the limit, then requests are answered in batches: Redis sees far fewer calls than requests', async () => {
-    const counter = new BatchedRequestCounter(new RedisRequestCounter({ redis: client }));
+    const counter = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
     const key = unique('user:batch');
     await counter.consume(key, 1_000_000); // the first request of a key always asks Redis
     const before = Number(/total_commands_processed:(\d+)/.exec(await client.info('stats'))?.[1]);
 
     const answers = await Promise.all(Array.from({ length: 2000 }, () => counter.consume(key, 1_000_000)));
-    await waitFor(async () => Number(await client.get(`${RATE_LIMIT_KEY_PREFIX}:${key}`)) === 2001, { message: 'all 2,001 points in Redis' });
+    await waitFor(async () => Number(await client.get(keys.quota(key))) === 2001, { message: 'all 2,001 points in Redis' });
     const after = Number(/total_commands_processed:(\d+)/.exec(await client.info('stats'))?.[1]);
 
     expect(answers.every((a) => a.allowed)).toBe(true);
@@ -64,15 +66,15 @@ describe('BatchedRequestCounter over RedisRequestCounter', () => {
   });
 
   it('when two instances count the same key, then together they allow exactly the limit and both refuse past it', async () => {
-    const a = new BatchedRequestCounter(new RedisRequestCounter({ redis: client }));
-    const b = new BatchedRequestCounter(new RedisRequestCounter({ redis: client }));
+    const a = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
+    const b = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
     const key = unique('key:static:0badc0de');
 
     let allowed = 0;
     for (let i = 0; i < 300; i++) if ((await (i % 2 ? a : b).consume(key, 250)).allowed) allowed++;
 
     // Refused requests stop reaching Redis once each instance has seen one refusal (in-memory block).
-    await waitFor(async () => Number(await client.get(`${RATE_LIMIT_KEY_PREFIX}:${key}`)) >= 250, { message: 'both instances flushed' });
+    await waitFor(async () => Number(await client.get(keys.quota(key))) >= 250, { message: 'both instances flushed' });
     // Near the limit every request asks Redis, and neither hides more than a few points from the other.
     expect(allowed).toBe(250);
     expect((await a.consume(key, 250)).allowed).toBe(false);

@@ -147,6 +147,42 @@ describe('GET /api/stream', () => {
     expect(anonymous.status).toBe(429);
   });
 
+  it('stream: when an API key holds STREAM_MAX_PER_CALLER streams, then its next is 429 with Retry-After, while another key and an anonymous caller still get one', async () => {
+    const provider = new ControlledProvider();
+    const a = uniqueSymbol('A');
+    provider.set(a, 101);
+    const otherKey = 'stream-test-other-key-0123456789';
+    await start({ API_KEYS: `${API_KEY},${otherKey}`, STREAM_MAX_CLIENTS: '10', STREAM_MAX_PER_CALLER: '3', STREAM_MAX_PER_ADDRESS: '5' }, provider);
+    const held: TestStream[] = [];
+    for (let i = 0; i < 3; i++) {
+      const keyed = await open(`/api/stream?symbols=${a}`, { 'X-API-Key': API_KEY });
+      await keyed.waitForEvents(1);
+      expect(keyed.status).toBe(200);
+      held.push(keyed);
+    }
+    const over = await open(`/api/stream?symbols=${a}`, { 'X-API-Key': API_KEY });
+    await waitFor(() => over.ended);
+    expect(over.status).toBe(429);
+    expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
+    expect(JSON.parse(over.body)).toMatchObject({ success: false, code: 429, error: 'Too many open streams for this caller (at most 3); close one first' });
+    expect(svc!.streams.size).toBe(3);
+
+    const anonymous = await open(`/api/stream?symbols=${a}`);
+    await anonymous.waitForEvents(1);
+    expect(anonymous.status).toBe(200);
+    const other = await open(`/api/stream?symbols=${a}`, { 'X-API-Key': otherKey });
+    await other.waitForEvents(1);
+    expect(other.status).toBe(200);
+    expect(svc!.streams.size).toBe(5);
+
+    // A closed stream gives its place back to the same caller.
+    held[0]!.close();
+    await waitFor(() => svc!.streams.size === 4);
+    const again = await open(`/api/stream?symbols=${a}`, { 'X-API-Key': API_KEY });
+    await again.waitForEvents(1);
+    expect(again.status).toBe(200);
+  });
+
   it('stream: IPv6 callers of one /64 share the per-address limit; another /64 has its own', async () => {
     const provider = new ControlledProvider();
     const a = uniqueSymbol('A');

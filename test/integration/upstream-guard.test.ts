@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DataSourceError } from '../../src/domain/errors.js';
 import { createMarketDataProvider, type ResilientMarketDataProvider } from '../../src/infra/market/index.js';
+import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from '../../src/infra/market/upstream-guard-errors.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
@@ -34,7 +35,7 @@ function instance(options: { maxRps: number; maxConcurrency?: number; maxWaitMs:
   const provider = createMarketDataProvider(
     { provider: 'yahoo', baseUrl: upstream.baseUrl, timeoutMs: 5000, upstreamMaxRps: options.maxRps, upstreamMaxConcurrency: options.maxConcurrency ?? 4 },
     silent,
-    { redis: options.redis, upstreamMaxWaitMs: options.maxWaitMs },
+    { counters: new RedisSharedCounters({ redis: options.redis }), upstreamMaxWaitMs: options.maxWaitMs },
   );
   providers.push(provider);
   return provider;

@@ -36,12 +36,20 @@ describe('config', () => {
     expect(loadConfig({}, noFile).stream).toEqual({
       maxClients: 1000,
       maxPerAddress: 5,
+      maxPerCaller: 100,
       maxBufferedBytes: 262_144,
       heartbeatMs: 15_000,
       refreshIntervalMs: 5000,
       reconnectMarginMs: 5000,
     });
     expect(loadConfig({ STREAM_MAX_PER_ADDRESS: '0', STREAM_REFRESH_SECONDS: '0' }, noFile).stream).toMatchObject({ maxPerAddress: 0, refreshIntervalMs: 0 });
+    // Per caller: a tenth of the instance by default (rounded up), or as set; 0 turns it off.
+    expect(loadConfig({}, noFile).stream).toMatchObject({ maxClients: 1000, maxPerCaller: 100 });
+    expect(loadConfig({ STREAM_MAX_CLIENTS: '15' }, noFile).stream).toMatchObject({ maxPerCaller: 2 });
+    expect(loadConfig({ STREAM_MAX_CLIENTS: '15', STREAM_MAX_PER_CALLER: '7' }, noFile).stream).toMatchObject({ maxPerCaller: 7 });
+    expect(loadConfig({ STREAM_MAX_PER_CALLER: '0' }, noFile).stream).toMatchObject({ maxPerCaller: 0 });
+    expect(() => loadConfig({ STREAM_MAX_PER_CALLER: '-1' }, noFile)).toThrow(/STREAM_MAX_PER_CALLER="-1"/);
+    expect(() => loadConfig({ STREAM_MAX_PER_CALLER: 'ten' }, noFile)).toThrow(/STREAM_MAX_PER_CALLER="ten"/);
     expect(() => loadConfig({ STREAM_MAX_CLIENTS: '0', STREAM_HEARTBEAT_SECONDS: 'x' }, noFile)).toThrow(/STREAM_MAX_CLIENTS="0".*STREAM_HEARTBEAT_SECONDS="x"/);
     // A bound below one stream's first events (up to 50 quotes, written at once) would drop readers that keep up.
     expect(() => loadConfig({ STREAM_MAX_BUFFER_BYTES: '4096' }, noFile)).toThrow(/STREAM_MAX_BUFFER_BYTES="4096"/);

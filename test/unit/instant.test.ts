@@ -15,3 +15,37 @@ describe('parseInstant', () => {
     }
   });
 });
+
+describe('parseInstant across years 0000 to 9999', () => {
+  it('when the year is below 100, then it is that year, not 19xx', () => {
+    expect(parseInstant('0001-01-01')).toBe(-62_135_596_800_000);
+    expect(new Date(parseInstant('0001-01-01')!).toISOString()).toBe('0001-01-01T00:00:00.000Z');
+    expect(new Date(parseInstant('0099-12-31T23:59:59Z')!).toISOString()).toBe('0099-12-31T23:59:59.000Z');
+    expect(new Date(parseInstant('0050-06-15T12:00:00+02:00')!).toISOString()).toBe('0050-06-15T10:00:00.000Z');
+    expect(new Date(parseInstant('0000-01-01')!).toISOString()).toBe('0000-01-01T00:00:00.000Z');
+  });
+
+  it('when the year is 0100 or later, then it is parsed as before', () => {
+    expect(new Date(parseInstant('0100-01-01')!).toISOString()).toBe('0100-01-01T00:00:00.000Z');
+    expect(parseInstant('1999-12-31T23:59:59.999Z')).toBe(Date.UTC(1999, 11, 31, 23, 59, 59, 999));
+    expect(new Date(parseInstant('9999-12-31T23:59:59Z')!).toISOString()).toBe('9999-12-31T23:59:59.000Z');
+  });
+
+  it('when a leap day is asked of a year below 100, then it exists only in that year\'s calendar', () => {
+    // 0004 is a leap year; 0100 is not (a century), 0400 is.
+    expect(new Date(parseInstant('0004-02-29')!).toISOString()).toBe('0004-02-29T00:00:00.000Z');
+    expect(parseInstant('0003-02-29')).toBeUndefined();
+    expect(parseInstant('0100-02-29')).toBeUndefined();
+    expect(new Date(parseInstant('0400-02-29')!).toISOString()).toBe('0400-02-29T00:00:00.000Z');
+  });
+
+  it('when the text carries fractions or offsets, then they agree with Date.parse for years Date.parse reads right', () => {
+    for (const text of ['2026-11-02T10:00:00.1Z', '2026-11-02T10:00:00.123456Z', '2026-11-02T10:00:00-00:00', '2026-11-02T00:30:00+05:45', '2026-11-02T10:00Z', '1970-01-01T00:00:00Z']) {
+      expect(parseInstant(text), text).toBe(Date.parse(text));
+    }
+  });
+
+  it('when a five-digit or signed year is sent, then undefined (outside ISO 8601 without an agreed expansion)', () => {
+    for (const text of ['10000-01-01', '+002026-01-01', '-0001-01-01']) expect(parseInstant(text), text).toBeUndefined();
+  });
+});

@@ -1,4 +1,7 @@
+import { closeSync, openSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { createLogger, logFormatFor } from '../../src/infra/logger.js';
 import { captureLogs } from '../helpers/log-capture.js';
 
 describe('logged errors', () => {
@@ -27,5 +30,49 @@ describe('logged errors', () => {
     let depth = 0;
     for (let at = lines[0]?.err as { cause?: unknown } | undefined; at?.cause !== undefined; at = at.cause as { cause?: unknown }) depth += 1;
     expect(depth).toBe(5);
+  });
+});
+
+describe('log format', () => {
+  const written = (format: 'json' | 'pretty') => {
+    const out: string[] = [];
+    const logger = createLogger({ level: 'info', name: 'test', format, colorize: false }, { write: (line: string) => void out.push(line) });
+    logger.info({ user: { password: 'hunter2-secret' }, access_token: 'eyJ.token.value', symbol: 'AAPL' }, 'quote served');
+    return out.join('');
+  };
+
+  it('when the format is pretty, then the line is human-readable text, still redacted', () => {
+    const text = written('pretty');
+    expect(text).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(test\): quote served /);
+    expect(text).toContain('"symbol":"AAPL"');
+    expect(text).not.toMatch(/^\{/);
+    expect(text).not.toContain('hunter2-secret');
+    expect(text).not.toContain('eyJ.token.value');
+    expect(text).toContain('[redacted]');
+  });
+
+  it('when the format is json (or not given), then the line is one JSON object', () => {
+    const line = JSON.parse(written('json')) as Record<string, unknown>;
+    expect(line).toMatchObject({ level: 30, msg: 'quote served', symbol: 'AAPL', access_token: '[redacted]' });
+  });
+
+  it('when no format is configured, then a terminal gets pretty and anything else JSON; a configured one wins', () => {
+    const notATerminal = openSync('/dev/null', 'w');
+    try {
+      expect(logFormatFor('auto', notATerminal)).toBe('json');
+      expect(logFormatFor('pretty', notATerminal)).toBe('pretty');
+      expect(logFormatFor('json', notATerminal)).toBe('json');
+    } finally {
+      closeSync(notATerminal);
+    }
+  });
+});
+
+describe('LOG_FORMAT', () => {
+  it('when LOG_FORMAT is unset, pretty or json, then the config says auto, pretty or json; anything else stops startup naming it', () => {
+    expect(loadConfig({}, { readFile: false }).log.format).toBe('auto');
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }, { readFile: false }).log.format).toBe('pretty');
+    expect(loadConfig({ LOG_FORMAT: 'json' }, { readFile: false }).log.format).toBe('json');
+    expect(() => loadConfig({ LOG_FORMAT: 'fancy' }, { readFile: false })).toThrow(/LOG_FORMAT/);
   });
 });

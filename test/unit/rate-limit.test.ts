@@ -6,7 +6,8 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { RateLimitedError } from '../../src/domain/errors.js';
-import { RedisRequestCounter } from '../../src/infra/counters/redis-request-counter.js';
+import { QuotaCounter } from '../../src/infra/counters/quota-counter.js';
+import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import type { Principal } from '../../src/domain/ports.js';
 import { clientAddress, createRateLimit, isRateLimitedPath } from '../../src/http/rate-limit.js';
 
@@ -17,7 +18,7 @@ function exchange(headers: Record<string, string> = {}): { req: IncomingMessage;
 }
 
 const limits = (overrides: Partial<Parameters<typeof createRateLimit>[0]> = {}) =>
-  createRateLimit({ counter: new RedisRequestCounter({ redis: undefined }), anonymousPerMinute: 2, authenticatedPerMinute: 5, trustProxy: false, ...overrides });
+  createRateLimit({ counter: new QuotaCounter({ counters: new RedisSharedCounters() }), anonymousPerMinute: 2, authenticatedPerMinute: 5, trustProxy: false, ...overrides });
 
 const managedKey: Principal = { username: 'feed', isAdmin: false, kind: 'api-key', id: 'key:k_123', rateLimitPerMinute: 1 };
 

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/infra/scheduler.js';
+import { keys } from '../../src/domain/key-space.js';
 import { captureLogs } from '../helpers/log-capture.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -9,7 +10,7 @@ afterEach(() => scheduler?.stop());
 describe('scheduler status', () => {
   it('when a job has run, then next_run_at is its interval after that run, whenever the status is read, and the next run comes then', async () => {
     const runs: number[] = [];
-    scheduler = new Scheduler({ locks: { acquireLock: () => Promise.resolve('token') }, logger: captureLogs('info').logger });
+    scheduler = new Scheduler({ locks: { acquireLock: () => Promise.resolve('token') }, logger: captureLogs('info').logger, lockKey: (job) => keys.jobLock('simulated', job) });
     scheduler.add('tick', 3000, () => {
       runs.push(Date.now());
       return Promise.resolve('ok');
@@ -32,7 +33,7 @@ describe('scheduler status', () => {
   });
 
   it('when stopped, then no next run is reported', () => {
-    scheduler = new Scheduler({ locks: { acquireLock: () => Promise.resolve('token') }, logger: captureLogs('info').logger });
+    scheduler = new Scheduler({ locks: { acquireLock: () => Promise.resolve('token') }, logger: captureLogs('info').logger, lockKey: (job) => keys.jobLock('simulated', job) });
     scheduler.add('tick', 3000, () => Promise.resolve('ok'));
     expect(scheduler.status()[0]!.next_run_at).toBeNull();
     scheduler.start();

@@ -10,7 +10,8 @@ import { contractFromYaml } from '../../src/http/contract.js';
 import { ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../../src/domain/errors.js';
 import type { Authenticator } from '../../src/http/security.js';
 import type { AuthCallback } from '../../src/domain/ports.js';
-import { contractSecurity, NOT_BEARER_MESSAGE } from '../../src/http/security.js';
+import { contractSecurity } from '../../src/http/security.js';
+import { AUTH_MESSAGES } from '../../src/domain/credentials.js';
 
 const authenticator: Authenticator = {
   authenticateBearer: (_req, done) => done(new Error('not used')),
@@ -113,7 +114,7 @@ describe('contract security on requests', () => {
 
     expect(none).toEqual({ err: undefined, principal: undefined, calls: [] });
     expect((bad.err as Error).message).toBe('Invalid token');
-    expect((notBearer.err as Error).message).toBe(NOT_BEARER_MESSAGE);
+    expect((notBearer.err as Error).message).toBe(AUTH_MESSAGES.notBearer);
     expect(notBearer.calls).toEqual([]);
   });
 });

@@ -114,6 +114,26 @@ describe('SimulatedMarketDataProvider.getQuote', () => {
     expect(later.volume ?? 0).toBeGreaterThan(aapl.volume ?? 0);
   });
 
+  it('when it is US Thanksgiving (2026-11-26), then a US stock does not move all day: the quote is Wednesday\'s close; on Friday it trades until the 13:00 early close only', async () => {
+    const wednesdayClose = await quote('AAPL', Date.parse('2026-11-25T21:00:00.000Z'));
+    const thanksgivingMorning = await quote('AAPL', Date.parse('2026-11-26T15:00:00.000Z'));
+    const thanksgivingAfternoon = await quote('AAPL', Date.parse('2026-11-26T19:00:00.000Z'));
+    expect(thanksgivingMorning.market_state).toBe('closed');
+    expect(thanksgivingMorning.timestamp).toBe('2026-11-25T21:00:00.000Z');
+    expect(thanksgivingMorning.price).toBe(wednesdayClose.price);
+    expect(thanksgivingAfternoon).toEqual(thanksgivingMorning);
+
+    const fridayMidday = await quote('AAPL', Date.parse('2026-11-27T17:00:00.000Z'));
+    expect(fridayMidday.market_state).toBe('open');
+    const fridayAfterEarlyClose = await quote('AAPL', Date.parse('2026-11-27T19:00:00.000Z'));
+    const fridayEvening = await quote('AAPL', Date.parse('2026-11-27T23:00:00.000Z'));
+    expect(fridayAfterEarlyClose.market_state).toBe('post');
+    expect(fridayAfterEarlyClose.timestamp).toBe('2026-11-27T18:00:00.000Z');
+    expect(fridayEvening.price).toBe(fridayAfterEarlyClose.price);
+    const days = await history(Date.parse('2026-11-28T12:00:00.000Z'), { symbol: 'AAPL', interval: '1d', range: '5d' });
+    expect(days.candles.map((c) => c.time).slice(-3)).toEqual(['2026-11-24T14:30:00.000Z', '2026-11-25T14:30:00.000Z', '2026-11-27T14:30:00.000Z']);
+  });
+
   it('when it is the weekend, then an equity quote is the Friday close, stamped at the close, and does not move; Bitcoin does', async () => {
     const friday = await history(FRIDAY_US_CLOSE, { symbol: 'AAPL', interval: '1d', range: '5d' });
     const fridayCandle = friday.candles[friday.candles.length - 1];
@@ -249,7 +269,8 @@ describe('SimulatedMarketDataProvider.getHistory', () => {
 
   it('when ytd, max or an explicit window is asked, then the candles start where they should and stay inside the window', async () => {
     const ytd = (await history(MONDAY_US_SESSION, { symbol: 'MSFT', interval: '1d', range: 'ytd' })).candles;
-    expect(ytd[0]?.time).toBe('2026-01-01T14:30:00.000Z');
+    // 1 January is New Year's Day: the year's first session is the 2nd.
+    expect(ytd[0]?.time).toBe('2026-01-02T14:30:00.000Z');
     const max = (await history(MONDAY_US_SESSION, { symbol: 'MSFT', interval: '1mo', range: 'max' })).candles;
     expect(max[0]?.time).toBe(new Date(SIMULATED_LISTING_MS + 14.5 * HOUR).toISOString());
     expect(max).toHaveLength(131);
@@ -262,8 +283,9 @@ describe('SimulatedMarketDataProvider.getHistory', () => {
 
   it('when ten years of daily bars or a week of minutes are asked, then the sizes are those of the trading calendar', async () => {
     const tenYears = (await history(MONDAY_US_SESSION, { symbol: '^GSPC', interval: '1d', range: '10y' })).candles;
-    expect(tenYears.length).toBeGreaterThan(2600);
-    expect(tenYears.length).toBeLessThan(2620);
+    // About 252 sessions a year: the weekdays less the NYSE's nine or ten holidays.
+    expect(tenYears.length).toBeGreaterThan(2500);
+    expect(tenYears.length).toBeLessThan(2525);
     expectWellFormed(tenYears);
     const week = (await history(MONDAY_US_SESSION, { symbol: '^GSPC', interval: '1m', startMs: MONDAY_US_SESSION - 7 * DAY, endMs: MONDAY_US_SESSION })).candles;
     // Monday 16th from 10:08 (352 bars), Tuesday to Friday (4 x 390), Monday 23rd until 10:07 (37 bars).

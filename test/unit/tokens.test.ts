@@ -1,7 +1,8 @@
 import jwt from 'jsonwebtoken';
 import { describe, expect, it } from 'vitest';
 import { InvalidCredentialsError } from '../../src/domain/errors.js';
-import { TOKEN_MESSAGES, TokenService } from '../../src/infra/auth/tokens.js';
+import { AUTH_MESSAGES } from '../../src/domain/credentials.js';
+import { TokenService } from '../../src/infra/auth/tokens.js';
 
 const SECRET = 'unit-test-secret-0123456789abcdef';
 const HOUR_MS = 3_600_000;
@@ -54,7 +55,7 @@ describe('TokenService', () => {
     const { claims } = tokens.sign(ALICE);
     const unsigned = `${b64url({ alg: 'none', typ: 'JWT' })}.${b64url(claims)}.`;
 
-    expect(rejection(() => tokens.verify(unsigned)).message).toBe(TOKEN_MESSAGES.invalid);
+    expect(rejection(() => tokens.verify(unsigned)).message).toBe(AUTH_MESSAGES.invalid);
   });
 
   it('verify: when signed with the right secret but another HMAC algorithm, then rejects', () => {
@@ -62,21 +63,21 @@ describe('TokenService', () => {
 
     for (const algorithm of ['HS384', 'HS512'] as const) {
       const other = jwt.sign(claims, SECRET, { algorithm });
-      expect(rejection(() => tokens.verify(other)).message).toBe(TOKEN_MESSAGES.invalid);
+      expect(rejection(() => tokens.verify(other)).message).toBe(AUTH_MESSAGES.invalid);
     }
   });
 
   it('verify: when signed with another secret, then rejects', () => {
     const forged = new TokenService({ secret: 'some-other-secret', ttlMs: HOUR_MS }).sign(ALICE).token;
 
-    expect(rejection(() => tokens.verify(forged)).message).toBe(TOKEN_MESSAGES.invalid);
+    expect(rejection(() => tokens.verify(forged)).message).toBe(AUTH_MESSAGES.invalid);
   });
 
   it('verify: when the token has expired, then rejects saying so', () => {
     const twoHoursAgo = new TokenService({ secret: SECRET, ttlMs: HOUR_MS, now: () => Date.now() - 2 * HOUR_MS });
     const stale = twoHoursAgo.sign(ALICE).token;
 
-    expect(rejection(() => tokens.verify(stale)).message).toBe(TOKEN_MESSAGES.expired);
+    expect(rejection(() => tokens.verify(stale)).message).toBe(AUTH_MESSAGES.expired);
   });
 
   it('verify: when the clock is one second before exp, then accepts; at exp, then rejects', () => {
@@ -85,7 +86,7 @@ describe('TokenService', () => {
 
     expect(new TokenService({ secret: SECRET, ttlMs: HOUR_MS, now: () => issuedAtMs + HOUR_MS - 1000 }).verify(token).sub).toBe('alice');
     const atExpiry = new TokenService({ secret: SECRET, ttlMs: HOUR_MS, now: () => issuedAtMs + HOUR_MS });
-    expect(rejection(() => atExpiry.verify(token)).message).toBe(TOKEN_MESSAGES.expired);
+    expect(rejection(() => atExpiry.verify(token)).message).toBe(AUTH_MESSAGES.expired);
   });
 
   it('verify: when the payload was tampered with (adm flipped), then rejects', () => {
@@ -93,18 +94,18 @@ describe('TokenService', () => {
     const [header, , signature] = plain.token.split('.');
     const tampered = `${header}.${b64url({ ...plain.claims, adm: true })}.${signature}`;
 
-    expect(rejection(() => tokens.verify(tampered)).message).toBe(TOKEN_MESSAGES.invalid);
+    expect(rejection(() => tokens.verify(tampered)).message).toBe(AUTH_MESSAGES.invalid);
   });
 
   it('verify: when a correctly signed token lacks the pwv claim, then rejects as invalid', () => {
     const now = Math.floor(Date.now() / 1000);
     const foreign = jwt.sign({ sub: 'alice', adm: true, iat: now, exp: now + 60 }, SECRET, { algorithm: 'HS256' });
 
-    expect(rejection(() => tokens.verify(foreign)).message).toBe(TOKEN_MESSAGES.invalid);
+    expect(rejection(() => tokens.verify(foreign)).message).toBe(AUTH_MESSAGES.invalid);
   });
 
   it('verify: when the token is not a JWT at all, then rejects as invalid', () => {
-    expect(rejection(() => tokens.verify('not-a-jwt')).message).toBe(TOKEN_MESSAGES.invalid);
+    expect(rejection(() => tokens.verify('not-a-jwt')).message).toBe(AUTH_MESSAGES.invalid);
   });
 
   it('isCurrent: when the password hash is the one the token was issued under, then true; after a change, then false', () => {

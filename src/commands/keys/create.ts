@@ -37,6 +37,7 @@ export default class KeysCreate extends MdsCommand {
         },
         CLI_CONTEXT,
       ),
+      { rate_limit_per_minute: '--rate-limit' },
     );
     if (flags.json) {
       this.log(JSON.stringify(created, null, 2));

@@ -1,12 +1,35 @@
-import type { AuditLog } from '../../domain/ports.js';
+import type { AuditLog, HistoryJob } from '../../domain/ports.js';
 import type { AccountService } from '../../services/accounts.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
+import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import type { StatusService } from '../../services/status.js';
 import { actionContext } from './context.js';
 import type { Handler, JsonResponse } from './types.js';
 
-export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyService; market: MarketDataService; status: StatusService; audit: AuditLog }): {
+/** A backfill job as the contract spells it. */
+function jobBody(job: HistoryJob): JsonResponse<'getHistoryJob', 200> {
+  return {
+    success: true,
+    job_id: job.id,
+    data: {
+      job_id: job.id,
+      state: job.state,
+      interval: job.interval,
+      since: new Date(job.sinceMs).toISOString(),
+      symbols: job.symbols,
+      done_symbols: job.doneSymbols,
+      candles: job.candles,
+      current_symbol: job.currentSymbol,
+      failures: job.failures,
+      created_by: job.createdBy,
+      created_at: job.createdAt.toISOString(),
+      updated_at: job.updatedAt.toISOString(),
+    },
+  };
+}
+
+export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyService; market: MarketDataService; status: StatusService; audit: AuditLog; backfill: HistoryBackfill }): {
   getAdminStatus: Handler<'getAdminStatus'>;
   listUsers: Handler<'listUsers'>;
   createUser: Handler<'createUser'>;
@@ -15,8 +38,10 @@ export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyServ
   listApiKeys: Handler<'listApiKeys'>;
   createApiKey: Handler<'createApiKey'>;
   revokeApiKey: Handler<'revokeApiKey'>;
+  startHistoryBackfill: Handler<'startHistoryBackfill'>;
+  getHistoryJob: Handler<'getHistoryJob'>;
 } {
-  const { accounts, keys, market, status, audit } = deps;
+  const { accounts, keys, market, status, audit, backfill } = deps;
   return {
     async getAdminStatus(_req, res) {
       const body: JsonResponse<'getAdminStatus', 200> = await status.report();
@@ -54,6 +79,15 @@ export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyServ
     async revokeApiKey(req, res) {
       await keys.revoke(req.params.id, actionContext(req));
       res.status(204).end();
+    },
+    async startHistoryBackfill(req, res) {
+      const context = actionContext(req);
+      const job = await backfill.start(backfill.check(req.body), context.actor);
+      audit.record({ action: 'history.backfill_started', target: `job:${job.id}`, details: { symbols: job.symbols.length, interval: job.interval } }, context);
+      res.status(202).json(jobBody(job));
+    },
+    async getHistoryJob(req, res) {
+      res.status(200).json(jobBody(await backfill.get(req.params.id)));
     },
   };
 }

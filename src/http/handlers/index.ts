@@ -3,13 +3,16 @@ import type { Contract } from '../contract.js';
 import type { AuditLog } from '../../domain/ports.js';
 import type { AccountService } from '../../services/accounts.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
+import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { HealthService } from '../../services/health.js';
+import type { MarketCalendarService } from '../../services/market-calendar.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import type { QuoteStreamHub } from '../../services/quote-stream.js';
 import type { StatusService } from '../../services/status.js';
 import { adminHandlers } from './admin.js';
 import { authHandlers } from './auth.js';
 import { healthHandlers } from './health.js';
+import { marketCalendarHandlers } from './market-calendar.js';
 import { marketDataHandlers, type RememberTarget } from './market-data.js';
 import { metaHandlers } from './meta.js';
 import { streamHandlers } from './stream.js';
@@ -23,7 +26,11 @@ export interface HandlerDeps {
   keys: ApiKeyService;
   audit: AuditLog;
   market: MarketDataService;
+  /** The exchange calendars (sessions of a market). */
+  calendar: MarketCalendarService;
   status: StatusService;
+  /** History backfill jobs. */
+  backfill: HistoryBackfill;
   /** The live-quote streams of this instance. */
   streams: QuoteStreamHub;
   /** Lets the fast path answer this request target for the next second (omit to keep every request in Express). */
@@ -37,6 +44,7 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...authHandlers(deps.accounts),
     ...adminHandlers(deps),
     ...marketDataHandlers(deps.market, deps.rememberTarget),
+    ...marketCalendarHandlers(deps.calendar),
     ...streamHandlers(deps.streams),
   };
 }

@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { addressGroup } from '../../domain/address-group.js';
-import { parseSymbolList } from '../../services/market-data.js';
+import { parseSymbolList } from '../../domain/symbols.js';
 import type { QuoteStreamHub, StreamSink } from '../../services/quote-stream.js';
 import type { Handler } from './types.js';
 
@@ -41,9 +41,10 @@ export function streamHandlers(hub: QuoteStreamHub): { streamQuotes: Handler<'st
       const lastEventId = req.headers['last-event-id'];
       await hub.open({
         symbols: list,
-        // A few streams per anonymous address (an IPv6 address's /64); an identified caller is bounded
-        // by its own quota.
+        // A few streams per anonymous address (an IPv6 address's /64); an identified caller's own share
+        // of the instance wherever it connects from.
         address: req.principal === undefined ? addressGroup(req.ip ?? req.socket.remoteAddress ?? 'unknown') : undefined,
+        caller: req.principal === undefined ? undefined : (req.principal.id ?? `${req.principal.kind}:${req.principal.username}`),
         ...(typeof lastEventId === 'string' ? { lastEventId: Number(lastEventId) } : {}),
         sink: sinkOf(res),
       });

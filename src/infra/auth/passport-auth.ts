@@ -20,19 +20,10 @@ import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
 import { Strategy as JwtStrategy } from 'passport-jwt';
+import { AUTH_MESSAGES, readBearer } from '../../domain/credentials.js';
 import { InvalidCredentialsError, NotAuthenticatedError } from '../../domain/errors.js';
 import type { ApiKeyVerifier, AuthCallback, Principal, User, UserStore } from '../../domain/ports.js';
-import { claimsOf, TOKEN_MESSAGES, type TokenClaims, type TokenService } from './tokens.js';
-
-/** The header carrying API keys. */
-export const API_KEY_HEADER = 'X-API-Key';
-
-/** What rejected credentials are told, one message per reason (token messages: `TOKEN_MESSAGES`). */
-export const AUTH_MESSAGES = {
-  ...TOKEN_MESSAGES,
-  badAuthorizationHeader: 'Invalid Authorization header: expected "Bearer <token>"',
-  invalidApiKey: 'Invalid API key',
-} as const;
+import { claimsOf, type TokenClaims, type TokenService } from './tokens.js';
 
 /** The service account an API key acts as. Every protected endpoint is an admin endpoint, so it is one. */
 export const API_KEY_PRINCIPAL: Readonly<Principal> = Object.freeze({ username: 'api-key', isAdmin: true, kind: 'api-key' });
@@ -43,6 +34,11 @@ export const VERIFIED_TOKENS = 10_000;
 export interface PassportAuthOptions {
   userStore: UserStore;
   tokens: TokenService;
+  /**
+   * The header that carries API keys, as the contract's API-key security scheme names it (`X-API-Key`);
+   * undefined when the contract declares none, and then no request carries an API key.
+   */
+  apiKeyHeader: string | undefined;
   /** API_KEYS; blank entries are ignored, none means every key is refused. */
   apiKeys: readonly string[];
   /** Managed keys (`mds_...`), asked when a key is not one of API_KEYS. */
@@ -66,7 +62,7 @@ export interface PassportAuth {
    */
   authenticateBearer(req: Request, done: AuthCallback): void;
   /**
-   * Checks `X-API-Key` against API_KEYS in constant time, then against the managed keys. Ends with
+   * Checks the API-key header against API_KEYS in constant time, then against the managed keys. Ends with
    * `NotAuthenticatedError` when the header is absent and `InvalidCredentialsError('Invalid API key')`
    * when it matches none.
    */
@@ -132,23 +128,16 @@ function apiKeyMatcher(apiKeys: readonly string[]): (candidate: string) => strin
 }
 
 /**
- * `Authorization: Bearer <token>` and nothing else (RFC 6750: one token after the scheme). passport-jwt's
- * own extractor took the first word after the scheme and ignored whatever followed it.
+ * The token of a request's `Authorization` header, or null when the header is not exactly `Bearer <token>`.
+ * passport-jwt's own extractor took the first word after the scheme and ignored whatever followed it.
  */
-const BEARER_CREDENTIALS = /^bearer\s+(\S+)$/i;
-
-/** The token of a request's `Authorization` header, or null when the header is not exactly `Bearer <token>`. */
 function bearerTokenOf(req: Request): string | null {
-  return BEARER_CREDENTIALS.exec(req.headers.authorization ?? '')?.[1] ?? null;
+  const header = readBearer(req.headers.authorization);
+  return header.kind === 'token' ? header.token : null;
 }
 
 function bearerFailureMessage(info: unknown): string {
-  if (info instanceof Error) {
-    if (info.name === 'TokenExpiredError') return AUTH_MESSAGES.expired;
-    // passport-jwt's word for "no Bearer token could be extracted" while the header is present.
-    if (info.message === 'No auth token') return AUTH_MESSAGES.badAuthorizationHeader;
-    return AUTH_MESSAGES.invalid;
-  }
+  if (info instanceof Error) return info.name === 'TokenExpiredError' ? AUTH_MESSAGES.expired : AUTH_MESSAGES.invalid;
   if (typeof info === 'object' && info !== null && typeof (info as { message?: unknown }).message === 'string') {
     return (info as { message: string }).message;
   }
@@ -193,7 +182,8 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
   });
 
   const matches = apiKeyMatcher(options.apiKeys);
-  const apiKeyStrategy = new HeaderAPIKeyStrategy({ header: API_KEY_HEADER, prefix: '' }, false, (apiKey, done) => {
+  const apiKeyHeader = options.apiKeyHeader?.toLowerCase();
+  const apiKeyStrategy = new HeaderAPIKeyStrategy({ header: apiKeyHeader ?? '', prefix: '' }, false, (apiKey, done) => {
     const staticId = matches(apiKey);
     if (staticId) done(null, { ...API_KEY_PRINCIPAL, id: staticId });
     else if (!options.managedKeys) done(null, undefined);
@@ -209,23 +199,28 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
 
   return {
     authenticateBearer(req, done) {
-      if (req.headers.authorization === undefined) {
+      const header = readBearer(req.headers.authorization);
+      if (header.kind === 'absent') {
         done(new NotAuthenticatedError());
         return;
       }
-      const token = bearerTokenOf(req);
-      const remembered = token ? verified.get(token) : undefined;
+      // Another scheme is refused here too: this check may be called without the contract's step.
+      if (header.kind !== 'token') {
+        done(new InvalidCredentialsError(AUTH_MESSAGES.badAuthorizationHeader));
+        return;
+      }
+      const remembered = verified.get(header.token);
       if (remembered === undefined) {
         attempt(jwtStrategy, req, outcome(done, bearerFailureMessage));
       } else if (remembered.exp * 1000 <= now()) {
-        verified.delete(token!);
+        verified.delete(header.token);
         done(new InvalidCredentialsError(AUTH_MESSAGES.expired));
       } else {
         admit(remembered, outcome(done, bearerFailureMessage));
       }
     },
     authenticateApiKey(req, done) {
-      if (req.headers[API_KEY_HEADER.toLowerCase()] === undefined) {
+      if (apiKeyHeader === undefined || req.headers[apiKeyHeader] === undefined) {
         done(new NotAuthenticatedError());
         return;
       }

@@ -11,9 +11,10 @@
  */
 import QuickLRU from 'quick-lru';
 import type { Broadcast, User, UserStore } from '../../domain/ports.js';
+import { channels } from '../../domain/key-space.js';
 
 /** The channel on which instances tell each other that a user changed; the message is the username. */
-export const USER_CHANGED_CHANNEL = 'mds:v1:auth:user-changed';
+export const USER_CHANGED_CHANNEL = channels.userChanged;
 
 export interface RevocationCacheOptions {
   /** Where users really live. */

@@ -6,18 +6,12 @@
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import QuickLRU from 'quick-lru';
+import { AUTH_MESSAGES } from '../../domain/credentials.js';
 import { InvalidCredentialsError } from '../../domain/errors.js';
 import type { TokenIssuer } from '../../domain/ports.js';
 
 /** The only signing algorithm issued or accepted. */
 export const TOKEN_ALGORITHM = 'HS256';
-
-/** What a rejected token is told, one message per reason. */
-export const TOKEN_MESSAGES = {
-  invalid: 'Invalid token',
-  expired: 'Token has expired',
-  revoked: 'Token has been revoked',
-} as const;
 
 const PWV_LENGTH = 16;
 // Keeps the password-version digest apart from anything else that might ever be derived from SECRET_KEY.
@@ -127,11 +121,11 @@ export class TokenService implements TokenIssuer {
         clockTimestamp: Math.floor(this.#now() / 1000),
       });
     } catch (err) {
-      if (err instanceof jwt.TokenExpiredError) throw new InvalidCredentialsError(TOKEN_MESSAGES.expired, { cause: err });
-      throw new InvalidCredentialsError(TOKEN_MESSAGES.invalid, { cause: err });
+      if (err instanceof jwt.TokenExpiredError) throw new InvalidCredentialsError(AUTH_MESSAGES.expired, { cause: err });
+      throw new InvalidCredentialsError(AUTH_MESSAGES.invalid, { cause: err });
     }
     const claims = claimsOf(payload);
-    if (!claims) throw new InvalidCredentialsError(TOKEN_MESSAGES.invalid);
+    if (!claims) throw new InvalidCredentialsError(AUTH_MESSAGES.invalid);
     return claims;
   }
 

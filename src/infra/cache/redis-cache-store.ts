@@ -6,7 +6,7 @@
  * `CacheUnavailableError`.
  *
  * Cluster: every command here touches one key, so no operation needs keys in one slot. Whoever adds a
- * multi-key command or script must give its keys one hash tag (`mds:v1:{<group>}:...`).
+ * multi-key command or script must give its keys one hash tag, built in `domain/key-space.ts`.
  */
 import { randomUUID } from 'node:crypto';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
@@ -170,8 +170,8 @@ function createClient(options: RedisCacheStoreOptions): RedisClient {
   return new Redis(failFastRedisOptions(options));
 }
 
-/** `promise`, or a rejection naming `what` once `ms` have passed without it settling. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+/** `promise`, or a rejection naming `what` once `ms` have passed without it settling (adapters on `client` use it too). */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
@@ -402,6 +402,11 @@ export class RedisCacheStore implements CacheStore {
    */
   get client(): RedisClient {
     return this.#client;
+  }
+
+  /** How long one command may take before it fails, in ms: adapters on `client` keep to it too. */
+  get commandTimeoutMs(): number {
+    return this.#commandTimeoutMs;
   }
 
   /** `single`, `sentinel` or `cluster`. */

@@ -6,7 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
-import type { Broadcast, CacheEntry, CacheStore } from '../../domain/ports.js';
+import type { Broadcast, CacheEntry, CacheStore, SharedCounters } from '../../domain/ports.js';
+import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
 import type { MemoryCacheStore } from './memory-cache-store.js';
 import type { RedisCacheStore, RedisClient, RedisTopology } from './redis-cache-store.js';
 
@@ -61,6 +62,7 @@ export class ResilientCache implements CacheStore, Broadcast {
   #misses = 0;
   #probe: NodeJS.Timeout | undefined;
   #probing = false;
+  #counters: SharedCounters | undefined;
   #started = false;
   #closed = false;
 
@@ -117,16 +119,30 @@ export class ResilientCache implements CacheStore, Broadcast {
   }
 
   /**
-   * Infra only: the underlying ioredis client when Redis is configured, for adapters that speak Redis
-   * themselves (the login throttle's rate-limiter-flexible). Services use the `CacheStore` methods.
-   * The client may be down at any moment; its users must fail fast and fall back on their own.
+   * The service's one `SharedCounters` (quotas, login throttling, upstream budgets) over this cache's
+   * connection: in Redis while the cache is in Redis mode, in memory otherwise, and a failed or late
+   * counter call sends the whole cache to memory. Built once; every caller gets the same.
+   */
+  sharedCounters(): SharedCounters {
+    this.#counters ??= new RedisSharedCounters({
+      redis: this.#redis?.client,
+      useRedis: () => this.#useRedis,
+      onRedisError: (cause) => this.redisFailed(cause),
+      ...(this.#redis ? { commandTimeoutMs: this.#redis.commandTimeoutMs } : {}),
+    });
+    return this.#counters;
+  }
+
+  /**
+   * The underlying ioredis client when Redis is configured, for tests that watch the connection.
+   * Adapters never take it: the counters that speak Redis themselves come from `sharedCounters()`.
    */
   redisClient(): RedisClient | undefined {
     return this.#redis?.client;
   }
 
   /**
-   * Infra only: an adapter that sends its own commands over `redisClient()` reports a failure here,
+   * A command sent outside the `CacheStore` methods failed (the shared counters report theirs here),
    * so every caller falls back to memory at once instead of each finding out by a failed command.
    * The cache returns to Redis as after any other failure (reconnect or probe).
    */

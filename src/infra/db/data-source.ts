@@ -7,6 +7,9 @@ import { AppError } from '../../domain/errors.js';
 import { apiKeyEntity } from './api-key-entity.js';
 import { CreateUsers1763726400000 } from './migrations/1763726400000-create-users.js';
 import { CreateApiKeys1763900000000 } from './migrations/1763900000000-create-api-keys.js';
+import { CreateCandles1764000000000 } from './migrations/1764000000000-create-candles.js';
+import { CreateHistoryJobs1764100000000 } from './migrations/1764100000000-create-history-jobs.js';
+import { historyJobEntity } from './history-job-entity.js';
 import { userEntity, type DatabaseKind } from './user-entity.js';
 
 /** Options beyond the URL, for callers that must isolate themselves (tests, shared databases). */
@@ -58,8 +61,8 @@ export function redactDatabaseUrl(databaseUrl: string): string {
 export function createDataSource(databaseUrl: string, options: DataSourceOptions = {}): DataSource {
   const target = parseDatabaseUrl(databaseUrl);
   const common = {
-    entities: [userEntity(target.kind), apiKeyEntity(target.kind)],
-    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000],
+    entities: [userEntity(target.kind), apiKeyEntity(target.kind), historyJobEntity(target.kind)],
+    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000, CreateCandles1764000000000, CreateHistoryJobs1764100000000],
     synchronize: false,
     migrationsRun: false,
     logging: false,

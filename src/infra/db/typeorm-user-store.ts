@@ -7,6 +7,8 @@ import { isUniqueViolation, reasonOf } from './db-errors.js';
 import { AppError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../domain/errors.js';
 import type { User, UserStore } from '../../domain/ports.js';
 import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
+import { TypeormCandleStore } from './typeorm-candle-store.js';
+import { TypeormHistoryJobStore } from './typeorm-history-job-store.js';
 import { createDataSource, databaseKindOf, parseDatabaseUrl, redactDatabaseUrl, type DataSourceOptions } from './data-source.js';
 import { storeOperations } from './serial-queue.js';
 import { USER_ENTITY, type DatabaseKind, type UserRow } from './user-entity.js';
@@ -129,6 +131,10 @@ export interface OpenedUserStore {
   store: TypeormUserStore;
   /** The managed API keys, in the same database. */
   apiKeys: TypeormApiKeyStore;
+  /** The history store (candles and corporate actions), in the same database. */
+  candles: TypeormCandleStore;
+  /** History backfill jobs, in the same database. */
+  historyJobs: TypeormHistoryJobStore;
   dataSource: DataSource;
   /** Where the users live, fit for logs: the URL with its password replaced by `***`. */
   description: string;
@@ -170,6 +176,8 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
   return {
     store: new TypeormUserStore(dataSource),
     apiKeys: new TypeormApiKeyStore(dataSource),
+    candles: new TypeormCandleStore(dataSource),
+    historyJobs: new TypeormHistoryJobStore(dataSource),
     dataSource,
     description,
     hasPendingMigrations: () => dataSource.showMigrations(),

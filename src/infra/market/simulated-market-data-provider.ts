@@ -7,6 +7,7 @@ import { DateTime } from 'luxon';
 import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, Quote, SearchResult } from '../../domain/ports.js';
 import { marketOf, marketStatus, tradingSessions, type MarketCode, type TradingSession } from '../../domain/market-calendar.js';
 import { SIMULATED_DIRECTORY, type SimulatedInstrument } from './simulated-directory.js';
+import { canonical } from '../../domain/symbols.js';
 
 export { SIMULATED_DIRECTORY } from './simulated-directory.js';
 export type { SimulatedInstrument } from './simulated-directory.js';
@@ -23,8 +24,8 @@ const DAY_MS = 86_400_000;
 export const SIMULATED_LISTING_MS = Date.UTC(2016, 0, 4);
 /** The day the directory's base levels describe; the long-term drift is measured from it. */
 const REFERENCE_DAY = Math.floor(Date.UTC(2026, 10, 20) / DAY_MS);
-/** Enough days back to be sure to find the session before any instant (a weekend is three days). */
-const LOOKBACK_MS = 10 * DAY_MS;
+/** Enough days back to be sure to find the session before any instant (a mainland golden week with its weekends is up to 17 days). */
+const LOOKBACK_MS = 21 * DAY_MS;
 
 const DRIFT_BY_TYPE: Record<InstrumentType, number> = { index: 0.07, equity: 0.08, etf: 0.07, future: 0.04, crypto: 0.25, currency: 0 };
 const INTERVAL_MINUTES: Partial<Record<HistoryInterval, number>> = { '1m': 1, '5m': 5, '15m': 15, '30m': 30, '1h': 60 };
@@ -161,7 +162,7 @@ export class SimulatedMarketDataProvider implements MarketDataProvider {
    * order within each rank.
    */
   async search(query: string, limit: number): Promise<SearchResult[]> {
-    const symbolQuery = query.trim().toUpperCase();
+    const symbolQuery = canonical(query.trim());
     const queryWords = wordsOf(query);
     if (!symbolQuery) return [];
     const ranked: Array<{ rank: number; order: number; instrument: Instrument }> = [];

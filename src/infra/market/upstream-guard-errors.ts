@@ -3,14 +3,18 @@
  * circuit breaker does not count them: the upstream said 429, or our own budget had no room in time.
  */
 import { DataSourceError } from '../../domain/errors.js';
+import { UpstreamFailureError } from '../../domain/upstream-failure.js';
 
-/** The upstream answered 429; `retryAfterSeconds` is its `Retry-After` (5 s when it sent none). */
-export class UpstreamRateLimitedError extends DataSourceError {
+/**
+ * The upstream answered 429; `retryAfterSeconds` is its `Retry-After` (5 s when it sent none). An
+ * upstream failure of reason `throttled`, so the provider router classifies it like any other.
+ */
+export class UpstreamRateLimitedError extends UpstreamFailureError {
   /** True when the upstream sent a usable `Retry-After`. */
   readonly retryAfterGiven: boolean;
 
-  constructor(message: string, retryAfterSeconds: number | undefined, options?: { cause?: unknown }) {
-    super(message, { ...options, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
+  constructor(message: string, retryAfterSeconds: number | undefined, options?: { cause?: unknown; provider?: string; keyIndex?: number }) {
+    super('throttled', message, { ...options, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
     this.retryAfterGiven = retryAfterSeconds !== undefined;
   }
 }

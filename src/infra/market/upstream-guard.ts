@@ -3,24 +3,20 @@
  * concurrent upstream requests, and a fleet-wide pause after the upstream answers 429. Yahoo's 429
  * is what its users meet first; staying under its radar beats recovering from its blocks.
  *
- * The budget and the pause live in Redis when a client is given (every instance shares them); while
- * Redis is away, or without a client, each instance keeps them in memory (then every instance has
- * the whole budget to itself).
+ * The budget and the pause live in the shared counters (every instance shares them); while the
+ * shared store is away each instance keeps them in memory (then every instance has the whole budget
+ * to itself).
  */
-import type { RedisClient } from '../cache/redis-cache-store.js';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Logger } from '../logger.js';
-import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../domain/ports.js';
+import { keys } from '../../domain/key-space.js';
+import type { CounterWindow, History, HistoryQuery, MarketDataProvider, Quote, SearchResult, SharedCounters } from '../../domain/ports.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 export { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
-/** Every key of the guard starts with this (`mds:v1:upstream:yahoo:rps:<epoch second>`, `...:pause-until`). */
-export const UPSTREAM_KEY_PREFIX = 'mds:v1:upstream:';
-
 /** Options of `UpstreamGuard`. */
 export interface UpstreamGuardOptions {
-  /** The upstream's name, part of every key (`yahoo`). */
+  /** The upstream's name (`yahoo`), part of every key of its budget and pause (`keys.upstream`). */
   name: string;
   /** Upstream requests per second for the whole fleet (UPSTREAM_MAX_RPS); 0 = no budget. */
   maxRps: number;
@@ -28,8 +24,8 @@ export interface UpstreamGuardOptions {
   maxConcurrency: number;
   /** How long a call may wait for room before failing with `UpstreamBusyError`, in milliseconds. */
   maxWaitMs: number;
-  /** A connected (or connecting) ioredis client to share the budget and the pause through; absent = memory only. */
-  redis?: RedisClient | undefined;
+  /** Where the budget and the pause are shared between instances. */
+  counters: SharedCounters;
   /** Where pauses are logged. */
   logger?: Logger | undefined;
   /** Clock in epoch milliseconds (default `Date.now`). */
@@ -50,17 +46,12 @@ interface Waiter {
   refuse: (error: UpstreamBusyError) => void;
 }
 
-// Raises the pause, never shortens it: a second instance's shorter Retry-After must not end a longer pause.
-const RAISE_PAUSE_SCRIPT = `local current = tonumber(redis.call('get', KEYS[1]) or '0')
-if tonumber(ARGV[1]) > current then redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
-return 0`;
-
 /**
  * Admits upstream calls in arrival order (FIFO) when three things allow it: a free concurrency slot
  * on this instance, no pause in force, and room in the current second's budget.
  *
- * The budget counts calls per wall-clock second (one counter per epoch second, shared through
- * Redis), so at most `maxRps` calls start in any calendar second across the fleet; none is admitted
+ * The budget counts calls per wall-clock second (one counter per epoch second, shared by the
+ * instances), so at most `maxRps` calls start in any calendar second across the fleet; none is admitted
  * in the last 100 ms of a second, so a call also arrives upstream in the second it was counted in.
  * Within a second the calls are spread evenly (the k-th at (k-1)/maxRps of the usable 900 ms), which
  * keeps the upstream's view smooth: about `maxRps` in any sliding second, not twice that at a boundary. A call that finds
@@ -68,17 +59,18 @@ return 0`;
  * pause outlasts) fails with `UpstreamBusyError` at once, carrying when to retry.
  *
  * When a call ends with `UpstreamRateLimitedError` (the upstream's 429), every instance holds its
- * calls until `Retry-After` has passed: the end of the pause is written to Redis and read before
- * each admission.
+ * calls until `Retry-After` has passed: the end of the pause is shared and read before each admission.
  */
 export class UpstreamGuard {
   readonly #maxRps: number;
   readonly #maxConcurrency: number;
   readonly #maxWaitMs: number;
-  readonly #redis: RedisClient | undefined;
+  readonly #counters: SharedCounters;
   readonly #logger: Logger | undefined;
   readonly #now: () => number;
-  readonly #limiter: RateLimiterAbstract | undefined;
+  readonly #name: string;
+  /** Each counter serves one epoch second; two seconds of life outlast any clock skew between instances. */
+  readonly #secondWindow: CounterWindow;
   readonly #pauseKey: string;
   readonly #queue: Waiter[] = [];
   #active = 0;
@@ -93,18 +85,12 @@ export class UpstreamGuard {
     this.#maxRps = options.maxRps;
     this.#maxConcurrency = options.maxConcurrency;
     this.#maxWaitMs = options.maxWaitMs;
-    this.#redis = options.redis;
+    this.#counters = options.counters;
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
-    this.#pauseKey = `${UPSTREAM_KEY_PREFIX}${options.name}:pause-until`;
-    if (this.#maxRps > 0) {
-      // Each counter serves one epoch second; two seconds of life outlast any clock skew between instances.
-      const limits = { keyPrefix: `${UPSTREAM_KEY_PREFIX}${options.name}:rps`, points: this.#maxRps, duration: 2 };
-      const memory = new RateLimiterMemory(limits);
-      this.#limiter = this.#redis
-        ? new RateLimiterRedis({ ...limits, storeClient: this.#redis, rejectIfRedisNotReady: true, insuranceLimiter: memory })
-        : memory;
-    }
+    this.#name = options.name;
+    this.#secondWindow = { limit: Math.max(1, this.#maxRps), windowMs: 2000 };
+    this.#pauseKey = keys.upstream.pauseUntil(options.name);
   }
 
   /**
@@ -198,37 +184,28 @@ export class UpstreamGuard {
       }
       return pausedUntil - now;
     }
-    if (!this.#limiter) return 0;
+    if (this.#maxRps === 0) return 0;
     const second = Math.floor(now / 1000);
     const msLeftInSecond = (second + 1) * 1000 - now;
     // A call admitted at the very end of a second reaches the upstream in the next one, which may be
     // full already: the last moments of each second are left unused.
     if (msLeftInSecond <= SECOND_END_MARGIN_MS) return msLeftInSecond + 1;
-    try {
-      const taken = await this.#limiter.consume(String(second));
-      // The k-th call of a second starts (k-1)/maxRps of the usable second after its start, so the
-      // budget reaches the upstream as an even stream rather than a burst at the top of each second.
-      const slotAt = second * 1000 + ((taken.consumedPoints - 1) * (1000 - SECOND_END_MARGIN_MS)) / this.#maxRps;
-      const early = slotAt - this.#now();
-      if (early > 0) await sleep(early);
-      return 0;
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
+    const taken = await this.#counters.consume(keys.upstream.rps(this.#name, second), this.#secondWindow);
+    if (!taken.allowed) {
       // +1 ms: land inside the next second, not on the last millisecond of this one.
       return Math.max(1, (second + 1) * 1000 - this.#now() + 1);
     }
+    // The k-th call of a second starts (k-1)/maxRps of the usable second after its start, so the
+    // budget reaches the upstream as an even stream rather than a burst at the top of each second.
+    const slotAt = second * 1000 + ((taken.used - 1) * (1000 - SECOND_END_MARGIN_MS)) / this.#maxRps;
+    const early = slotAt - this.#now();
+    if (early > 0) await sleep(early);
+    return 0;
   }
 
-  /** The end of a pause another instance recorded, or 0 (also when Redis cannot say). */
-  async #sharedPauseUntil(): Promise<number> {
-    if (!this.#redis || this.#redis.status !== 'ready') return 0;
-    try {
-      const value = await this.#redis.get(this.#pauseKey);
-      const until = value === null ? 0 : Number(value);
-      return Number.isFinite(until) ? until : 0;
-    } catch {
-      return 0;
-    }
+  /** The end of a pause another instance (or this one) recorded, or 0. */
+  #sharedPauseUntil(): Promise<number> {
+    return this.#counters.pausedUntil(this.#pauseKey);
   }
 
   async #pause(durationMs: number): Promise<void> {
@@ -236,12 +213,8 @@ export class UpstreamGuard {
     if (until <= this.#pausedUntil) return;
     this.#pausedUntil = until;
     this.#logger?.warn({ pauseMs: durationMs, until: new Date(until).toISOString() }, 'Upstream answered 429: pausing upstream calls of every instance');
-    if (!this.#redis || this.#redis.status !== 'ready') return;
-    try {
-      await this.#redis.eval(RAISE_PAUSE_SCRIPT, 1, this.#pauseKey, String(until), String(Math.max(1, Math.ceil(durationMs))));
-    } catch (err) {
-      this.#logger?.warn({ err: err instanceof Error ? err.message : String(err) }, 'Could not share the upstream pause through Redis: pausing this instance only');
-    }
+    // While the shared store is away the pause holds this instance only (the counters fall back to memory).
+    await this.#counters.pauseUntil(this.#pauseKey, until);
   }
 
   #retryEstimateSeconds(): number {

@@ -5,7 +5,9 @@
  * answer (`undefined`), never an error.
  */
 import { DataSourceError } from '../../domain/errors.js';
+import { canonical, isSymbol } from '../../domain/symbols.js';
 import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, MarketState, Quote, SearchResult } from '../../domain/ports.js';
+import { UpstreamFailureError } from '../../domain/upstream-failure.js';
 import { UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 /** Options of `YahooMarketDataProvider`. */
@@ -49,9 +51,6 @@ const YAHOO_INTERVALS: Readonly<Record<HistoryInterval, string>> = {
   '1wk': '1wk',
   '1mo': '1mo',
 };
-
-/** What our port accepts as a symbol; search results outside it could not be asked for again. */
-const SYMBOL_PATTERN = /^[A-Za-z0-9^.=-]{1,32}$/;
 
 /**
  * Yahoo Finance behind the `MarketDataProvider` port.
@@ -120,7 +119,7 @@ export class YahooMarketDataProvider implements MarketDataProvider {
     if (status !== 200) throw this.statusError(`search '${query}'`, status, text, retryAfter);
     const body = parseJson(text, `search '${query}'`);
     const quotes = isRecord(body) ? body.quotes : undefined;
-    if (!Array.isArray(quotes)) throw new DataSourceError(`Yahoo Finance search '${query}': unexpected response shape: no "quotes" list`);
+    if (!Array.isArray(quotes)) throw new UpstreamFailureError('garbage', `Yahoo Finance search '${query}': unexpected response shape: no "quotes" list`, { provider: 'yahoo' });
     const results: SearchResult[] = [];
     for (const entry of quotes) {
       const result = searchResult(entry);
@@ -139,14 +138,14 @@ export class YahooMarketDataProvider implements MarketDataProvider {
     if (status !== 200) throw this.statusError(what, status, text, retryAfter);
     const body = parseJson(text, what);
     const chart = isRecord(body) ? body.chart : undefined;
-    if (!isRecord(chart)) throw new DataSourceError(`Yahoo Finance ${what}: unexpected response shape: no "chart" object`);
+    if (!isRecord(chart)) throw new UpstreamFailureError('garbage', `Yahoo Finance ${what}: unexpected response shape: no "chart" object`, { provider: 'yahoo' });
     const result: unknown = Array.isArray(chart.result) ? chart.result[0] : undefined;
     if (!isRecord(result)) {
       const detail = upstreamErrorDescription(chart.error);
       if (detail?.startsWith('Not Found')) return undefined;
-      throw new DataSourceError(`Yahoo Finance ${what}: ${detail ? `upstream error (${detail})` : 'unexpected response shape: no chart result'}`);
+      throw new UpstreamFailureError('garbage', `Yahoo Finance ${what}: ${detail ? `upstream error (${detail})` : 'unexpected response shape: no chart result'}`);
     }
-    if (!isRecord(result.meta)) throw new DataSourceError(`Yahoo Finance ${what}: unexpected response shape: no chart meta`);
+    if (!isRecord(result.meta)) throw new UpstreamFailureError('garbage', `Yahoo Finance ${what}: unexpected response shape: no chart meta`, { provider: 'yahoo' });
     return result;
   }
 
@@ -161,21 +160,23 @@ export class YahooMarketDataProvider implements MarketDataProvider {
       const retryAfter = response.status === 429 ? parseRetryAfter(response.headers.get('retry-after'), this.now()) : undefined;
       return { status: response.status, text, retryAfter };
     } catch (err) {
-      throw new DataSourceError(`Yahoo Finance ${what}: ${describeFetchError(err, this.timeoutMs)}`, { cause: err });
+      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+      throw new UpstreamFailureError(timedOut ? 'timeout' : 'refused', `Yahoo Finance ${what}: ${describeFetchError(err, this.timeoutMs)}`, { provider: 'yahoo', cause: err });
     }
   }
 
   private statusError(what: string, status: number, text: string, retryAfter: number | undefined): DataSourceError {
     const detail = upstreamErrorDescription(text);
     const message = `Yahoo Finance ${what}: HTTP ${status}${detail ? ` (${detail})` : ''}`;
-    if (status === 429) return new UpstreamRateLimitedError(message, retryAfter);
-    return new DataSourceError(message);
+    if (status === 429) return new UpstreamRateLimitedError(message, retryAfter, { provider: 'yahoo' });
+    const reason = status === 401 || status === 403 ? 'unauthorized' : status >= 500 ? 'server_error' : 'garbage';
+    return new UpstreamFailureError(reason, message, { provider: 'yahoo' });
   }
 }
 
 /** Turns a chart result into a quote, or throws `DataSourceError` describing what is missing. */
 function parseQuote(symbol: string, result: Record<string, unknown>, nowMs: number): Quote {
-  const unexpected = (what: string) => new DataSourceError(`Yahoo Finance chart of ${symbol}: unexpected response shape: ${what}`);
+  const unexpected = (what: string) => new UpstreamFailureError('garbage', `Yahoo Finance chart of ${symbol}: unexpected response shape: ${what}`, { provider: 'yahoo' });
   const meta = result.meta as Record<string, unknown>;
 
   const rawPrice = positive(meta.regularMarketPrice);
@@ -227,7 +228,7 @@ function parseQuote(symbol: string, result: Record<string, unknown>, nowMs: numb
 function parseHistory(query: HistoryQuery, result: Record<string, unknown>): History {
   const meta = result.meta as Record<string, unknown>;
   const currency = nonEmptyString(meta.currency);
-  if (currency === undefined) throw new DataSourceError(`Yahoo Finance chart of ${query.symbol}: unexpected response shape: no meta.currency`);
+  if (currency === undefined) throw new UpstreamFailureError('garbage', `Yahoo Finance chart of ${query.symbol}: unexpected response shape: no meta.currency`, { provider: 'yahoo' });
   const decimals = priceDecimals(meta.priceHint);
   const inWindow = (epochS: number) =>
     (query.startMs === undefined || epochS * 1000 >= query.startMs) && (query.endMs === undefined || epochS * 1000 < query.endMs);
@@ -297,11 +298,12 @@ function parseHistory(query: HistoryQuery, result: Record<string, unknown>): His
 function searchResult(entry: unknown): SearchResult | undefined {
   if (!isRecord(entry)) return undefined;
   const symbol = nonEmptyString(entry.symbol);
-  if (symbol === undefined || !SYMBOL_PATTERN.test(symbol)) return undefined;
+  // A search result outside the symbol rule could not be asked for again.
+  if (symbol === undefined || !isSymbol(symbol)) return undefined;
   const instrumentType = instrumentTypeOf(entry.quoteType);
   if (instrumentType === undefined) return undefined;
   return {
-    symbol: symbol.toUpperCase(),
+    symbol: canonical(symbol),
     name: (nonEmptyString(entry.longname) ?? nonEmptyString(entry.shortname) ?? symbol).trim().slice(0, 200),
     exchange: (nonEmptyString(entry.exchDisp) ?? nonEmptyString(entry.exchange) ?? '').slice(0, 64),
     instrument_type: instrumentType,
@@ -358,7 +360,7 @@ function parseJson(text: string, what: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new DataSourceError(`Yahoo Finance ${what}: unparsable response body (not JSON)`, { cause: err });
+    throw new UpstreamFailureError('garbage', `Yahoo Finance ${what}: unparsable response body (not JSON)`, { provider: 'yahoo', cause: err });
   }
 }
 

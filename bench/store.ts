@@ -1,0 +1,121 @@
+/**
+ * The history store's figures (part of `npm run bench`): bulk write candles/s on SQLite and
+ * PostgreSQL, bytes per stored candle, the p99 of reading 10 years of daily bars, and the p99 of a
+ * one-year daily range with 10 million candles stored in PostgreSQL. Targets: >= 100,000 candles/s on
+ * SQLite, >= 50,000 on PostgreSQL, reads under 10 ms at p99. Results go to bench/results/store.json.
+ * PostgreSQL is the machine's (127.0.0.1:5432, database `test`), in a schema of its own, dropped after.
+ * BENCH_STORE_CANDLES sets the size of the large PostgreSQL table (default 10,000,000).
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { CandleStore, StoredCandle } from '../src/domain/ports.js';
+import { openUserStore, type OpenedUserStore } from '../src/infra/db/typeorm-user-store.js';
+import { createTestSchema, findPostgres } from '../test/helpers/postgres.js';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const DAY_MS = 86_400_000;
+const WRITE_CANDLES = 500_000;
+const TEN_YEARS_DAILY = 2520;
+const READS = 2000;
+const LARGE_CANDLES = Number(process.env.BENCH_STORE_CANDLES ?? 10_000_000);
+const SOURCE = { provider: 'bench', fetchedAtMs: Date.now() };
+const START = Date.UTC(2010, 0, 4);
+
+function candles(count: number, stepMs: number, seed = 1): StoredCandle[] {
+  const out: StoredCandle[] = new Array(count);
+  let price = 100 + seed;
+  for (let i = 0; i < count; i++) {
+    const open = Math.round(price * 100) / 100;
+    price = Math.max(1, price + Math.sin(i * 0.37 + seed) * 1.3);
+    const close = Math.round(price * 100) / 100;
+    out[i] = { timeMs: START + i * stepMs, open, high: Math.max(open, close) + 0.5, low: Math.min(open, close) - 0.5, close, adjClose: close, volume: 1_000_000 + i };
+  }
+  return out;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+async function writeRate(store: CandleStore, symbol: string, all: StoredCandle[]): Promise<number> {
+  const started = performance.now();
+  // As a backfill writes: one provider page (here 10,000 bars) per call.
+  for (let at = 0; at < all.length; at += 10_000) await store.putCandles(symbol, '1m', all.slice(at, at + 10_000), SOURCE);
+  return all.length / ((performance.now() - started) / 1000);
+}
+
+async function readLatency(store: CandleStore, symbols: string[], spanMs: number, expected: number): Promise<{ p50Ms: number; p99Ms: number }> {
+  const times: number[] = [];
+  for (let i = 0; i < READS; i++) {
+    const symbol = symbols[i % symbols.length]!;
+    const started = performance.now();
+    const got = await store.getCandles(symbol, '1d', { startMs: START, endMs: START + spanMs });
+    times.push(performance.now() - started);
+    if (got.length !== expected) throw new Error(`read ${got.length} candles of ${symbol}, expected ${expected}`);
+  }
+  times.sort((a, b) => a - b);
+  return { p50Ms: percentile(times, 50), p99Ms: percentile(times, 99) };
+}
+
+async function measure(name: string, db: OpenedUserStore, large: boolean) {
+  const store = db.candles;
+  const writePerS = await writeRate(store, 'WRITE', candles(WRITE_CANDLES, 60_000));
+  const { candles: stored, bytes } = await store.footprint();
+  await store.putCandles('DAILY', '1d', candles(TEN_YEARS_DAILY, DAY_MS), SOURCE);
+  const tenYears = await readLatency(store, ['DAILY'], TEN_YEARS_DAILY * DAY_MS, TEN_YEARS_DAILY);
+  const row: Record<string, unknown> = {
+    store: name,
+    writeCandlesPerS: Math.round(writePerS),
+    bytesPerCandle: Math.round((bytes / stored) * 10) / 10,
+    tenYearsDaily: tenYears,
+  };
+  if (large) {
+    const perSeries = TEN_YEARS_DAILY;
+    const seriesCount = Math.ceil(LARGE_CANDLES / perSeries);
+    const symbols = Array.from({ length: seriesCount }, (_, i) => `S${i}`);
+    const started = performance.now();
+    for (const [i, symbol] of symbols.entries()) await store.putCandles(symbol, '1d', candles(perSeries, DAY_MS, i), SOURCE);
+    const loadS = (performance.now() - started) / 1000;
+    const total = await store.footprint();
+    row.large = {
+      candles: total.candles,
+      loadCandlesPerS: Math.round((seriesCount * perSeries) / loadS),
+      bytesPerCandle: Math.round((total.bytes / total.candles) * 10) / 10,
+      oneYearDaily: await readLatency(store, symbols, 252 * DAY_MS, 252),
+    };
+  }
+  return row;
+}
+
+const rows: Array<Record<string, unknown>> = [];
+const dir = mkdtempSync(join(tmpdir(), 'mds-bench-store-'));
+try {
+  const sqlite = await openUserStore(`sqlite:${join(dir, 'mds.sqlite')}`, { runMigrations: true });
+  try {
+    rows.push(await measure('sqlite', sqlite, false));
+  } finally {
+    await sqlite.close();
+  }
+  const url = await findPostgres();
+  if (url === undefined) rows.push({ store: 'postgres', note: 'no PostgreSQL answered at 127.0.0.1:5432: not measured' });
+  else {
+    const schema = await createTestSchema(url);
+    const pg = await openUserStore(url, { runMigrations: true, schema: schema.name });
+    try {
+      rows.push(await measure('postgres', pg, LARGE_CANDLES > 0));
+    } finally {
+      await pg.close();
+      await schema.drop();
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+writeFileSync(join(ROOT, 'bench', 'results', 'store.json'), `${JSON.stringify({ at: new Date().toISOString(), node: process.version, rows }, null, 2)}\n`);
+console.log('\nhistory store (targets: write >= 100,000/s SQLite, >= 50,000/s PostgreSQL; reads < 10 ms p99)');
+for (const row of rows) console.log(JSON.stringify(row));
+console.log('written to bench/results/store.json');

@@ -1,0 +1,171 @@
+"""The client: one method per market-data read, HTTP through urllib, errors as MdsError.
+
+Every failure mds answers has one envelope, {"success": false, "error", "code", "detail"}; here it
+is one exception class, so a notebook needs a single ``except MdsError``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+__all__ = ["Client", "MdsError", "QuoteList"]
+
+USER_AGENT = "mds-python/0.1.0"
+CANDLE_COLUMNS = ["open", "high", "low", "close", "adj_close", "volume"]
+
+
+class MdsError(Exception):
+    """An answer that is not a success, or no answer at all.
+
+    ``code`` is the HTTP status (404, 422, 429, 503, ...), or 0 when mds could not be reached;
+    ``error`` is the envelope's message, stable English safe to show; ``retry_after`` is the
+    ``Retry-After`` seconds of a 429 or 503 (None otherwise); ``violations`` lists the invalid
+    values of a 422 (``[{"path": "query.range", "message": "..."}]``).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        error: str,
+        retry_after: Optional[int] = None,
+        violations: Optional[List[Dict[str, str]]] = None,
+    ) -> None:
+        super().__init__(f"{code}: {error}" if code else error)
+        self.code = code
+        self.error = error
+        self.retry_after = retry_after
+        self.violations = violations or []
+
+
+class QuoteList(list):
+    """The quotes of a batch, in request order; ``missing`` names the symbols mds does not know."""
+
+    def __init__(self, quotes: Iterable[Dict[str, Any]], missing: Iterable[str]) -> None:
+        super().__init__(quotes)
+        self.missing: List[str] = list(missing)
+
+
+def _pandas():
+    try:
+        import pandas  # noqa: PLC0415 -- optional: imported only where a DataFrame is asked for
+    except ImportError:
+        return None
+    return pandas
+
+
+class Client:
+    """A connection to one mds.
+
+    ``api_key`` is sent as ``X-API-Key``, ``token`` (from ``POST /api/auth/login``) as a bearer
+    token; market data is public unless the server sets DATA_REQUIRES_AUTH, so both are optional.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: Optional[str] = None,
+        token: Optional[str] = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._headers = {"User-Agent": USER_AGENT}
+        if api_key:
+            self._headers["X-API-Key"] = api_key
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+
+    def __repr__(self) -> str:
+        # Credentials stay out of notebooks' output.
+        return f"Client({self.base_url!r})"
+
+    # --- market data -------------------------------------------------------------------------
+
+    def quote(self, symbol: str) -> Dict[str, Any]:
+        """The current quote of one symbol (case-insensitive), as a dict."""
+        return self._json(f"/api/quotes/{_path(symbol)}")["data"]
+
+    def quotes(self, symbols: Union[str, Iterable[str]]) -> QuoteList:
+        """Quotes of 1 to 50 symbols in one call, in request order; unknown ones under ``.missing``."""
+        listed = symbols if isinstance(symbols, str) else ",".join(symbols)
+        body = self._json("/api/quotes", {"symbols": listed})
+        return QuoteList(body["data"], body.get("missing", []))
+
+    def history(
+        self,
+        symbol: str,
+        interval: str = "1d",
+        range: Optional[str] = None,  # noqa: A002 -- the API's own name for it
+        start: Optional[str] = None,
+        end: Optional[str] = None,
+        frame: Optional[bool] = None,
+    ):
+        """Candles of one symbol, oldest first.
+
+        ``interval``: 1m 5m 15m 30m 1h 1d 1wk 1mo; either ``range`` (1d 5d 1mo 3mo 6mo 1y 2y 5y
+        10y ytd max; mds's default 1mo) or ``start`` with an optional ``end`` (ISO 8601 dates or
+        date-times, UTC). With pandas installed (or ``frame=True``): a DataFrame indexed by the bar's
+        start (a UTC DatetimeIndex named ``time``) with the columns open, high, low, close,
+        adj_close, volume, read from mds's CSV export. Without pandas (or ``frame=False``): the
+        candles as a list of dicts, as the JSON answer has them (``time`` an ISO 8601 string).
+        """
+        params = {"interval": interval, "range": range, "start": start, "end": end}
+        pandas = _pandas() if frame is None or frame else None
+        if frame and pandas is None:
+            raise ImportError("history(frame=True) needs pandas (pip install pandas, or apt-get install python3-pandas)")
+        if pandas is None:
+            return self._json(f"/api/history/{_path(symbol)}", params)["data"]["candles"]
+        text = self._get(f"/api/history/{_path(symbol)}", {**params, "format": "csv"}).decode("utf-8")
+        df = pandas.read_csv(io.StringIO(text))
+        df.index = pandas.DatetimeIndex(pandas.to_datetime(df.pop("time"), utc=True), name="time")
+        return df[CANDLE_COLUMNS]
+
+    def search(self, q: str, limit: int = 10) -> List[Dict[str, Any]]:
+        """Instruments whose symbol or name matches ``q``, best first."""
+        return self._json("/api/search", {"q": q, "limit": limit})["data"]
+
+    def markets(self) -> List[Dict[str, Any]]:
+        """Every market quotes come from: its state now, next open and close, time zone."""
+        return self._json("/api/markets")["data"]
+
+    # --- transport ---------------------------------------------------------------------------
+
+    def _json(self, path: str, params: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        return json.loads(self._get(path, params, accept="application/json"))
+
+    def _get(self, path: str, params: Optional[Dict[str, Any]] = None, accept: str = "*/*") -> bytes:
+        query = urllib.parse.urlencode({k: v for k, v in (params or {}).items() if v is not None}, safe=",^")
+        url = f"{self.base_url}{path}{'?' + query if query else ''}"
+        request = urllib.request.Request(url, headers={**self._headers, "Accept": accept})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as err:
+            raise _from_envelope(err) from None
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            raise MdsError(0, f"Cannot reach mds at {self.base_url}: {reason}") from None
+
+
+def _path(symbol: str) -> str:
+    return urllib.parse.quote(symbol, safe="")
+
+
+def _from_envelope(err: urllib.error.HTTPError) -> MdsError:
+    """The envelope of a failed answer as MdsError; a body that is not one still gives the status."""
+    raw = err.read()
+    retry = err.headers.get("Retry-After") if err.headers else None
+    retry_after = int(retry) if retry is not None and retry.strip().isdigit() else None
+    try:
+        body = json.loads(raw)
+        error = str(body.get("error") or body.get("detail") or err.reason)
+        code = int(body.get("code") or err.code)
+        violations = body.get("violations")
+    except (ValueError, AttributeError):
+        error, code, violations = str(err.reason), err.code, None
+    return MdsError(code, error, retry_after=retry_after, violations=violations)

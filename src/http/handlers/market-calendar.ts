@@ -1,0 +1,13 @@
+import type { MarketCalendarService } from '../../services/market-calendar.js';
+import type { Handler, JsonResponse } from './types.js';
+
+export function marketCalendarHandlers(calendar: MarketCalendarService): { listMarketSessions: Handler<'listMarketSessions'> } {
+  return {
+    listMarketSessions(req, res) {
+      const { start, end } = req.query as unknown as { start: string; end: string };
+      const { body, maxAgeSeconds } = calendar.sessions(req.params.market, start, end);
+      const typed: JsonResponse<'listMarketSessions', 200> = body;
+      res.status(200).set('Cache-Control', `public, max-age=${maxAgeSeconds}`).json(typed);
+    },
+  };
+}

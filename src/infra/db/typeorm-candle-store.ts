@@ -1,0 +1,386 @@
+/**
+ * `CandleStore` on the users' database: SQLite through better-sqlite3's own prepared statements (one
+ * transaction per batch: TypeORM's per-row inserts are two orders of magnitude slower) and PostgreSQL
+ * through one `INSERT ... SELECT FROM unnest(...)` per batch (a column array per parameter, so a batch
+ * is not bounded by the protocol's 65,535 parameters). Every operation runs through `storeOperations`,
+ * so driver errors stop here and SQLite's single connection sees each operation whole.
+ */
+import type { Database, Statement } from 'better-sqlite3';
+import type { DataSource } from 'typeorm';
+import type {
+  CandleStore,
+  CorporateAction,
+  HistoryInterval,
+  InstrumentInfo,
+  Provenance,
+  StoredCandle,
+  TimeSpan,
+} from '../../domain/ports.js';
+import { mergeSpans } from '../../domain/time-spans.js';
+import { storeOperations } from './serial-queue.js';
+
+/** Rows per PostgreSQL statement: large enough to amortize a round trip, small enough to keep memory flat. */
+const PG_BATCH_ROWS = 5000;
+
+type Row = { t: number | string; open: number; high: number; low: number; close: number; adj_close: number | null; volume: number | null };
+
+function toCandle(row: Row): StoredCandle {
+  return { timeMs: Number(row.t), open: row.open, high: row.high, low: row.low, close: row.close, adjClose: row.adj_close, volume: row.volume };
+}
+
+type ActionRow = { kind: string; t: number | string; amount: number | null; numerator: number | null; denominator: number | null };
+
+function toAction(row: ActionRow): CorporateAction {
+  const timeMs = Number(row.t);
+  return row.kind === 'split'
+    ? { kind: 'split', timeMs, numerator: row.numerator ?? 1, denominator: row.denominator ?? 1 }
+    : { kind: 'dividend', timeMs, amount: row.amount ?? 0 };
+}
+
+/** The SQL each dialect needs; everything else is shared. */
+interface Dialect {
+  /** The series id of (symbol, interval), created when `create` and missing. */
+  seriesId(symbol: string, interval: HistoryInterval, create: boolean): Promise<number | undefined>;
+  insertCandles(seriesId: number, candles: readonly StoredCandle[], source: Provenance): Promise<void>;
+  selectCandles(seriesId: number, span: TimeSpan, limit: number | undefined): Promise<Row[]>;
+  deleteSeries(symbol: string, interval: HistoryInterval | undefined): Promise<number>;
+  /** Replaces the coverage rows touching `span` by their union with it, atomically. */
+  cover(seriesId: number, span: TimeSpan, source: Provenance): Promise<void>;
+  selectCoverage(seriesId: number, span: TimeSpan): Promise<TimeSpan[]>;
+  insertActions(symbol: string, actions: readonly CorporateAction[], source: Provenance): Promise<void>;
+  selectActions(symbol: string, span: TimeSpan): Promise<ActionRow[]>;
+  rescale(symbol: string, bars: { barsBeforeMs: number; fetchedBeforeMs: number }, priceFactor: number): Promise<number>;
+  putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void>;
+  getInstrument(symbol: string): Promise<InstrumentInfo | undefined>;
+  footprint(): Promise<{ candles: number; bytes: number }>;
+}
+
+function sqliteDialect(db: Database): Dialect {
+  const statements = new Map<string, Statement>();
+  const prepare = (sql: string): Statement => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+  const insertCandle = () =>
+    prepare(
+      'INSERT INTO candles (series_id, t, open, high, low, close, adj_close, volume, provider, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
+        'ON CONFLICT (series_id, t) DO UPDATE SET open = excluded.open, high = excluded.high, low = excluded.low, close = excluded.close, ' +
+        'adj_close = excluded.adj_close, volume = excluded.volume, provider = excluded.provider, fetched_at = excluded.fetched_at',
+    );
+  const writeCandles = db.transaction((seriesId: number, candles: readonly StoredCandle[], source: Provenance) => {
+    const statement = insertCandle();
+    for (const c of candles) statement.run(seriesId, c.timeMs, c.open, c.high, c.low, c.close, c.adjClose, c.volume, source.provider, source.fetchedAtMs);
+  });
+  const writeCoverage = db.transaction((seriesId: number, span: TimeSpan, source: Provenance) => {
+    const touching = prepare('SELECT start_ms AS startMs, end_ms AS endMs FROM candle_coverage WHERE series_id = ? AND start_ms <= ? AND end_ms >= ?').all(seriesId, span.endMs, span.startMs) as TimeSpan[];
+    const [merged] = mergeSpans([...touching, span]);
+    prepare('DELETE FROM candle_coverage WHERE series_id = ? AND start_ms <= ? AND end_ms >= ?').run(seriesId, span.endMs, span.startMs);
+    prepare('INSERT INTO candle_coverage (series_id, start_ms, end_ms, provider, fetched_at) VALUES (?, ?, ?, ?, ?)').run(seriesId, merged!.startMs, merged!.endMs, source.provider, source.fetchedAtMs);
+  });
+  const writeActions = db.transaction((symbol: string, actions: readonly CorporateAction[], source: Provenance) => {
+    const statement = prepare(
+      'INSERT INTO corporate_actions (symbol, kind, t, amount, numerator, denominator, provider, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ' +
+        'ON CONFLICT (symbol, kind, t) DO UPDATE SET amount = excluded.amount, numerator = excluded.numerator, denominator = excluded.denominator, provider = excluded.provider, fetched_at = excluded.fetched_at',
+    );
+    for (const a of actions) {
+      if (a.kind === 'dividend') statement.run(symbol, 'dividend', a.timeMs, a.amount, null, null, source.provider, source.fetchedAtMs);
+      else statement.run(symbol, 'split', a.timeMs, null, a.numerator, a.denominator, source.provider, source.fetchedAtMs);
+    }
+  });
+  const deleteSeries = db.transaction((symbol: string, interval: HistoryInterval | undefined) => {
+    const ids = (
+      interval === undefined
+        ? prepare('SELECT id FROM candle_series WHERE symbol = ?').all(symbol)
+        : prepare('SELECT id FROM candle_series WHERE symbol = ? AND bar_interval = ?').all(symbol, interval)
+    ) as Array<{ id: number }>;
+    let removed = 0;
+    for (const { id } of ids) {
+      removed += prepare('DELETE FROM candles WHERE series_id = ?').run(id).changes;
+      prepare('DELETE FROM candle_coverage WHERE series_id = ?').run(id);
+    }
+    return removed;
+  });
+  return {
+    async seriesId(symbol, interval, create) {
+      const find = () => prepare('SELECT id FROM candle_series WHERE symbol = ? AND bar_interval = ?').get(symbol, interval) as { id: number } | undefined;
+      const found = find();
+      if (found !== undefined || !create) return found?.id;
+      prepare('INSERT OR IGNORE INTO candle_series (symbol, bar_interval) VALUES (?, ?)').run(symbol, interval);
+      return find()?.id;
+    },
+    async insertCandles(seriesId, candles, source) {
+      writeCandles(seriesId, candles, source);
+    },
+    async selectCandles(seriesId, span, limit) {
+      const sql = 'SELECT t, open, high, low, close, adj_close, volume FROM candles WHERE series_id = ? AND t >= ? AND t < ? ORDER BY t';
+      return (limit === undefined ? prepare(sql).all(seriesId, span.startMs, span.endMs) : prepare(`${sql} LIMIT ?`).all(seriesId, span.startMs, span.endMs, limit)) as Row[];
+    },
+    async deleteSeries(symbol, interval) {
+      return deleteSeries(symbol, interval);
+    },
+    async cover(seriesId, span, source) {
+      writeCoverage(seriesId, span, source);
+    },
+    async selectCoverage(seriesId, span) {
+      return prepare('SELECT start_ms AS startMs, end_ms AS endMs FROM candle_coverage WHERE series_id = ? AND start_ms < ? AND end_ms > ? ORDER BY start_ms').all(seriesId, span.endMs, span.startMs) as TimeSpan[];
+    },
+    async insertActions(symbol, actions, source) {
+      writeActions(symbol, actions, source);
+    },
+    async selectActions(symbol, span) {
+      return prepare('SELECT kind, t, amount, numerator, denominator FROM corporate_actions WHERE symbol = ? AND t >= ? AND t < ? ORDER BY t, kind').all(symbol, span.startMs, span.endMs) as ActionRow[];
+    },
+    async rescale(symbol, bars, priceFactor) {
+      return prepare(
+        'UPDATE candles SET open = open * @f, high = high * @f, low = low * @f, close = close * @f, adj_close = adj_close * @f, volume = volume / @f ' +
+          'WHERE series_id IN (SELECT id FROM candle_series WHERE symbol = @symbol) AND t < @before AND fetched_at < @fetched',
+      ).run({ f: priceFactor, symbol, before: bars.barsBeforeMs, fetched: bars.fetchedBeforeMs }).changes;
+    },
+    async putInstrument(symbol, info, source) {
+      prepare(
+        'INSERT INTO instruments (symbol, currency, timezone, provider, fetched_at) VALUES (?, ?, ?, ?, ?) ' +
+          'ON CONFLICT (symbol) DO UPDATE SET currency = excluded.currency, timezone = excluded.timezone, provider = excluded.provider, fetched_at = excluded.fetched_at',
+      ).run(symbol, info.currency, info.timezone, source.provider, source.fetchedAtMs);
+    },
+    async getInstrument(symbol) {
+      return prepare('SELECT currency, timezone FROM instruments WHERE symbol = ?').get(symbol) as InstrumentInfo | undefined;
+    },
+    async footprint() {
+      const { candles } = prepare('SELECT count(*) AS candles FROM candles').get() as { candles: number };
+      // dbstat is compiled into better-sqlite3's SQLite; it gives the pages of each table and index.
+      const row = prepare("SELECT coalesce(sum(pgsize), 0) AS bytes FROM dbstat WHERE name IN ('candles', 'candle_series', 'candle_coverage')").get() as { bytes: number };
+      return { candles, bytes: row.bytes };
+    },
+  };
+}
+
+function postgresDialect(dataSource: DataSource): Dialect {
+  const schema = (dataSource.options as { schema?: string }).schema;
+  const t = (table: string) => (schema ? `"${schema}"."${table}"` : `"${table}"`);
+  const query = <R>(sql: string, params: unknown[] = []) => dataSource.query(sql, params) as Promise<R>;
+  return {
+    async seriesId(symbol, interval, create) {
+      const found = await query<Array<{ id: number }>>(`SELECT id FROM ${t('candle_series')} WHERE symbol = $1 AND bar_interval = $2`, [symbol, interval]);
+      if (found[0] !== undefined || !create) return found[0]?.id;
+      await query(`INSERT INTO ${t('candle_series')} (symbol, bar_interval) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [symbol, interval]);
+      const made = await query<Array<{ id: number }>>(`SELECT id FROM ${t('candle_series')} WHERE symbol = $1 AND bar_interval = $2`, [symbol, interval]);
+      return made[0]?.id;
+    },
+    async insertCandles(seriesId, candles, source) {
+      for (let at = 0; at < candles.length; at += PG_BATCH_ROWS) {
+        const batch = candles.slice(at, at + PG_BATCH_ROWS);
+        await query(
+          `INSERT INTO ${t('candles')} (series_id, t, open, high, low, close, adj_close, volume, provider, fetched_at) ` +
+            'SELECT $1::integer, *, $8::varchar, $9::bigint FROM unnest($2::bigint[], $3::float8[], $4::float8[], $5::float8[], $6::float8[], $7::float8[], $10::float8[]) ' +
+            'ON CONFLICT (series_id, t) DO UPDATE SET open = excluded.open, high = excluded.high, low = excluded.low, close = excluded.close, ' +
+            'adj_close = excluded.adj_close, volume = excluded.volume, provider = excluded.provider, fetched_at = excluded.fetched_at',
+          [
+            seriesId,
+            batch.map((c) => c.timeMs),
+            batch.map((c) => c.open),
+            batch.map((c) => c.high),
+            batch.map((c) => c.low),
+            batch.map((c) => c.close),
+            batch.map((c) => c.adjClose),
+            source.provider,
+            source.fetchedAtMs,
+            batch.map((c) => c.volume),
+          ],
+        );
+      }
+    },
+    async selectCandles(seriesId, span, limit) {
+      const sql = `SELECT t, open, high, low, close, adj_close, volume FROM ${t('candles')} WHERE series_id = $1 AND t >= $2 AND t < $3 ORDER BY t`;
+      return limit === undefined ? query<Row[]>(sql, [seriesId, span.startMs, span.endMs]) : query<Row[]>(`${sql} LIMIT $4`, [seriesId, span.startMs, span.endMs, limit]);
+    },
+    async deleteSeries(symbol, interval) {
+      return dataSource.transaction(async (manager) => {
+        const ids = (await manager.query(
+          interval === undefined ? `SELECT id FROM ${t('candle_series')} WHERE symbol = $1` : `SELECT id FROM ${t('candle_series')} WHERE symbol = $1 AND bar_interval = $2`,
+          interval === undefined ? [symbol] : [symbol, interval],
+        )) as Array<{ id: number }>;
+        let removed = 0;
+        for (const { id } of ids) {
+          const [, count] = (await manager.query(`DELETE FROM ${t('candles')} WHERE series_id = $1`, [id])) as [unknown, number];
+          removed += count;
+          await manager.query(`DELETE FROM ${t('candle_coverage')} WHERE series_id = $1`, [id]);
+        }
+        return removed;
+      });
+    },
+    async cover(seriesId, span, source) {
+      await dataSource.transaction(async (manager) => {
+        // One writer per series at a time, so two instances merging the same spans cannot lose one.
+        await manager.query('SELECT pg_advisory_xact_lock($1)', [seriesId]);
+        const touching = (await manager.query(`SELECT start_ms, end_ms FROM ${t('candle_coverage')} WHERE series_id = $1 AND start_ms <= $2 AND end_ms >= $3`, [
+          seriesId,
+          span.endMs,
+          span.startMs,
+        ])) as Array<{ start_ms: string; end_ms: string }>;
+        const [merged] = mergeSpans([...touching.map((r) => ({ startMs: Number(r.start_ms), endMs: Number(r.end_ms) })), span]);
+        await manager.query(`DELETE FROM ${t('candle_coverage')} WHERE series_id = $1 AND start_ms <= $2 AND end_ms >= $3`, [seriesId, span.endMs, span.startMs]);
+        await manager.query(`INSERT INTO ${t('candle_coverage')} (series_id, start_ms, end_ms, provider, fetched_at) VALUES ($1, $2, $3, $4, $5)`, [
+          seriesId,
+          merged!.startMs,
+          merged!.endMs,
+          source.provider,
+          source.fetchedAtMs,
+        ]);
+      });
+    },
+    async selectCoverage(seriesId, span) {
+      const rows = await query<Array<{ start_ms: string; end_ms: string }>>(
+        `SELECT start_ms, end_ms FROM ${t('candle_coverage')} WHERE series_id = $1 AND start_ms < $2 AND end_ms > $3 ORDER BY start_ms`,
+        [seriesId, span.endMs, span.startMs],
+      );
+      return rows.map((r) => ({ startMs: Number(r.start_ms), endMs: Number(r.end_ms) }));
+    },
+    async insertActions(symbol, actions, source) {
+      if (actions.length === 0) return;
+      await query(
+        `INSERT INTO ${t('corporate_actions')} (symbol, kind, t, amount, numerator, denominator, provider, fetched_at) ` +
+          'SELECT $1::varchar, *, $7::varchar, $8::bigint FROM unnest($2::text[], $3::bigint[], $4::float8[], $5::float8[], $6::float8[]) ' +
+          'ON CONFLICT (symbol, kind, t) DO UPDATE SET amount = excluded.amount, numerator = excluded.numerator, denominator = excluded.denominator, provider = excluded.provider, fetched_at = excluded.fetched_at',
+        [
+          symbol,
+          actions.map((a) => a.kind),
+          actions.map((a) => a.timeMs),
+          actions.map((a) => (a.kind === 'dividend' ? a.amount : null)),
+          actions.map((a) => (a.kind === 'split' ? a.numerator : null)),
+          actions.map((a) => (a.kind === 'split' ? a.denominator : null)),
+          source.provider,
+          source.fetchedAtMs,
+        ],
+      );
+    },
+    async selectActions(symbol, span) {
+      return query<ActionRow[]>(`SELECT kind, t, amount, numerator, denominator FROM ${t('corporate_actions')} WHERE symbol = $1 AND t >= $2 AND t < $3 ORDER BY t, kind`, [
+        symbol,
+        span.startMs,
+        span.endMs,
+      ]);
+    },
+    async rescale(symbol, bars, priceFactor) {
+      const [, count] = await query<[unknown, number]>(
+        `UPDATE ${t('candles')} SET open = open * $1, high = high * $1, low = low * $1, close = close * $1, adj_close = adj_close * $1, volume = volume / $1 ` +
+          `WHERE series_id IN (SELECT id FROM ${t('candle_series')} WHERE symbol = $2) AND t < $3 AND fetched_at < $4`,
+        [priceFactor, symbol, bars.barsBeforeMs, bars.fetchedBeforeMs],
+      );
+      return count;
+    },
+    async putInstrument(symbol, info, source) {
+      await query(
+        `INSERT INTO ${t('instruments')} (symbol, currency, timezone, provider, fetched_at) VALUES ($1, $2, $3, $4, $5) ` +
+          'ON CONFLICT (symbol) DO UPDATE SET currency = excluded.currency, timezone = excluded.timezone, provider = excluded.provider, fetched_at = excluded.fetched_at',
+        [symbol, info.currency, info.timezone, source.provider, source.fetchedAtMs],
+      );
+    },
+    async getInstrument(symbol) {
+      const [row] = await query<InstrumentInfo[]>(`SELECT currency, timezone FROM ${t('instruments')} WHERE symbol = $1`, [symbol]);
+      return row;
+    },
+    async footprint() {
+      const [row] = await query<Array<{ candles: string; bytes: string }>>(
+        `SELECT (SELECT count(*) FROM ${t('candles')}) AS candles, ` +
+          `pg_total_relation_size('${t('candles')}') + pg_total_relation_size('${t('candle_series')}') + pg_total_relation_size('${t('candle_coverage')}') AS bytes`,
+      );
+      return { candles: Number(row?.candles ?? 0), bytes: Number(row?.bytes ?? 0) };
+    },
+  };
+}
+
+/** Candles and corporate actions in a TypeORM DataSource that `runMigrations()` has brought up to date. */
+export class TypeormCandleStore implements CandleStore {
+  readonly #dialect: Dialect;
+  readonly #op: <T>(job: () => Promise<T>) => Promise<T>;
+  /** Series ids never change once made: remembered, so a read is one query. */
+  readonly #ids = new Map<string, number>();
+
+  /** `dataSource` must be initialized; the store never closes it. */
+  constructor(dataSource: DataSource) {
+    this.#dialect =
+      dataSource.options.type === 'postgres'
+        ? postgresDialect(dataSource)
+        : sqliteDialect((dataSource.driver as unknown as { databaseConnection: Database }).databaseConnection);
+    this.#op = storeOperations(dataSource, { table: 'candles', store: 'Candle store' });
+  }
+
+  async #seriesId(symbol: string, interval: HistoryInterval, create: boolean): Promise<number | undefined> {
+    const key = `${symbol}\u0000${interval}`;
+    const known = this.#ids.get(key);
+    if (known !== undefined) return known;
+    const id = await this.#dialect.seriesId(symbol, interval, create);
+    if (id !== undefined) this.#ids.set(key, id);
+    return id;
+  }
+
+  putCandles(symbol: string, interval: HistoryInterval, candles: readonly StoredCandle[], source: Provenance): Promise<number> {
+    if (candles.length === 0) return Promise.resolve(0);
+    return this.#op(async () => {
+      const id = await this.#seriesId(symbol, interval, true);
+      await this.#dialect.insertCandles(id!, candles, source);
+      return candles.length;
+    });
+  }
+
+  getCandles(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredCandle[]> {
+    return this.#op(async () => {
+      const id = await this.#seriesId(symbol, interval, false);
+      if (id === undefined) return [];
+      return (await this.#dialect.selectCandles(id, span, limit)).map(toCandle);
+    });
+  }
+
+  deleteCandles(symbol: string, interval?: HistoryInterval): Promise<number> {
+    return this.#op(() => this.#dialect.deleteSeries(symbol, interval));
+  }
+
+  markCovered(symbol: string, interval: HistoryInterval, span: TimeSpan, source: Provenance): Promise<void> {
+    if (span.endMs <= span.startMs) return Promise.resolve();
+    return this.#op(async () => {
+      const id = await this.#seriesId(symbol, interval, true);
+      await this.#dialect.cover(id!, span, source);
+    });
+  }
+
+  coverage(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<TimeSpan[]> {
+    return this.#op(async () => {
+      const id = await this.#seriesId(symbol, interval, false);
+      if (id === undefined) return [];
+      const spans = mergeSpans(await this.#dialect.selectCoverage(id, span));
+      return spans.map((s) => ({ startMs: Math.max(s.startMs, span.startMs), endMs: Math.min(s.endMs, span.endMs) }));
+    });
+  }
+
+  putActions(symbol: string, actions: readonly CorporateAction[], source: Provenance): Promise<number> {
+    if (actions.length === 0) return Promise.resolve(0);
+    return this.#op(async () => {
+      await this.#dialect.insertActions(symbol, actions, source);
+      return actions.length;
+    });
+  }
+
+  getActions(symbol: string, span: TimeSpan): Promise<CorporateAction[]> {
+    return this.#op(async () => (await this.#dialect.selectActions(symbol, span)).map(toAction));
+  }
+
+  rescale(symbol: string, bars: { barsBeforeMs: number; fetchedBeforeMs: number }, priceFactor: number): Promise<number> {
+    return this.#op(() => this.#dialect.rescale(symbol, bars, priceFactor));
+  }
+
+  putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void> {
+    return this.#op(() => this.#dialect.putInstrument(symbol, info, source));
+  }
+
+  getInstrument(symbol: string): Promise<InstrumentInfo | undefined> {
+    return this.#op(() => this.#dialect.getInstrument(symbol));
+  }
+
+  footprint(): Promise<{ candles: number; bytes: number }> {
+    return this.#op(() => this.#dialect.footprint());
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * History read through the store: a window is answered from the stored bars, and only what the store
+ * has not covered is asked of the upstream: spans before, after or between what was fetched before,
+ * and the still-forming bars at the end (never marked covered, so they are asked again until they are
+ * finished). A span asked and answered is recorded as covered, so a bar the upstream does not have
+ * (a holiday, a halt) is not asked for again, and finished bars are never fetched twice.
+ *
+ * When the upstream cannot be asked (it fails, or the span lies beyond how far back it keeps bars of
+ * that interval), what the store holds is served and the rest is reported as missing.
+ *
+ * Splits: bars are kept split-adjusted. A split that arrives with newly fetched bars re-bases the
+ * stored bars before it that were fetched before it took effect (later-fetched ones already came on
+ * the new basis), before the new bars are written, so no answer mixes the two.
+ */
+import type {
+  CandleStore,
+  CorporateAction,
+  History,
+  HistoryInterval,
+  HistoryQuery,
+  InstrumentInfo,
+  StoredCandle,
+  TimeSpan,
+} from '../domain/ports.js';
+import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
+
+/** How long a bar of each interval lasts (a month at its longest): a bar that started later than this ago may still be forming. */
+export const INTERVAL_MS: Record<HistoryInterval, number> = {
+  '1m': MINUTE_MS,
+  '5m': 5 * MINUTE_MS,
+  '15m': 15 * MINUTE_MS,
+  '30m': 30 * MINUTE_MS,
+  '1h': HOUR_MS,
+  '1d': DAY_MS,
+  '1wk': 7 * DAY_MS,
+  '1mo': 31 * DAY_MS,
+};
+
+/** What an upstream serves of one interval: how far back it keeps bars, and the longest window one call may ask. */
+export interface UpstreamReach {
+  /** Bars older than this are not kept upstream (ms before now); `Infinity` when it keeps them all. */
+  retentionMs: number;
+  /** The longest window one call may ask (ms); `Infinity` when any. */
+  maxWindowMs: number;
+}
+
+/** What Yahoo (the reference upstream) serves: 1m bars for 30 days in 7-day windows, other intraday bars for 60 days. */
+export function defaultReach(interval: HistoryInterval): UpstreamReach {
+  if (interval === '1m') return { retentionMs: 30 * DAY_MS, maxWindowMs: 7 * DAY_MS };
+  if (interval.endsWith('m') || interval === '1h') return { retentionMs: 60 * DAY_MS, maxWindowMs: 60 * DAY_MS };
+  return { retentionMs: Infinity, maxWindowMs: Infinity };
+}
+
+export interface HistoryStoreOptions {
+  store: CandleStore;
+  /** Asks the upstream for one window (`startMs`/`endMs` set); `undefined` when it does not know the symbol. Throws on failure. */
+  fetch: (query: HistoryQuery) => Promise<History | undefined>;
+  /** The upstream's name, recorded with what it gave. */
+  provider: () => string;
+  reach?: (interval: HistoryInterval) => UpstreamReach;
+  now?: () => number;
+}
+
+/** A window of history as the store can give it. */
+export interface StoredHistory {
+  /** Currency and exchange zone; `undefined` when neither the store nor the upstream knows the symbol. */
+  info: InstrumentInfo | undefined;
+  /** Split-adjusted bars in the window, oldest first (at most `limit` when one was given). */
+  candles: StoredCandle[];
+  /** Dividends and splits in the window, oldest first. */
+  actions: CorporateAction[];
+  /** Parts of the window the answer lacks because the upstream could not be asked or failed, oldest first. */
+  missing: TimeSpan[];
+  /** True when the upstream was asked for any part of the window. */
+  fetched: boolean;
+  /** How many bars this read wrote to the store (fetched now). */
+  written: number;
+  /** The upstream's failure when one call failed; the rest of the window is still served. */
+  failure?: unknown;
+}
+
+function splitsOf(actions: readonly CorporateAction[]): Array<Extract<CorporateAction, { kind: 'split' }>> {
+  return actions.filter((a): a is Extract<CorporateAction, { kind: 'split' }> => a.kind === 'split');
+}
+
+/** A provider's history as rows for the store, keeping only the bars inside `span`. */
+function toStored(history: History, span: TimeSpan): { candles: StoredCandle[]; actions: CorporateAction[] } {
+  const candles: StoredCandle[] = [];
+  for (const c of history.candles) {
+    const timeMs = Date.parse(c.time);
+    if (timeMs < span.startMs || timeMs >= span.endMs) continue;
+    candles.push({ timeMs, open: c.open, high: c.high, low: c.low, close: c.close, adjClose: c.adj_close, volume: c.volume });
+  }
+  const actions: CorporateAction[] = [
+    ...history.events.dividends.map((d) => ({ kind: 'dividend' as const, timeMs: Date.parse(d.time), amount: d.amount })),
+    ...history.events.splits.map((s) => ({ kind: 'split' as const, timeMs: Date.parse(s.time), numerator: s.numerator, denominator: s.denominator })),
+  ];
+  return { candles, actions };
+}
+
+/** The history store's read and fill logic; see the module comment. */
+export class HistoryStore {
+  readonly #store: CandleStore;
+  readonly #fetch: HistoryStoreOptions['fetch'];
+  readonly #provider: () => string;
+  readonly #reach: (interval: HistoryInterval) => UpstreamReach;
+  readonly #now: () => number;
+
+  constructor(options: HistoryStoreOptions) {
+    this.#store = options.store;
+    this.#fetch = options.fetch;
+    this.#provider = options.provider;
+    this.#reach = options.reach ?? defaultReach;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * The bars of `symbol` in `span`, fetching what the store lacks. Resolves with `info` undefined when
+   * the symbol is unknown upstream and nothing is stored; rejects with the upstream's failure only
+   * when nothing of the window could be served.
+   */
+  async read(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredHistory> {
+    const now = this.#now();
+    const window = { startMs: span.startMs, endMs: Math.min(span.endMs, now + INTERVAL_MS[interval]) };
+    const covered = window.endMs > window.startMs ? await this.#store.coverage(symbol, interval, window) : [];
+    const gaps = subtractSpans(window, covered);
+    const reach = this.#reach(interval);
+    const oldestKept = now - reach.retentionMs;
+    const missing: TimeSpan[] = [];
+    let fetched = false;
+    let unknown = false;
+    let failure: unknown;
+    let fetchedInfo: InstrumentInfo | undefined;
+    let written = 0;
+    for (const gap of gaps) {
+      if (failure !== undefined || unknown) {
+        if (failure !== undefined) missing.push(gap);
+        continue;
+      }
+      if (gap.endMs <= oldestKept) {
+        missing.push(gap);
+        continue;
+      }
+      if (gap.startMs < oldestKept) missing.push({ startMs: gap.startMs, endMs: oldestKept });
+      for (let from = Math.max(gap.startMs, oldestKept); from < gap.endMs; from += reach.maxWindowMs) {
+        const chunk = { startMs: from, endMs: Math.min(gap.endMs, from + reach.maxWindowMs) };
+        fetched = true;
+        let history: History | undefined;
+        try {
+          history = await this.#fetch({ symbol, interval, startMs: chunk.startMs, endMs: chunk.endMs });
+        } catch (err) {
+          failure = err;
+          missing.push({ startMs: chunk.startMs, endMs: gap.endMs });
+          break;
+        }
+        if (history === undefined) {
+          unknown = true;
+          break;
+        }
+        fetchedInfo = { currency: history.currency, timezone: history.timezone };
+        written += await this.#keep(symbol, interval, chunk, history, now);
+      }
+    }
+    const [candles, actions, storedInfo] = await Promise.all([
+      this.#store.getCandles(symbol, interval, window, limit),
+      this.#store.getActions(symbol, window),
+      fetchedInfo === undefined ? this.#store.getInstrument(symbol) : Promise.resolve(fetchedInfo),
+    ]);
+    if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
+    const info = unknown && candles.length === 0 ? undefined : storedInfo;
+    return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}) };
+  }
+
+  /** Writes what one call answered: new splits re-base older stored bars first, then bars, events and coverage. */
+  async #keep(symbol: string, interval: HistoryInterval, chunk: TimeSpan, history: History, now: number): Promise<number> {
+    const source = { provider: this.#provider(), fetchedAtMs: now };
+    const { candles, actions } = toStored(history, chunk);
+    const newSplits = splitsOf(actions);
+    if (newSplits.length > 0) {
+      const known = new Set(splitsOf(await this.#store.getActions(symbol, { startMs: chunk.startMs, endMs: chunk.endMs })).map((s) => s.timeMs));
+      for (const split of newSplits.sort((a, b) => a.timeMs - b.timeMs)) {
+        if (known.has(split.timeMs) || split.numerator <= 0 || split.denominator <= 0) continue;
+        // Bars fetched before the split took effect carry the old basis; 4-for-1 divides their prices by 4.
+        await this.#store.rescale(symbol, { barsBeforeMs: split.timeMs, fetchedBeforeMs: split.timeMs }, split.denominator / split.numerator);
+      }
+    }
+    await this.#store.putInstrument(symbol, { currency: history.currency, timezone: history.timezone }, source);
+    await this.#store.putActions(symbol, actions, source);
+    await this.#store.putCandles(symbol, interval, candles, source);
+    // Bars that may still be forming are stored but not covered: they are asked for again until finished.
+    const settledBefore = now - INTERVAL_MS[interval];
+    const finished = { startMs: chunk.startMs, endMs: Math.min(chunk.endMs, settledBefore) };
+    if (finished.endMs > finished.startMs) await this.#store.markCovered(symbol, interval, finished, source);
+    return candles.length;
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * One CandleStore contract, run against every database the store supports: a real SQLite file in a
+ * temp directory and the real PostgreSQL (a schema of its own per test).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AppError } from '../../src/domain/errors.js';
+import type { CandleStore, StoredCandle } from '../../src/domain/ports.js';
+import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
+import { createTestSchema, findPostgres, shouldRunPostgres } from '../helpers/postgres.js';
+
+interface Fixture {
+  open(options?: { runMigrations: boolean }): Promise<OpenedUserStore>;
+  dispose(): Promise<void>;
+}
+
+const DAY_MS = 86_400_000;
+const T0 = Date.UTC(2023, 0, 3, 14, 30);
+const YAHOO = { provider: 'yahoo', fetchedAtMs: Date.UTC(2024, 5, 27) };
+const POLYGON = { provider: 'polygon', fetchedAtMs: Date.UTC(2024, 5, 28) };
+
+/** A daily bar `day` days after T0, with prices that differ per day and per `base`. */
+function bar(day: number, base = 100): StoredCandle {
+  const open = base + day * 0.25;
+  return { timeMs: T0 + day * DAY_MS, open, high: open + 1.125, low: open - 0.875, close: open + 0.5, adjClose: open + 0.375, volume: 1_000_000 + day };
+}
+
+function candleStoreContract(name: string, makeFixture: () => Promise<Fixture>): void {
+  describe(`CandleStore contract: ${name}`, () => {
+    let fixture: Fixture;
+    let db: OpenedUserStore;
+    let store: CandleStore;
+
+    beforeEach(async () => {
+      fixture = await makeFixture();
+      db = await fixture.open();
+      store = db.candles;
+    });
+
+    afterEach(async () => {
+      await db.close();
+      await fixture.dispose();
+    });
+
+    it('putCandles: when bars are written, then getCandles returns them exactly, oldest first, in the half-open span', async () => {
+      const bars = [bar(4), bar(0), bar(2), bar(1), bar(3)];
+      expect(await store.putCandles('AAPL', '1d', bars, YAHOO)).toBe(5);
+
+      const all = await store.getCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 5 * DAY_MS });
+      expect(all).toEqual([bar(0), bar(1), bar(2), bar(3), bar(4)]);
+
+      const middle = await store.getCandles('AAPL', '1d', { startMs: T0 + DAY_MS, endMs: T0 + 3 * DAY_MS });
+      expect(middle.map((c) => c.timeMs)).toEqual([T0 + DAY_MS, T0 + 2 * DAY_MS]);
+      expect(await store.getCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 5 * DAY_MS }, 2)).toEqual([bar(0), bar(1)]);
+    });
+
+    it('putCandles: when a bar is written again, then it replaces the stored one (same identity, no duplicate)', async () => {
+      await store.putCandles('AAPL', '1d', [bar(0), bar(1)], YAHOO);
+      const corrected = { ...bar(1), close: 123.456789, volume: 42 };
+      await store.putCandles('AAPL', '1d', [corrected], POLYGON);
+
+      const stored = await store.getCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 2 * DAY_MS });
+      expect(stored).toEqual([bar(0), corrected]);
+      expect((await store.footprint()).candles).toBe(2);
+    });
+
+    it('getCandles: when symbols and intervals differ, then each series holds only its own bars', async () => {
+      await store.putCandles('AAPL', '1d', [bar(0)], YAHOO);
+      await store.putCandles('AAPL', '1h', [bar(0, 200)], YAHOO);
+      await store.putCandles('MSFT', '1d', [bar(0, 300)], YAHOO);
+      const span = { startMs: T0, endMs: T0 + DAY_MS };
+
+      expect(await store.getCandles('AAPL', '1d', span)).toEqual([bar(0)]);
+      expect(await store.getCandles('AAPL', '1h', span)).toEqual([bar(0, 200)]);
+      expect(await store.getCandles('MSFT', '1d', span)).toEqual([bar(0, 300)]);
+      expect(await store.getCandles('NOPE', '1d', span)).toEqual([]);
+    });
+
+    it('putCandles: when adjusted close and volume are unknown, then they come back as null', async () => {
+      const index: StoredCandle = { timeMs: T0, open: 4000.5, high: 4010.25, low: 3990.125, close: 4005.75, adjClose: null, volume: null };
+      await store.putCandles('^GSPC', '1d', [index], YAHOO);
+
+      expect(await store.getCandles('^GSPC', '1d', { startMs: T0, endMs: T0 + 1 })).toEqual([index]);
+    });
+
+    it('putCandles: when 20,000 bars are written in one call, then all of them are stored', async () => {
+      const many = Array.from({ length: 20_000 }, (_, i) => ({ ...bar(0), timeMs: T0 + i * 60_000, close: 100 + i / 1000 }));
+      expect(await store.putCandles('BTC-USD', '1m', many, YAHOO)).toBe(20_000);
+
+      const back = await store.getCandles('BTC-USD', '1m', { startMs: T0, endMs: T0 + 20_000 * 60_000 });
+      expect(back).toHaveLength(20_000);
+      expect(back[19_999]).toEqual(many[19_999]);
+      const { candles, bytes } = await store.footprint();
+      expect(candles).toBe(20_000);
+      expect(bytes).toBeGreaterThan(0);
+    });
+
+    it('markCovered: when spans touch or overlap, then coverage merges them; disjoint ones stay apart; answers are clipped', async () => {
+      await store.markCovered('AAPL', '1d', { startMs: 0, endMs: 10 }, YAHOO);
+      await store.markCovered('AAPL', '1d', { startMs: 10, endMs: 20 }, YAHOO);
+      await store.markCovered('AAPL', '1d', { startMs: 15, endMs: 25 }, POLYGON);
+      await store.markCovered('AAPL', '1d', { startMs: 40, endMs: 50 }, YAHOO);
+
+      expect(await store.coverage('AAPL', '1d', { startMs: 0, endMs: 100 })).toEqual([
+        { startMs: 0, endMs: 25 },
+        { startMs: 40, endMs: 50 },
+      ]);
+      expect(await store.coverage('AAPL', '1d', { startMs: 5, endMs: 45 })).toEqual([
+        { startMs: 5, endMs: 25 },
+        { startMs: 40, endMs: 45 },
+      ]);
+      expect(await store.coverage('AAPL', '1d', { startMs: 25, endMs: 40 })).toEqual([]);
+      expect(await store.coverage('AAPL', '1h', { startMs: 0, endMs: 100 })).toEqual([]);
+    });
+
+    it('markCovered: when a span bridges two covered spans, then the three become one', async () => {
+      await store.markCovered('AAPL', '1d', { startMs: 0, endMs: 10 }, YAHOO);
+      await store.markCovered('AAPL', '1d', { startMs: 20, endMs: 30 }, YAHOO);
+      await store.markCovered('AAPL', '1d', { startMs: 5, endMs: 25 }, YAHOO);
+
+      expect(await store.coverage('AAPL', '1d', { startMs: 0, endMs: 100 })).toEqual([{ startMs: 0, endMs: 30 }]);
+    });
+
+    it('deleteCandles: when one interval is dropped, then its bars and coverage go and the other intervals stay', async () => {
+      await store.putCandles('AAPL', '1d', [bar(0), bar(1)], YAHOO);
+      await store.putCandles('AAPL', '1h', [bar(0)], YAHOO);
+      await store.markCovered('AAPL', '1d', { startMs: T0, endMs: T0 + 2 * DAY_MS }, YAHOO);
+
+      expect(await store.deleteCandles('AAPL', '1d')).toBe(2);
+
+      const span = { startMs: T0, endMs: T0 + 2 * DAY_MS };
+      expect(await store.getCandles('AAPL', '1d', span)).toEqual([]);
+      expect(await store.coverage('AAPL', '1d', span)).toEqual([]);
+      expect(await store.getCandles('AAPL', '1h', span)).toEqual([bar(0)]);
+      expect(await store.deleteCandles('AAPL')).toBe(1);
+      expect((await store.footprint()).candles).toBe(0);
+    });
+
+    it('putActions: when dividends and splits are written, then getActions returns them in time order; the same kind and time replaces', async () => {
+      await store.putActions(
+        'AAPL',
+        [
+          { kind: 'dividend', timeMs: Date.UTC(2023, 4, 12), amount: 0.24 },
+          { kind: 'split', timeMs: Date.UTC(2020, 7, 31), numerator: 4, denominator: 1 },
+          { kind: 'dividend', timeMs: Date.UTC(2023, 1, 10), amount: 0.2 },
+        ],
+        YAHOO,
+      );
+      await store.putActions('AAPL', [{ kind: 'dividend', timeMs: Date.UTC(2023, 1, 10), amount: 0.23 }], POLYGON);
+
+      expect(await store.getActions('AAPL', { startMs: Date.UTC(2000, 0, 1), endMs: Date.UTC(2030, 0, 1) })).toEqual([
+        { kind: 'split', timeMs: Date.UTC(2020, 7, 31), numerator: 4, denominator: 1 },
+        { kind: 'dividend', timeMs: Date.UTC(2023, 1, 10), amount: 0.23 },
+        { kind: 'dividend', timeMs: Date.UTC(2023, 4, 12), amount: 0.24 },
+      ]);
+      expect(await store.getActions('AAPL', { startMs: Date.UTC(2023, 0, 1), endMs: Date.UTC(2023, 3, 1) })).toEqual([
+        { kind: 'dividend', timeMs: Date.UTC(2023, 1, 10), amount: 0.23 },
+      ]);
+      expect(await store.getActions('MSFT', { startMs: 0, endMs: Date.UTC(2030, 0, 1) })).toEqual([]);
+    });
+
+    it('rescale: when a 4-for-1 split is applied, then earlier bars fetched before it are re-based, in every interval; later or later-fetched ones stay', async () => {
+      await store.putCandles('AAPL', '1d', [bar(0, 400), bar(1, 400), bar(2, 100)], YAHOO);
+      await store.putCandles('AAPL', '1h', [bar(0, 400)], YAHOO);
+      await store.putCandles('AAPL', '1wk', [bar(0, 100)], POLYGON);
+      await store.putCandles('MSFT', '1d', [bar(0, 400)], YAHOO);
+
+      expect(await store.rescale('AAPL', { barsBeforeMs: T0 + 2 * DAY_MS, fetchedBeforeMs: POLYGON.fetchedAtMs }, 0.25)).toBe(3);
+
+      const daily = await store.getCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 3 * DAY_MS });
+      const quarter = (c: StoredCandle): StoredCandle => ({ ...c, open: c.open * 0.25, high: c.high * 0.25, low: c.low * 0.25, close: c.close * 0.25, adjClose: c.adjClose! * 0.25, volume: c.volume! / 0.25 });
+      expect(daily[0]).toEqual(quarter(bar(0, 400)));
+      expect(daily[1]).toEqual(quarter(bar(1, 400)));
+      expect(daily[2]).toEqual(bar(2, 100));
+      expect(await store.getCandles('AAPL', '1h', { startMs: T0, endMs: T0 + 1 })).toEqual([quarter(bar(0, 400))]);
+      expect(await store.getCandles('MSFT', '1d', { startMs: T0, endMs: T0 + 1 })).toEqual([bar(0, 400)]);
+      expect(await store.getCandles('AAPL', '1wk', { startMs: T0, endMs: T0 + 1 })).toEqual([bar(0, 100)]);
+    });
+
+    it('putInstrument: when an instrument is described twice, then the last description is kept; unknown ones are undefined', async () => {
+      await store.putInstrument('SAP.DE', { currency: 'USD', timezone: 'UTC' }, YAHOO);
+      await store.putInstrument('SAP.DE', { currency: 'EUR', timezone: 'Europe/Berlin' }, POLYGON);
+
+      expect(await store.getInstrument('SAP.DE')).toEqual({ currency: 'EUR', timezone: 'Europe/Berlin' });
+      expect(await store.getInstrument('NOPE')).toBeUndefined();
+    });
+
+    it('getCandles: when the migrations have not run, then it fails with DATABASE_NOT_INITIALIZED naming mds init', async () => {
+      const bare = await makeFixture();
+      const unmigrated = await bare.open({ runMigrations: false });
+      try {
+        const err = await unmigrated.candles.putCandles('AAPL', '1d', [bar(0)], YAHOO).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(AppError);
+        expect((err as AppError).code).toBe('DATABASE_NOT_INITIALIZED');
+        expect((err as AppError).message).toContain('mds init');
+      } finally {
+        await unmigrated.close();
+        await bare.dispose();
+      }
+    });
+  });
+}
+
+candleStoreContract('SQLite file', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mds-candles-'));
+  const url = `sqlite:${join(dir, 'mds.sqlite')}`;
+  return {
+    open: (options = { runMigrations: true }) => openUserStore(url, options),
+    dispose: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+});
+
+const postgresUrl = await findPostgres();
+if (shouldRunPostgres(postgresUrl, 'CandleStore contract on PostgreSQL')) {
+  candleStoreContract('PostgreSQL', async () => {
+    const schema = await createTestSchema(postgresUrl!);
+    return {
+      open: (options = { runMigrations: true }) => openUserStore(postgresUrl!, { ...options, schema: schema.name }),
+      dispose: () => schema.drop(),
+    };
+  });
+}

@@ -1,0 +1,66 @@
+/**
+ * The key space pinned: every key and channel the service writes, exactly as instances of earlier
+ * releases wrote them (a fleet mid-upgrade shares one Redis), and none with a hash tag.
+ */
+import { describe, expect, it } from 'vitest';
+import { channels, KEY_PREFIX, keys, QUOTA_KEY_PREFIX, THROTTLE_KEY_PREFIX, UPSTREAM_KEY_PREFIX, utcDay } from '../../src/domain/key-space.js';
+
+describe('key space', () => {
+  it('when the prefixes are read, then every one starts with mds:v1:', () => {
+    expect(KEY_PREFIX).toBe('mds:v1:');
+    expect(THROTTLE_KEY_PREFIX).toBe('mds:v1:throttle:');
+    expect(QUOTA_KEY_PREFIX).toBe('mds:v1:ratelimit:');
+    expect(UPSTREAM_KEY_PREFIX).toBe('mds:v1:upstream:');
+  });
+
+  it('when cached representations are named, then fresh, stale and lock keys keep their shapes and the kind can be read back', () => {
+    const key = keys.representation('quote', 'yahoo', 'AAPL');
+    expect(key).toBe('mds:v1:quote:yahoo:AAPL');
+    expect(keys.representation('indices', 'simulated', 'configured')).toBe('mds:v1:indices:simulated:configured');
+    expect(keys.stale(key)).toBe('mds:v1:stale:quote:yahoo:AAPL');
+    expect(keys.fillLock(key)).toBe('mds:v1:lock:quote:yahoo:AAPL');
+    expect(keys.kindOf(key)).toBe('quote');
+    expect(keys.kindOf(keys.representation('history', 'yahoo', '^GSPC:1d:1mo'))).toBe('history');
+    expect(keys.representationsOf('quotes')).toBe('mds:v1:quotes:');
+    expect(keys.staleOf('quotes')).toBe('mds:v1:stale:quotes:');
+    // A flush by kind prefix takes the kind's keys and nothing of a kind that starts the same.
+    expect(keys.representation('quotes', 'yahoo', 'AAPL,MSFT').startsWith(keys.representationsOf('quote'))).toBe(false);
+  });
+
+  it('when locks, versions, quotas, throttles and upstream budgets are named, then each keeps its shape', () => {
+    expect(keys.jobLock('yahoo', 'refresh-indices')).toBe('mds:v1:lock:job:yahoo:refresh-indices');
+    expect(keys.quoteVersion('simulated', '^GSPC')).toBe('mds:v1:quote-version:simulated:^GSPC');
+    expect(keys.quota('ip:127.0.0.1')).toBe('mds:v1:ratelimit:ip:127.0.0.1');
+    expect(keys.quota('ip:2001:db8:1:2::/64')).toBe('mds:v1:ratelimit:ip:2001:db8:1:2::/64');
+    expect(keys.quota('user:admin')).toBe('mds:v1:ratelimit:user:admin');
+    expect(keys.throttle.user('alice')).toBe('mds:v1:throttle:user:alice');
+    expect(keys.throttle.ip('203.0.113.7')).toBe('mds:v1:throttle:ip:203.0.113.7');
+    expect(keys.upstream.rps('yahoo', 1_764_000_000)).toBe('mds:v1:upstream:yahoo:rps:1764000000');
+    expect(keys.upstream.pauseUntil('yahoo')).toBe('mds:v1:upstream:yahoo:pause-until');
+    expect(keys.upstream.daily('alpha_vantage', 'k3y4', utcDay(Date.UTC(2026, 10, 25, 23, 59, 59)))).toBe('mds:v1:upstream:alpha_vantage:daily:k3y4:2026-11-25');
+  });
+
+  it('when channels are named, then each keeps its shape', () => {
+    expect(channels.invalidate).toBe('mds:v1:invalidate');
+    expect(channels.userChanged).toBe('mds:v1:auth:user-changed');
+    expect(channels.apiKeyRevoked).toBe('mds:v1:api-keys:revoked');
+    expect(channels.quoteEvents('yahoo')).toBe('mds:v1:quote-events:yahoo');
+  });
+
+  it('when any key is built, then it carries no hash tag: every command names one key, so any cluster slot may hold it', () => {
+    const all = [
+      keys.representation('quote', 'yahoo', 'AAPL'),
+      keys.stale('mds:v1:quote:yahoo:AAPL'),
+      keys.fillLock('mds:v1:quote:yahoo:AAPL'),
+      keys.jobLock('yahoo', 'refresh-indices'),
+      keys.quoteVersion('yahoo', 'AAPL'),
+      keys.quota('user:admin'),
+      keys.throttle.user('alice'),
+      keys.throttle.ip('192.0.2.1'),
+      keys.upstream.rps('yahoo', 1),
+      keys.upstream.pauseUntil('yahoo'),
+      keys.upstream.daily('fmp', 'abcd', '2026-11-25'),
+    ];
+    for (const key of all) expect(key).not.toMatch(/[{}]/);
+  });
+});
