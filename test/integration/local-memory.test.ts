@@ -93,6 +93,8 @@ describe('the in-process memory across a Redis outage', () => {
     byUser = revocation();
     byKey = new ApiKeyService({ store: apiKeys, audit: new PinoAuditLog(logger), logger, broadcast: cache, cacheTtlMs: 1_000, now: () => nowMs });
     copies = engine();
+    // Each cache subscribes to its channel: messages reach this instance once the subscriptions are confirmed.
+    await waitFor(() => cache.live(), { timeoutMs: 10_000, message: 'the subscriptions to be live' });
     key = (await byKey.create({ name: 'outage', role: 'read' }, CLI)).key;
 
     expect((await byUser.lookup('alice'))?.passwordHash).toBe(HASH_A);
