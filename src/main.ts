@@ -289,7 +289,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     metrics,
   });
   const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
-  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, now: options.now });
+  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name, ...(options.now ? { now: options.now } : {}) });
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,
@@ -303,7 +304,6 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
   shutdown.add('quote streams', () => streams.close());
 
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name });
   const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger: logger.child({ component: 'backfill' }) });
   shutdown.add('history backfill', () => backfill.close());
   if (options.scheduler !== false) backfill.watch(BACKFILL_WATCH_MS);

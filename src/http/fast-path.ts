@@ -25,6 +25,9 @@ import { NO_METRICS, type Metrics } from '../domain/ports.js';
 import type { RepresentationCache } from '../services/representation-cache.js';
 import type { RateLimit } from './rate-limit.js';
 
+/** `Accept` values that ask for an export format rather than JSON (history as CSV or Arrow). */
+const EXPORT_ACCEPT = /text\/csv|application\/vnd\.apache\.arrow/i;
+
 /** The contract's `maxLength` of the `If-None-Match` parameter of every cached read. */
 const IF_NONE_MATCH_MAX_LENGTH = 512;
 
@@ -144,8 +147,9 @@ export class FastPath {
     }
     const inm = req.headers['if-none-match'];
     if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
-    // Every remembered target answers JSON; history may be asked for as CSV by `Accept` alone.
-    if (req.headers.accept?.includes('text/csv')) return undefined;
+    // Every remembered target answers JSON; history may be asked for as CSV or Arrow by `Accept` alone.
+    const accept = req.headers.accept;
+    if (accept !== undefined && EXPORT_ACCEPT.test(accept)) return undefined;
     const rep = this.#engine.serveFresh(target.key);
     return rep === undefined ? undefined : { rep, route: target.route };
   }

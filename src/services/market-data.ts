@@ -11,6 +11,9 @@ import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataPr
 import { allMarketStatuses, marketOf, marketStatus } from '../domain/market-calendar.js';
 import { canonical, canonicalSymbol, parseSymbolList } from '../domain/symbols.js';
 import type { CachedRepresentation, CacheRead, CacheStats, Loaded, ReadOutcome, RepresentationCache, Unknown } from './representation-cache.js';
+import { adjustCandles, type Adjustment } from '../domain/history-adjustment.js';
+import type { CorporateAction, StoredCandle, TimeSpan } from '../domain/ports.js';
+import { INTERVAL_MS, type HistoryStore, type StoredHistory } from './history-store.js';
 import type { UnknownSymbols } from './unknown-symbols.js';
 
 type IndicesResponse = components['schemas']['IndicesResponse'];
@@ -32,6 +35,21 @@ const DAY_MS = 24 * HOUR_MS;
 
 /** The most candles one history answer carries. */
 export const MAX_CANDLES = 5000;
+/** The most candles one export (CSV, Arrow) carries; it is written as it is read, never held whole. */
+export const MAX_EXPORT_CANDLES = 200_000;
+/** Candles read from the store at a time while an export is written. */
+const EXPORT_PAGE_CANDLES = 10_000;
+/** How long an answer missing part of its window lives, so the missing part is asked for again soon. */
+const PARTIAL_TTL_MS = 30_000;
+
+type Candle = components['schemas']['Candle'];
+
+/** A window with more candles than one JSON answer carries (an export may carry it). */
+export class TooManyCandlesError extends InvalidRequestError {
+  constructor(detail: string) {
+    super([{ path: 'query.interval', message: `the window holds ${detail} candles, more than the ${MAX_CANDLES} one answer carries: choose a larger interval or a shorter window, or format=csv or arrow (up to ${MAX_EXPORT_CANDLES})` }]);
+  }
+}
 const INTRADAY: ReadonlySet<HistoryInterval> = new Set(['1m', '5m', '15m', '30m', '1h']);
 /** Span of each named range (calendar time; `ytd` and `max` are computed). */
 const RANGE_MS: Record<Exclude<HistoryRange, 'ytd' | 'max'>, number> = {
@@ -53,6 +71,16 @@ export interface HistoryParams {
   range?: HistoryRange;
   start?: string;
   end?: string;
+  /** The basis of open/high/low/close; default `splits`. */
+  adjust?: Adjustment;
+}
+
+/** A history export: the instrument, the window's candles page by page, and what is missing. */
+export interface HistoryExport {
+  symbol: string;
+  interval: HistoryInterval;
+  candles: AsyncIterable<Candle[]>;
+  missing: TimeSpan[];
 }
 
 export interface MarketDataServiceOptions {
@@ -69,6 +97,8 @@ export interface MarketDataServiceOptions {
    * lifetime, instead of under a key per symbol). Without it, unknown symbols are asked upstream every time.
    */
   unknown?: UnknownSymbols | undefined;
+  /** The history store: history is read through it (fetching only what it lacks) when given. */
+  history?: HistoryStore | undefined;
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
 }
@@ -81,6 +111,7 @@ export class MarketDataService {
   readonly #quoteTtlMs: number;
   readonly #closedQuoteMaxTtlMs: number;
   readonly #unknown: UnknownSymbols | undefined;
+  readonly #history: HistoryStore | undefined;
   readonly #now: () => number;
 
   constructor(options: MarketDataServiceOptions) {
@@ -91,6 +122,7 @@ export class MarketDataService {
     this.#quoteTtlMs = options.quoteTtlMs;
     this.#closedQuoteMaxTtlMs = options.closedQuoteMaxTtlMs ?? HOUR_MS;
     this.#unknown = options.unknown;
+    this.#history = options.history;
     this.#now = options.now ?? Date.now;
   }
 
@@ -150,24 +182,47 @@ export class MarketDataService {
    * serve, each violation naming its rule; `UnknownSymbolError`; `DataSourceError`.
    */
   async getHistory(params: HistoryParams): Promise<CachedRepresentation> {
-    const query = this.#historyQuery(params);
+    const query = await this.#historyQuery(params);
+    const adjust = params.adjust ?? 'splits';
     const window = query.range !== undefined ? query.range : `${query.startMs}-${query.endMs ?? ''}`;
     const rep = await this.#engine.read({
       kind: 'history',
-      params: `${query.symbol}:${query.interval}:${window}`,
-      load: () => this.#loadHistory(query),
+      params: `${query.symbol}:${query.interval}:${window}${adjust === 'splits' ? '' : `:${adjust}`}`,
+      load: () => this.#loadHistory(query, adjust),
       remembered: () => this.#remembered(`history:${query.symbol}`),
     });
     if (rep.outcome === 'unknown') throw new UnknownSymbolError([query.symbol]);
-    if (rep.outcome === 'refused') {
-      throw new InvalidRequestError([
-        {
-          path: 'query.interval',
-          message: `the window holds ${rep.detail.slice(TOO_MANY.length)} candles, more than the ${MAX_CANDLES} one answer carries: choose a larger interval or a shorter window`,
-        },
-      ]);
-    }
+    if (rep.outcome === 'refused') throw new TooManyCandlesError(rep.detail.slice(TOO_MANY.length));
     return rep;
+  }
+
+  /**
+   * The same window as an export, up to 200,000 candles read from the store page by page (for
+   * windows too large for one JSON answer). Throws as `getHistory` does, and `InvalidRequestError`
+   * past 200,000 candles.
+   */
+  async exportHistory(params: HistoryParams): Promise<HistoryExport> {
+    const history = this.#history;
+    if (history === undefined) throw new TooManyCandlesError(`over ${MAX_CANDLES}`);
+    const query = await this.#historyQuery(params);
+    const span = this.#spanOf(query);
+    const read = await history.read(query.symbol, query.interval, span, 1);
+    if (read.info === undefined) throw new UnknownSymbolError([query.symbol]);
+    const count = await history.count(query.symbol, query.interval, span);
+    if (count > MAX_EXPORT_CANDLES) {
+      throw new InvalidRequestError([{ path: 'query.interval', message: `the window holds ${count} candles, more than the ${MAX_EXPORT_CANDLES} one export carries: choose a larger interval or a shorter window` }]);
+    }
+    const adjust = params.adjust ?? 'splits';
+    const actions = read.actions;
+    const pages = history.pages(query.symbol, query.interval, span, EXPORT_PAGE_CANDLES);
+    return {
+      symbol: query.symbol,
+      interval: query.interval,
+      missing: read.missing,
+      candles: (async function* () {
+        for await (const page of pages) yield adjustCandles(page, actions, adjust).map(toCandle);
+      })(),
+    };
   }
 
   /** Instruments matching `q`, best first; an empty list when none does. */
@@ -356,8 +411,12 @@ export class MarketDataService {
     return { outcome: 'found', value, ttlMs, stale, fetched };
   }
 
-  /** Applies the defaults and the rules an upstream cannot serve; each violation names its rule. */
-  #historyQuery(params: HistoryParams): HistoryQuery {
+  /**
+   * Applies the defaults and the rules an upstream cannot serve (each violation names its rule); the
+   * rules of how far back and how wide an upstream serves intraday bars hold only where the history
+   * store does not already hold the window.
+   */
+  async #historyQuery(params: HistoryParams): Promise<HistoryQuery> {
     const symbol = canonicalSymbol(params.symbol, 'path.symbol');
     const interval = params.interval ?? '1d';
     const violations: Violation[] = [];
@@ -391,13 +450,23 @@ export class MarketDataService {
         violations.push({ path: 'query.start', message: `${interval} candles reach back ${backDays} days at most: start after ${new Date(now - backDays * DAY_MS).toISOString().slice(0, 10)}, or choose a daily interval` });
       }
     }
-    if (violations.length > 0) throw new InvalidRequestError(violations);
-    return range !== undefined ? { symbol, interval, range } : { symbol, interval, startMs: startMs as number, ...(endMs !== undefined ? { endMs } : {}) };
+    const query: HistoryQuery = range !== undefined ? { symbol, interval, range } : { symbol, interval, startMs: startMs as number, ...(endMs !== undefined ? { endMs } : {}) };
+    if (violations.length > 0 && !(await this.#history?.holds(symbol, interval, this.#spanOf(query)))) throw new InvalidRequestError(violations);
+    return query;
   }
 
-  async #loadHistory(query: HistoryQuery): Promise<Loaded> {
+  /** The window of a query as instants: a named range ends now. */
+  #spanOf(query: HistoryQuery): TimeSpan {
+    const now = this.#now();
+    if (query.range === undefined) return { startMs: query.startMs!, endMs: Math.min(query.endMs ?? now + INTERVAL_MS[query.interval], now + INTERVAL_MS[query.interval]) };
+    const spanMs = rangeSpanMs(query.range, now);
+    return { startMs: Number.isFinite(spanMs) ? now - spanMs : 0, endMs: now + INTERVAL_MS[query.interval] };
+  }
+
+  async #loadHistory(query: HistoryQuery, adjust: Adjustment): Promise<Loaded> {
     const member = `history:${query.symbol}`;
     if (await this.#unknown?.has(member)) return REMEMBERED_UNKNOWN;
+    if (this.#history !== undefined) return this.#loadStoredHistory(query, adjust, this.#history);
     const history: History | undefined = await this.#provider.getHistory(query);
     if (history === undefined) {
       await this.#unknown?.remember(member);
@@ -405,6 +474,33 @@ export class MarketDataService {
     }
     const ttlMs = this.#historyLifetime(query, history);
     if (history.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}${history.candles.length}`, ttlMs };
+    const body: HistoryResponse = { success: true, data: history, source: this.source, updated_at: this.#iso() };
+    return { outcome: 'found', value: JSON.stringify(body), ttlMs };
+  }
+
+  /** History read through the store: what it holds, plus what it fetched of what it lacked. */
+  async #loadStoredHistory(query: HistoryQuery, adjust: Adjustment, store: HistoryStore): Promise<Loaded> {
+    const read: StoredHistory = await store.read(query.symbol, query.interval, this.#spanOf(query), MAX_CANDLES + 1);
+    if (read.info === undefined) {
+      await this.#unknown?.remember(`history:${query.symbol}`);
+      return UNKNOWN;
+    }
+    const history: History = {
+      symbol: query.symbol,
+      currency: read.info.currency,
+      timezone: read.info.timezone,
+      interval: query.interval,
+      candles: [],
+      events: eventsOf(read.actions, this.#spanOf(query)),
+    };
+    let ttlMs = this.#historyLifetime(query, history);
+    if (read.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}over ${MAX_CANDLES}`, ttlMs };
+    history.candles = adjustCandles(read.candles, read.actions, adjust).map(toCandle);
+    if (read.missing.length > 0) {
+      history.partial = true;
+      history.missing = read.missing.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString() }));
+      ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
+    }
     const body: HistoryResponse = { success: true, data: history, source: this.source, updated_at: this.#iso() };
     return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
@@ -499,4 +595,21 @@ function rangeSpanMs(range: HistoryRange, now: number): number {
   if (range === 'max') return Infinity;
   if (range === 'ytd') return now - Date.UTC(new Date(now).getUTCFullYear(), 0, 1);
   return RANGE_MS[range];
+}
+
+/** A stored bar as the contract spells it. */
+function toCandle(c: StoredCandle): Candle {
+  return { time: new Date(c.timeMs).toISOString(), open: c.open, high: c.high, low: c.low, close: c.close, adj_close: c.adjClose, volume: c.volume === null ? null : Math.round(c.volume) };
+}
+
+/** The dividends and splits of `span`, as the contract spells them. */
+function eventsOf(actions: readonly CorporateAction[], span: TimeSpan): History['events'] {
+  const events: History['events'] = { dividends: [], splits: [] };
+  for (const a of actions) {
+    if (a.timeMs < span.startMs || a.timeMs >= span.endMs) continue;
+    const time = new Date(a.timeMs).toISOString();
+    if (a.kind === 'dividend') events.dividends.push({ time, amount: a.amount });
+    else events.splits.push({ time, numerator: a.numerator, denominator: a.denominator });
+  }
+  return events;
 }
