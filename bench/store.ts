@@ -4,6 +4,8 @@
  * one-year daily range with 10 million candles stored in PostgreSQL. Targets: >= 100,000 candles/s on
  * SQLite, >= 50,000 on PostgreSQL, reads under 10 ms at p99. Results go to bench/results/store.json.
  * PostgreSQL is the machine's (127.0.0.1:5432, database `test`), in a schema of its own, dropped after.
+ * The HTTP figure is `mds serve` answering GET /api/history for 10 years of stored daily bars with
+ * the representation cache missed (every request a window of its own), one request at a time.
  * BENCH_STORE_CANDLES sets the size of the large PostgreSQL table (default 10,000,000).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +15,9 @@ import { performance } from 'node:perf_hooks';
 import type { CandleStore, StoredCandle } from '../src/domain/ports.js';
 import { openUserStore, type OpenedUserStore } from '../src/infra/db/typeorm-user-store.js';
 import { createTestSchema, findPostgres } from '../test/helpers/postgres.js';
+import { freePort } from '../test/helpers/redis-server.js';
+import { spawnServe } from '../test/helpers/serve-process.js';
+import { benchEnv, initService } from './setup.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DAY_MS = 86_400_000;
@@ -89,9 +94,41 @@ async function measure(name: string, db: OpenedUserStore, large: boolean) {
   return row;
 }
 
+/** 10 years of daily bars of one symbol in a fresh SQLite file, served by `mds serve`: latency of reads that miss the cache. */
+async function httpRead(dir: string): Promise<Record<string, unknown>> {
+  const env = { ...benchEnv(dir, 'redis://127.0.0.1:1/0'), DATABASE_URL: `sqlite:${join(dir, 'http.sqlite')}`, LOG_LEVEL: 'warn' };
+  initService(env);
+  const db = await openUserStore(env.DATABASE_URL, { runMigrations: true });
+  const bars = candles(TEN_YEARS_DAILY, DAY_MS);
+  const span = { startMs: START, endMs: START + TEN_YEARS_DAILY * DAY_MS };
+  await db.candles.putCandles('AAPL', '1d', bars, SOURCE);
+  await db.candles.putInstrument('AAPL', { currency: 'USD', timezone: 'America/New_York' }, SOURCE);
+  await db.candles.markCovered('AAPL', '1d', span, SOURCE);
+  await db.close();
+  const server = await spawnServe(['--port', String(await freePort())], { env, stdout: 'ignore' });
+  try {
+    const times: number[] = [];
+    const end = new Date(span.endMs).toISOString();
+    for (let i = 0; i < READS; i++) {
+      // A window a second later each time: the same bars, a key the representation cache has not seen.
+      const start = new Date(START - 1000 * (i + 1)).toISOString();
+      const started = performance.now();
+      const res = await fetch(`${server.url}/api/history/AAPL?interval=1d&start=${start}&end=${end}`);
+      const body = (await res.json()) as { data?: { candles: unknown[] } };
+      times.push(performance.now() - started);
+      if (res.status !== 200 || body.data?.candles.length !== TEN_YEARS_DAILY) throw new Error(`history read answered ${res.status} with ${body.data?.candles.length} candles`);
+    }
+    times.sort((a, b) => a - b);
+    return { store: 'http (sqlite, representation cache missed)', tenYearsDaily: { p50Ms: percentile(times, 50), p99Ms: percentile(times, 99) } };
+  } finally {
+    await server.stop();
+  }
+}
+
 const rows: Array<Record<string, unknown>> = [];
 const dir = mkdtempSync(join(tmpdir(), 'mds-bench-store-'));
 try {
+  rows.push(await httpRead(dir));
   const sqlite = await openUserStore(`sqlite:${join(dir, 'mds.sqlite')}`, { runMigrations: true });
   try {
     rows.push(await measure('sqlite', sqlite, false));

@@ -313,7 +313,15 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   shutdown.add('scheduler', () => scheduler.stop());
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {
-    scheduler.add('refresh-indices', config.market.refreshIntervalMs, () => market.refreshIndices(config.market.refreshIntervalMs * 2));
+    // The same run keeps the stored daily history of the indices and the streamed symbols current once their market closes.
+    let historyCheckedAt = Date.now();
+    scheduler.add('refresh-indices', config.market.refreshIntervalMs, async () => {
+      const result = await market.refreshIndices(config.market.refreshIntervalMs * 2);
+      const since = historyCheckedAt;
+      historyCheckedAt = Date.now();
+      await history.keepCurrent([...config.market.symbols, ...streams.subscribedSymbols()], since);
+      return result;
+    });
     scheduler.start();
   } else {
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');

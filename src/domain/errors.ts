@@ -109,44 +109,45 @@ export class HistoryJobNotFoundError extends AppError {
   }
 }
 
-/** Too many attempts; retry after `retryAfterSeconds`. */
-export class TooManyRequestsError extends AppError {
+/** A refusal or failure that tells the caller when to try again: whole seconds, at least 1 (`Retry-After`). */
+export abstract class RetryLaterError extends AppError {
   readonly retryAfterSeconds: number;
 
+  constructor(code: string, message: string, retryAfterSeconds: number, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.retryAfterSeconds = wholeSeconds(retryAfterSeconds);
+  }
+}
+
+function wholeSeconds(seconds: number): number {
+  return Math.max(1, Math.ceil(seconds));
+}
+
+/** Too many attempts; retry after `retryAfterSeconds`. */
+export class TooManyRequestsError extends RetryLaterError {
   constructor(message: string, retryAfterSeconds: number) {
-    super('TOO_MANY_REQUESTS', message);
-    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
+    super('TOO_MANY_REQUESTS', message, retryAfterSeconds);
   }
 }
 
 /** The caller used up its request quota (RATE_LIMIT_*); retry after `retryAfterSeconds`. */
-export class RateLimitedError extends AppError {
-  readonly retryAfterSeconds: number;
-
+export class RateLimitedError extends RetryLaterError {
   constructor(retryAfterSeconds: number) {
-    const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
-    super('RATE_LIMITED', `Rate limit exceeded: retry in ${seconds} seconds`);
-    this.retryAfterSeconds = seconds;
+    super('RATE_LIMITED', `Rate limit exceeded: retry in ${wholeSeconds(retryAfterSeconds)} seconds`, retryAfterSeconds);
   }
 }
 
 /** The upstream market-data provider failed (error status, timeout, refused, unparsable). */
-export class DataSourceError extends AppError {
-  readonly retryAfterSeconds: number;
-
+export class DataSourceError extends RetryLaterError {
   constructor(message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
-    super('DATA_SOURCE_UNAVAILABLE', message, options);
-    this.retryAfterSeconds = Math.max(1, Math.ceil(options?.retryAfterSeconds ?? 5));
+    super('DATA_SOURCE_UNAVAILABLE', message, options?.retryAfterSeconds ?? 5, options);
   }
 }
 
 /** This instance is at capacity (or shutting down); another instance, or a later retry, can serve. */
-export class ServiceBusyError extends AppError {
-  readonly retryAfterSeconds: number;
-
+export class ServiceBusyError extends RetryLaterError {
   constructor(message: string, retryAfterSeconds: number) {
-    super('SERVICE_BUSY', message);
-    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
+    super('SERVICE_BUSY', message, retryAfterSeconds);
   }
 }
 

@@ -185,14 +185,20 @@ function substituteWeekend(book: YearBook, holidays: ReadonlyArray<readonly [Day
   for (const [day, name] of holidays) if (isWeekend(day)) book.close(book.nextOpenWeekday(day), `${name} (observed)`);
 }
 
-// ---------------------------------------------------------------- DE: Deutsche Börse Xetra (XETR)
-
-function deYear(year: number, book: YearBook): void {
+/** The closures Xetra and Euronext share every year: New Year's Day, Good Friday, Easter Monday, Labour Day. */
+function closeContinentalCore(year: number, book: YearBook): void {
   const easter = easterSunday(year);
   book.close(dayOf(year, 1, 1), "New Year's Day");
   book.close(easter - 2, 'Good Friday');
   book.close(easter + 1, 'Easter Monday');
   book.close(dayOf(year, 5, 1), 'Labour Day');
+}
+
+// ---------------------------------------------------------------- DE: Deutsche Börse Xetra (XETR)
+
+function deYear(year: number, book: YearBook): void {
+  const easter = easterSunday(year);
+  closeContinentalCore(year, book);
   // Whit Monday and German Unity Day closed Xetra only in these years; it trades on both since 2022.
   if (year === 2007 || (year >= 2015 && year <= 2021)) book.close(easter + 50, 'Whit Monday');
   if (year >= 2014 && year <= 2021) book.close(dayOf(year, 10, 3), 'Day of German Unity');
@@ -208,10 +214,7 @@ function deYear(year: number, book: YearBook): void {
 
 function euYear(year: number, book: YearBook): void {
   const easter = easterSunday(year);
-  book.close(dayOf(year, 1, 1), "New Year's Day");
-  book.close(easter - 2, 'Good Friday');
-  book.close(easter + 1, 'Easter Monday');
-  book.close(dayOf(year, 5, 1), 'Labour Day');
+  closeContinentalCore(year, book);
   // Euronext harmonised its calendar in 2002: Whit Monday and Bastille Day were Paris holidays before.
   if (year <= 2001) {
     book.close(easter + 50, 'Whit Monday');

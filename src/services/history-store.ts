@@ -22,11 +22,14 @@ import type {
   StoredCandle,
   TimeSpan,
 } from '../domain/ports.js';
+import { marketOf, tradingSessions } from '../domain/market-calendar.js';
 import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 const DAY_MS = 24 * HOUR_MS;
+/** How many days back `keepCurrent` reads: enough to cover a long holiday since the last run. */
+const KEEP_CURRENT_DAYS = 10;
 
 /** How long a bar of each interval lasts (a month at its longest): a bar that started later than this ago may still be forming. */
 export const INTERVAL_MS: Record<HistoryInterval, number> = {
@@ -173,6 +176,33 @@ export class HistoryStore {
     if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
     return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}) };
+  }
+
+  /**
+   * Keeps the daily history of `symbols` current: each symbol already in the store whose market closed
+   * a session since `sinceMs` has its last days read again (only the new bars are fetched). Symbols of
+   * no listed market (crypto, FX) are read once a UTC day. Resolves to how many symbols were read;
+   * one symbol's failure does not stop the others.
+   */
+  async keepCurrent(symbols: Iterable<string>, sinceMs: number): Promise<number> {
+    const now = this.#now();
+    let read = 0;
+    for (const symbol of new Set(symbols)) {
+      const info = await this.#store.getInstrument(symbol);
+      if (info === undefined) continue;
+      const market = marketOf({ instrument_type: 'equity', timezone: info.timezone });
+      const closed =
+        market === undefined
+          ? Math.floor(sinceMs / DAY_MS) < Math.floor(now / DAY_MS)
+          : tradingSessions(market, sinceMs, now).some((s) => {
+              const end = s.segments[s.segments.length - 1]!.endMs;
+              return end > sinceMs && end <= now;
+            });
+      if (!closed) continue;
+      await this.read(symbol, '1d', { startMs: now - KEEP_CURRENT_DAYS * DAY_MS, endMs: now }, 1).catch(() => undefined);
+      read++;
+    }
+    return read;
   }
 
   /** True when the store has covered all of `span` (what it holds is served even beyond the upstream's reach). */

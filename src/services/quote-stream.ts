@@ -177,6 +177,11 @@ export class QuoteStreamHub {
     return this.#clients.size;
   }
 
+  /** The symbols this instance's subscribers follow now. */
+  subscribedSymbols(): string[] {
+    return [...this.#bySymbol.keys()];
+  }
+
   /**
    * Opens a stream: checks the limits, reads the current quote of every symbol (through the cache),
    * then begins the response with `retry:`, a `missing` event naming unknown symbols (if any) and one

@@ -145,6 +145,21 @@ describe('history store: read through', () => {
     expect(later.missing).toEqual([]);
   });
 
+  it('keepCurrent: when a stored symbol\'s market closed since the last check, then its last days are read; without a close, or never stored, nothing is asked', async () => {
+    await history.read('AAPL', '1d', { startMs: NOW - 30 * DAY_MS, endMs: NOW });
+    upstream.asked.length = 0;
+
+    // 18:00 UTC on a Wednesday: New York is open; nothing closed since a minute ago.
+    expect(await history.keepCurrent(['AAPL', 'MSFT'], NOW - 60_000)).toBe(0);
+    expect(upstream.asked).toEqual([]);
+
+    // After the 21:00 UTC close, the day's bar is read once more; MSFT was never stored, so it is left alone.
+    const before = NOW;
+    now = NOW + 4 * 3_600_000;
+    expect(await history.keepCurrent(['AAPL', 'MSFT'], before)).toBe(1);
+    expect(upstream.asked.map((q) => q.symbol)).toEqual(['AAPL']);
+  });
+
   it('when a window of 1m bars is longer than one upstream call may ask, then it is fetched in 7-day windows', async () => {
     await history.read('AAPL', '1m', { startMs: NOW - 20 * DAY_MS, endMs: NOW - 2 * DAY_MS });
 

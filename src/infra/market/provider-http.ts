@@ -133,7 +133,7 @@ function pick(options: { keyIndex?: number; cause?: unknown }): { keyIndex?: num
 }
 
 /** The system error code behind a failed fetch (undici wraps it in `cause`, sometimes twice). */
-function errorCode(err: unknown): string | undefined {
+export function errorCode(err: unknown): string | undefined {
   for (let current: unknown = err, depth = 0; isRecord(current) && depth < 4; current = current.cause, depth++) {
     if (typeof current.code === 'string') return current.code;
     if (Array.isArray(current.errors)) {

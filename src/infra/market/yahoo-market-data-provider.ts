@@ -8,6 +8,7 @@ import { DataSourceError } from '../../domain/errors.js';
 import { canonical, isSymbol } from '../../domain/symbols.js';
 import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, MarketState, Quote, SearchResult } from '../../domain/ports.js';
 import { UpstreamFailureError } from '../../domain/upstream-failure.js';
+import { errorCode, finite, isRecord, parseRetryAfter, roundTo } from './provider-http.js';
 import { UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 /** Options of `YahooMarketDataProvider`. */
@@ -384,17 +385,6 @@ function describeFetchError(err: unknown, timeoutMs: number): string {
   return `network error (${err instanceof Error ? err.message : String(err)})`;
 }
 
-/** The system error code behind a failed fetch (undici wraps it in `cause`, sometimes twice). */
-function errorCode(err: unknown): string | undefined {
-  for (let current: unknown = err, depth = 0; isRecord(current) && depth < 4; current = current.cause, depth++) {
-    if (typeof current.code === 'string') return current.code;
-    if (Array.isArray(current.errors)) {
-      const nested = current.errors.map(errorCode).find((c) => c !== undefined);
-      if (nested) return nested;
-    }
-  }
-  return undefined;
-}
 
 /** Yahoo's `{code, description}` error object, or a body containing one, as a short text. */
 function upstreamErrorDescription(source: unknown): string | undefined {
@@ -413,22 +403,8 @@ function upstreamErrorDescription(source: unknown): string | undefined {
   return parts.length > 0 ? parts.join(': ').slice(0, 200) : undefined;
 }
 
-/** `Retry-After` as seconds: either delay-seconds or an HTTP date. */
-function parseRetryAfter(header: string | null, nowMs: number): number | undefined {
-  if (header === null) return undefined;
-  const trimmed = header.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed);
-  const date = Date.parse(trimmed);
-  return Number.isNaN(date) ? undefined : Math.max(0, (date - nowMs) / 1000);
-}
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
-function finite(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-}
 
 function positive(value: unknown): number | undefined {
   const n = finite(value);
@@ -459,7 +435,3 @@ function sum(values: Array<number | undefined>): number | null {
   return present.length > 0 ? Math.round(present.reduce((a, b) => a + b, 0)) : null;
 }
 
-function roundTo(value: number, decimals: number): number {
-  const factor = 10 ** decimals;
-  return Math.round(value * factor) / factor;
-}
