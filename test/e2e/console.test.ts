@@ -196,7 +196,10 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     const { page, context, errors } = await open(browser, `${svc.url}/app/`);
     const api = (await (await svc.fetch('/api/markets')).json()) as { data: Array<{ market: string; state: string; holiday: string | null }> };
     await page.locator('table.board tbody tr').first().waitFor();
+    // An upper bound of when the rows were drawn: they were there by the time this was asked.
+    figures.marketsBoardShownByMs = Math.round(await page.evaluate(() => performance.now()));
     expect(await page.locator('table.board tbody tr').count()).toBe(api.data.length);
+    expect(await page.getByText('Loading the mds console').count()).toBe(0);
     for (const market of api.data) {
       const row = page.locator(`tr[data-market="${market.market}"]`);
       expect(await row.getAttribute('data-state')).toBe(market.state);
@@ -303,6 +306,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     figures.symbolJsGzipBytes = js.gzipped;
     expect(js.gzipped).toBeLessThanOrEqual(JS_BUDGET_BYTES);
     await page.mouse.move(0, 0);
+    await page.evaluate(() => document.activeElement?.blur());
     await page.screenshot({ path: resolve(RESULTS, 'console-symbol.png'), fullPage: true });
     if (process.env.MDS_SCREENSHOT_DOCS === '1') await page.screenshot({ path: resolve(ROOT, 'docs/console-symbol.png'), fullPage: true });
     expect(errors).toEqual([]);

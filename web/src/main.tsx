@@ -81,4 +81,7 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('root')!);
+const root = document.getElementById('root')!;
+// The boot message is for a browser that never runs this script; Preact renders beside existing children.
+root.replaceChildren();
+render(<App />, root);
