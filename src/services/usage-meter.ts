@@ -54,6 +54,8 @@ export class UsageMeter implements UsageRecorder {
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #prunedAt = 0;
+  /** The UTC day of now, and when it ends: one Date per day rather than per request. */
+  #day = { name: '', endsAt: 0 };
 
   constructor(options: UsageMeterOptions) {
     this.#counters = options.counters;
@@ -66,7 +68,7 @@ export class UsageMeter implements UsageRecorder {
 
   record(principal: Principal, limited: boolean): void {
     const { callerKind, caller } = usageCallerOf(principal);
-    const day = utcDay(this.#now());
+    const day = this.#today();
     const id = `${day} ${callerKind} ${caller}`;
     let entry = this.#pending.get(id);
     if (entry === undefined) {
@@ -75,6 +77,12 @@ export class UsageMeter implements UsageRecorder {
     }
     entry.requests += 1;
     if (limited) entry.limited += 1;
+  }
+
+  #today(): string {
+    const now = this.#now();
+    if (now >= this.#day.endsAt || now < this.#day.endsAt - DAY_MS) this.#day = { name: utcDay(now), endsAt: Math.floor(now / DAY_MS) * DAY_MS + DAY_MS };
+    return this.#day.name;
   }
 
   /** Writes every `flushMs` until `close`. */

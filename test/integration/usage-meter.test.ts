@@ -97,6 +97,23 @@ describe('UsageMeter', () => {
     expect((await db.usage.list(utcDay(Date.now()))).find((r) => r.caller === bob)).toMatchObject({ requests: 3, rateLimited: 1 });
   });
 
+  it('when requests come on both sides of midnight UTC, then each day gets its own row', async () => {
+    const { logger } = captureLogs();
+    let now = Date.UTC(2026, 10, 24, 23, 59, 59, 500);
+    const meter = new UsageMeter({ counters: new RedisSharedCounters(), store: db.usage, logger, now: () => now });
+    const carol = unique('carol');
+    meter.record(user(carol), false);
+    now += 1000;
+    meter.record(user(carol), false);
+    meter.record(user(carol), true);
+    await meter.close();
+    const rows = (await db.usage.list('2026-11-24')).filter((r) => r.caller === carol);
+    expect(rows.map((r) => [r.day, r.requests, r.rateLimited])).toEqual([
+      ['2026-11-25', 2, 1],
+      ['2026-11-24', 1, 0],
+    ]);
+  });
+
   it('when rows are older than the retention, then a flush deletes them', async () => {
     const { logger } = captureLogs();
     const now = Date.UTC(2026, 10, 25, 12);

@@ -27,7 +27,6 @@ export function useApi<T>(load: (signal: AbortSignal) => Promise<T>, deps: unkno
       },
     );
     return () => controller.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, round]);
   const reload = useCallback(() => setRound((n) => n + 1), []);
   return { ...state, reload };

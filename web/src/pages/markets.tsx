@@ -26,9 +26,10 @@ export function Markets() {
     .map((m) => Date.parse((m.state === 'open' ? m.next_close : m.next_open) ?? ''))
     .filter((t) => Number.isFinite(t))
     .reduce((a, b) => Math.min(a, b), Infinity);
+  const due = nextChange !== undefined && now >= nextChange + 1000;
   useEffect(() => {
-    if (nextChange !== undefined && nextChange !== Infinity && now >= nextChange + 1000) reload();
-  }, [now >= (nextChange ?? Infinity) + 1000]);
+    if (due) reload();
+  }, [due]);
 
   return (
     <Page title="Markets">
