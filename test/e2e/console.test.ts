@@ -317,6 +317,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     const { page, context, errors } = await open(browser, `${svc.url}/app/admin`);
     await page.getByRole('heading', { name: 'Sign in as an administrator' }).waitFor();
     expect(await axeViolations(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await page.getByLabel('Username').fill(ADMIN.username);
     await page.getByLabel('Password', { exact: true }).fill(ADMIN.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -379,6 +380,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     await page.locator('[data-view="not-found"]').waitFor();
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Page not found');
     expect(await axeViolations(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await page.screenshot({ path: resolve(RESULTS, 'console-not-found.png') });
     expect(errors).toEqual([]);
 
@@ -423,7 +425,11 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console witho
   beforeAll(async () => {
     noteSecrets(KEY);
     // Port 1 refuses connections: the cache serves from process memory.
-    svc = await startTestService({ CACHE_URL: 'redis://127.0.0.1:1/0', DATA_REQUIRES_AUTH: 'true', API_KEYS: KEY, MARKET_DATA_PROVIDER: 'simulated' }, { init: true });
+    // Christmas Day 2026 for the market states, so the board has holidays to name.
+    svc = await startTestService(
+      { CACHE_URL: 'redis://127.0.0.1:1/0', DATA_REQUIRES_AUTH: 'true', API_KEYS: KEY, MARKET_DATA_PROVIDER: 'simulated' },
+      { init: true, now: () => Date.UTC(2026, 11, 25, 15, 0) },
+    );
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
@@ -445,6 +451,11 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console witho
     await page.getByLabel('Or an API key').fill(KEY);
     await page.getByRole('button', { name: 'Use this key' }).click();
     await page.locator('table.board tbody tr').first().waitFor();
+    const markets = (await (await svc.fetch('/api/markets', { headers: { 'X-API-Key': KEY } })).json()) as { data: Array<{ market: string; holiday: string | null }> };
+    const holidays = markets.data.filter((m) => m.holiday !== null);
+    expect(holidays.map((m) => m.market)).toContain('US');
+    for (const m of holidays) expect(await page.locator(`tr[data-market="${m.market}"] td.holiday`).textContent()).toBe(m.holiday);
+    await page.screenshot({ path: resolve(RESULTS, 'console-markets-holiday.png') });
 
     // The key stays in memory while links are followed inside the console.
     await page.getByRole('link', { name: 'Watchlist' }).click();
