@@ -50,7 +50,9 @@ class ConsoleProvider implements MarketDataProvider {
   async getQuote(symbol: string): Promise<Quote | undefined> {
     const quote = await this.#simulated.getQuote(symbol);
     const price = this.#prices.get(symbol);
-    return quote && price !== undefined ? { ...quote, price, change: Math.round((price - quote.prev_close) * 100) / 100 } : quote;
+    if (!quote || price === undefined) return quote;
+    const change = price - quote.prev_close;
+    return { ...quote, price, change: Math.round(change * 100) / 100, change_percent: Math.round((change / quote.prev_close) * 10_000) / 100 };
   }
 
   async getHistory(query: HistoryQuery): Promise<History | undefined> {
@@ -80,6 +82,12 @@ async function open(browser: Browser, url: string): Promise<Opened> {
   page.on('pageerror', (err) => errors.push(err.message));
   await page.goto(url);
   return { page, context, errors };
+}
+
+/** A screenshot under test-results/, without the focus ring the keyboard check left behind. */
+async function shoot(page: Page, name: string, fullPage = true): Promise<void> {
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.screenshot({ path: resolve(RESULTS, name), fullPage });
 }
 
 /** axe-core 4.14 run in the page: the serious and critical violations, by rule. */
@@ -221,7 +229,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     expect(js.gzipped).toBeLessThanOrEqual(JS_BUDGET_BYTES);
     expect(await axeViolations(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
-    await page.screenshot({ path: resolve(RESULTS, 'console-markets.png'), fullPage: true });
+    await shoot(page, 'console-markets.png');
     expect(errors).toEqual([]);
     await context.close();
   });
@@ -256,7 +264,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     expect(await axeViolations(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
     expect((await javascriptBytes(page)).gzipped).toBeLessThanOrEqual(JS_BUDGET_BYTES);
-    await page.screenshot({ path: resolve(RESULTS, 'console-watchlist.png'), fullPage: true });
+    await shoot(page, 'console-watchlist.png');
 
     await page.reload();
     await page.locator(`tr[data-symbol="${LIVE}"]`).waitFor();
@@ -307,7 +315,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     expect(js.gzipped).toBeLessThanOrEqual(JS_BUDGET_BYTES);
     await page.mouse.move(0, 0);
     await page.evaluate(() => document.activeElement?.blur());
-    await page.screenshot({ path: resolve(RESULTS, 'console-symbol.png'), fullPage: true });
+    await shoot(page, 'console-symbol.png');
     if (process.env.MDS_SCREENSHOT_DOCS === '1') await page.screenshot({ path: resolve(ROOT, 'docs/console-symbol.png'), fullPage: true });
     expect(errors).toEqual([]);
     await context.close();
@@ -363,7 +371,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     expect(await unreachableByKeyboard(page)).toEqual([]);
     figures.adminJsGzipBytes = (await javascriptBytes(page)).gzipped;
     expect(figures.adminJsGzipBytes as number).toBeLessThanOrEqual(JS_BUDGET_BYTES);
-    await page.screenshot({ path: resolve(RESULTS, 'console-admin.png'), fullPage: true });
+    await shoot(page, 'console-admin.png');
 
     await page.getByRole('button', { name: `Delete ${user}` }).click();
     await page.locator(`tr[data-username="${user}"]`).waitFor({ state: 'detached' });
@@ -381,7 +389,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Page not found');
     expect(await axeViolations(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
-    await page.screenshot({ path: resolve(RESULTS, 'console-not-found.png') });
+    await shoot(page, 'console-not-found.png', false);
     expect(errors).toEqual([]);
 
     const envelope = (await (await svc.fetch('/api/quotes/NOSUCH9')).json()) as { error: string };
@@ -389,7 +397,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     const message = page.locator('.problem .problem-message').first();
     await message.waitFor();
     expect(await message.textContent()).toBe(envelope.error);
-    await page.screenshot({ path: resolve(RESULTS, 'console-error.png') });
+    await shoot(page, 'console-error.png', false);
     await context.close();
   });
 
@@ -455,7 +463,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console witho
     const holidays = markets.data.filter((m) => m.holiday !== null);
     expect(holidays.map((m) => m.market)).toContain('US');
     for (const m of holidays) expect(await page.locator(`tr[data-market="${m.market}"] td.holiday`).textContent()).toBe(m.holiday);
-    await page.screenshot({ path: resolve(RESULTS, 'console-markets-holiday.png') });
+    await shoot(page, 'console-markets-holiday.png', false);
 
     // The key stays in memory while links are followed inside the console.
     await page.getByRole('link', { name: 'Watchlist' }).click();
@@ -466,7 +474,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console witho
     await page.waitForFunction(() => document.querySelector('tr[data-symbol="AAPL"]')?.dataset.price !== '');
     await page.locator('tr[data-symbol="AAPL"] a').click();
     await expect.poll(() => candlePixels(page), { timeout: 5000 }).toBeGreaterThan(200);
-    await page.screenshot({ path: resolve(RESULTS, 'console-auth-symbol.png') });
+    await shoot(page, 'console-auth-symbol.png', false);
     await context.close();
   });
 
