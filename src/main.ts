@@ -43,6 +43,7 @@ import { MarketDataService } from './services/market-data.js';
 import { MarketCalendarService } from './services/market-calendar.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
+import { UnknownSymbols } from './services/unknown-symbols.js';
 import { recently } from './services/recently.js';
 import { StatusService } from './services/status.js';
 import { UsageMeter } from './services/usage-meter.js';
@@ -289,7 +290,9 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger,
     metrics,
   });
-  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, now: options.now });
+  const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
+  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name, ...(options.now ? { now: options.now } : {}) });
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,
@@ -303,7 +306,6 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
   shutdown.add('quote streams', () => streams.close());
 
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name });
   const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger: logger.child({ component: 'backfill' }) });
   shutdown.add('history backfill', () => backfill.close());
   if (options.scheduler !== false) backfill.watch(BACKFILL_WATCH_MS);
