@@ -201,6 +201,18 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
   });
 
   it('markets: when the board opens, then every market shows its state and holiday, the countdown runs, and first paint is within 1 s', async () => {
+    // The browser's own first start (its renderer and compiler warming up) is not the console's
+    // paint: one visit in a throwaway context first, then a fresh context (empty cache) is measured.
+    const firstPaint = (p: Page) =>
+      p.evaluate(() => {
+        const entry = performance.getEntriesByName('first-contentful-paint')[0] ?? performance.getEntriesByName('first-paint')[0];
+        return entry?.startTime as number | undefined;
+      });
+    const warmUp = await open(browser, `${svc.url}/app/`);
+    await warmUp.page.locator('table.board tbody tr').first().waitFor();
+    const cold = await firstPaint(warmUp.page);
+    figures.marketsColdBrowserFirstPaintMs = cold === undefined ? undefined : Math.round(cold);
+    await warmUp.context.close();
     const { page, context, errors } = await open(browser, `${svc.url}/app/`);
     const api = (await (await svc.fetch('/api/markets')).json()) as { data: Array<{ market: string; state: string; holiday: string | null }> };
     await page.locator('table.board tbody tr').first().waitFor();
@@ -217,10 +229,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     const before = await timed.textContent();
     await page.waitForFunction((text) => document.querySelector('tr td.countdown[data-target]:not([data-target=""])')?.textContent !== text, before, { timeout: 3000 });
 
-    const paint = await page.evaluate(() => {
-      const entry = performance.getEntriesByName('first-contentful-paint')[0] ?? performance.getEntriesByName('first-paint')[0];
-      return entry?.startTime;
-    });
+    const paint = await firstPaint(page);
     figures.marketsFirstPaintMs = paint === undefined ? undefined : Math.round(paint);
     expect(paint).toBeDefined();
     expect(paint!).toBeLessThanOrEqual(1000);
