@@ -10,6 +10,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Request } from 'express';
 import { createApp } from './http/app.js';
+import { consoleStep } from './http/console.js';
 import { createWireServer } from './http/client-errors.js';
 import { FastPath } from './http/fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
@@ -45,6 +46,7 @@ import { RepresentationCache } from './services/representation-cache.js';
 import { UnknownSymbols } from './services/unknown-symbols.js';
 import { recently } from './services/recently.js';
 import { StatusService } from './services/status.js';
+import { UsageMeter } from './services/usage-meter.js';
 import { HistoryBackfill } from './services/history-backfill.js';
 import { HistoryStore } from './services/history-store.js';
 
@@ -358,19 +360,25 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     schedulerJobs: () => scheduler.status(),
   });
 
+  // Requests and 429s per key and user per day: counted in memory, added to the shared counters and
+  // written to the database every few seconds.
+  const usage = new UsageMeter({ counters, store: db.usage, logger: logger.child({ component: 'usage' }) });
+  usage.start();
+  shutdown.add('usage meter', () => usage.close());
   const rateLimit = createRateLimit({
     counter: new BatchedRequestCounter(new QuotaCounter({ counters })),
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
     trustProxy: config.server.trustProxy,
     metrics,
+    usage,
   });
   logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
   const fastPath = new FastPath({ engine, logger, hasCredentials: credentialCheck(contract.document), corsOrigins: config.server.corsOrigins, rateLimit, metrics });
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, calendar, status, streams, backfill, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, calendar, status, streams, backfill, usage, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
@@ -379,6 +387,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     rateLimit,
     onResponseViolation: options.onResponseViolation,
     metrics,
+    console: consoleStep(resolve(packageRoot, 'dist', 'console')),
   });
 
   const server = createWireServer(fastPath.handler(app), logger);

@@ -64,6 +64,11 @@ export const keys = {
    * being `ip:<address group>`, `user:<name>` or an API key's id (`key:...`).
    */
   quota: (caller: string): string => `${QUOTA_KEY_PREFIX}${caller}`,
+  /**
+   * One caller's requests (`what` = `requests`) or quota refusals (`limited`) on one UTC day, for the
+   * usage report: `mds:v1:usage:<YYYY-MM-DD>:<api-key|user>:<caller>:<what>`.
+   */
+  usage: (day: string, callerKind: string, caller: string, what: 'requests' | 'limited'): string => `${KEY_PREFIX}usage:${day}:${callerKind}:${caller}:${what}`,
   /** Failed logins. */
   throttle: {
     /** Of one username: `mds:v1:throttle:user:<name>`. */

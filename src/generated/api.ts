@@ -232,6 +232,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show API usage per key and per user per day
+         * @description Requests and refusals for the request quota (429) of every API key and every user, per UTC day, for the last `days` days (today included), newest day first. Counted through the shared counters and kept 90 days in the database; the last few seconds may not be counted yet.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/indices": {
         parameters: {
             query?: never;
@@ -795,6 +815,55 @@ export interface components {
              * @example mds_q3Zb8c1Xv0nT5pKf2sH7uLw9yRe4aGd6jMiBoNxCtVz
              */
             key: string;
+        };
+        /** @description API usage per caller per UTC day, newest day first. */
+        UsageReport: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /**
+             * Format: int32
+             * @description How many days the report covers, today included.
+             * @example 30
+             */
+            days: number;
+            /** @description One row per caller and day with at least one request. */
+            data: components["schemas"]["UsageRow"][];
+        };
+        /** @description One caller's requests on one UTC day. */
+        UsageRow: {
+            /**
+             * Format: date
+             * @description The UTC day.
+             * @example 2026-11-25
+             */
+            day: string;
+            /**
+             * @description Whether the caller is an API key or a user with a token.
+             * @example api-key
+             * @enum {string}
+             */
+            caller_kind: "api-key" | "user";
+            /**
+             * @description The caller: a managed API key's id, `static:<first 8 hex of its SHA-256>` for a key from API_KEYS, or a username.
+             * @example 6f1c2b9e-3a4d-4c5e-8f70-1a2b3c4d5e6f
+             */
+            caller: string;
+            /**
+             * Format: int64
+             * @description Requests counted against the caller's quota that day, refused ones included.
+             * @example 1520
+             */
+            requests: number;
+            /**
+             * Format: int64
+             * @description Requests refused with 429 that day.
+             * @example 3
+             */
+            rate_limited: number;
         };
         /** @description The result of a cache flush. */
         CacheFlushResult: {
@@ -2080,6 +2149,36 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description How many UTC days back, today included (1 to 90). */
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage rows. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReport"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

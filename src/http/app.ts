@@ -47,6 +47,8 @@ export interface AppDeps {
   onResponseViolation?: (message: string, req: Request) => void;
   /** Records every response's duration by route template; none by default. */
   metrics?: Metrics;
+  /** Serves the web console at /app/ (and redirects / there) before the API's steps; no console when absent. */
+  console?: RequestHandler;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -180,7 +182,8 @@ export function createApp(deps: AppDeps): express.Express {
   };
 
   // Every request takes these steps in this order; one Express layer runs them (see series.ts).
-  app.use(series([front, validate, security, dispatch, notFound]));
+  // The console is no API operation: it is answered before the validator calls its paths unknown.
+  app.use(series(deps.console ? [front, deps.console, validate, security, dispatch, notFound] : [front, validate, security, dispatch, notFound]));
 
   const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     // The wire already answered this request (its framing broke while the app worked on it): the

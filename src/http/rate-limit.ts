@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { RateLimitedError } from '../domain/errors.js';
 import { addressGroup } from '../domain/address-group.js';
-import { NO_METRICS, type Metrics, type Principal, type QuotaUsage, type RequestCounter } from '../domain/ports.js';
+import { NO_METRICS, NO_USAGE, type Metrics, type Principal, type QuotaUsage, type RequestCounter, type UsageRecorder } from '../domain/ports.js';
 
 export interface RateLimitOptions {
   counter: RequestCounter;
@@ -21,6 +21,8 @@ export interface RateLimitOptions {
   trustProxy: boolean;
   /** Counts every refusal under the quota's name (`anonymous`, `authenticated`, `key`). */
   metrics?: Pick<Metrics, 'rateLimitRejected'> | undefined;
+  /** Counts every request of a known caller, and its refusals, for the usage report; nothing by default. */
+  usage?: UsageRecorder | undefined;
 }
 
 /** Counts requests against quotas; see the module comment. */
@@ -69,6 +71,7 @@ interface Quota {
 export function createRateLimit(options: RateLimitOptions): RateLimit {
   const { counter, anonymousPerMinute, authenticatedPerMinute, trustProxy } = options;
   const metrics = options.metrics ?? NO_METRICS;
+  const usage = options.usage ?? NO_USAGE;
   // Configured per minute, counted per window: the same rate when the window is not a minute (tests).
   const perWindow = (perMinute: number) => Math.max(1, Math.round((perMinute * counter.windowMs) / 60_000));
   const windowSeconds = Math.round(counter.windowMs / 1000);
@@ -114,18 +117,27 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
   return {
     tryApply(req, res, principal, into) {
       const quota = quotaOf(req, principal);
-      if (!quota) return true;
-      const usage = counter.consumeNow?.(quota.key, quota.limit);
-      if (usage === undefined || !usage.allowed) return false;
-      setHeaders(res, quota, usage, into);
+      if (!quota) {
+        if (principal) usage.record(principal, false);
+        return true;
+      }
+      const state = counter.consumeNow?.(quota.key, quota.limit);
+      if (state === undefined || !state.allowed) return false;
+      setHeaders(res, quota, state, into);
+      // Counted only once the request is decided: a false answer sends the request on to `apply`.
+      if (principal) usage.record(principal, false);
       return true;
     },
     async apply(req, res, principal) {
       const quota = quotaOf(req, principal);
-      if (!quota) return;
-      const usage = await counter.consume(quota.key, quota.limit);
-      const resetSeconds = setHeaders(res, quota, usage);
-      if (!usage.allowed) {
+      if (!quota) {
+        if (principal) usage.record(principal, false);
+        return;
+      }
+      const state = await counter.consume(quota.key, quota.limit);
+      const resetSeconds = setHeaders(res, quota, state);
+      if (principal) usage.record(principal, !state.allowed);
+      if (!state.allowed) {
         metrics.rateLimitRejected(quota.name);
         throw new RateLimitedError(resetSeconds);
       }

@@ -4,6 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { RequestHandler } from 'express';
 import { createApp } from '../../src/http/app.js';
 import type { Contract } from '../../src/http/contract.js';
 import type { Handlers } from '../../src/http/handlers/types.js';
@@ -15,8 +16,9 @@ export function handlersOf(contract: Contract, handler: unknown, overrides: Reco
 }
 
 /** Listens on a free loopback port; close `server` when done. */
-export async function startBareApp(contract: Contract, handlers: Handlers, logger: Logger): Promise<{ server: Server; url: string }> {
+export async function startBareApp(contract: Contract, handlers: Handlers, logger: Logger, options: { console?: RequestHandler } = {}): Promise<{ server: Server; url: string }> {
   const app = createApp({
+    ...options,
     contract,
     handlers,
     logger,

@@ -4,6 +4,7 @@ import type { ApiKeyService } from '../../services/api-keys.js';
 import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import type { StatusService } from '../../services/status.js';
+import type { UsageMeter } from '../../services/usage-meter.js';
 import { actionContext } from './context.js';
 import type { Handler, JsonResponse } from './types.js';
 
@@ -29,7 +30,7 @@ function jobBody(job: HistoryJob): JsonResponse<'getHistoryJob', 200> {
   };
 }
 
-export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyService; market: MarketDataService; status: StatusService; audit: AuditLog; backfill: HistoryBackfill }): {
+export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyService; market: MarketDataService; status: StatusService; audit: AuditLog; backfill: HistoryBackfill; usage: Pick<UsageMeter, 'report'> }): {
   getAdminStatus: Handler<'getAdminStatus'>;
   listUsers: Handler<'listUsers'>;
   createUser: Handler<'createUser'>;
@@ -40,8 +41,9 @@ export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyServ
   revokeApiKey: Handler<'revokeApiKey'>;
   startHistoryBackfill: Handler<'startHistoryBackfill'>;
   getHistoryJob: Handler<'getHistoryJob'>;
+  getUsage: Handler<'getUsage'>;
 } {
-  const { accounts, keys, market, status, audit, backfill } = deps;
+  const { accounts, keys, market, status, audit, backfill, usage } = deps;
   return {
     async getAdminStatus(_req, res) {
       const body: JsonResponse<'getAdminStatus', 200> = await status.report();
@@ -88,6 +90,18 @@ export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyServ
     },
     async getHistoryJob(req, res) {
       res.status(200).json(jobBody(await backfill.get(req.params.id)));
+    },
+    async getUsage(req, res) {
+      // The validator has checked the range (1 to 90); the query string still holds text.
+      const { days } = req.query as { days?: string };
+      const span = days === undefined ? 30 : Number(days);
+      const rows = await usage.report(span);
+      const body: JsonResponse<'getUsage', 200> = {
+        success: true,
+        days: span,
+        data: rows.map((row) => ({ day: row.day, caller_kind: row.callerKind, caller: row.caller, requests: row.requests, rate_limited: row.rateLimited })),
+      };
+      res.status(200).json(body);
     },
   };
 }

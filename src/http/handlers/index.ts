@@ -9,6 +9,7 @@ import type { MarketCalendarService } from '../../services/market-calendar.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import type { QuoteStreamHub } from '../../services/quote-stream.js';
 import type { StatusService } from '../../services/status.js';
+import type { UsageMeter } from '../../services/usage-meter.js';
 import { adminHandlers } from './admin.js';
 import { authHandlers } from './auth.js';
 import { healthHandlers } from './health.js';
@@ -33,6 +34,8 @@ export interface HandlerDeps {
   backfill: HistoryBackfill;
   /** The live-quote streams of this instance. */
   streams: QuoteStreamHub;
+  /** API usage per caller per day. */
+  usage: Pick<UsageMeter, 'report'>;
   /** Lets the fast path answer this request target for the next second (omit to keep every request in Express). */
   rememberTarget?: RememberTarget;
 }

@@ -9,6 +9,7 @@ import type { User, UserStore } from '../../domain/ports.js';
 import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
 import { TypeormCandleStore } from './typeorm-candle-store.js';
 import { TypeormHistoryJobStore } from './typeorm-history-job-store.js';
+import { TypeormUsageStore } from './typeorm-usage-store.js';
 import { createDataSource, databaseKindOf, parseDatabaseUrl, redactDatabaseUrl, type DataSourceOptions } from './data-source.js';
 import { storeOperations } from './serial-queue.js';
 import { USER_ENTITY, type DatabaseKind, type UserRow } from './user-entity.js';
@@ -135,6 +136,8 @@ export interface OpenedUserStore {
   candles: TypeormCandleStore;
   /** History backfill jobs, in the same database. */
   historyJobs: TypeormHistoryJobStore;
+  /** Daily API usage per caller, in the same database. */
+  usage: TypeormUsageStore;
   dataSource: DataSource;
   /** Where the users live, fit for logs: the URL with its password replaced by `***`. */
   description: string;
@@ -178,6 +181,7 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
     apiKeys: new TypeormApiKeyStore(dataSource),
     candles: new TypeormCandleStore(dataSource),
     historyJobs: new TypeormHistoryJobStore(dataSource),
+    usage: new TypeormUsageStore(dataSource),
     dataSource,
     description,
     hasPendingMigrations: () => dataSource.showMigrations(),

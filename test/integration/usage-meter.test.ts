@@ -1,0 +1,164 @@
+/**
+ * Usage metering (DESIGN.md section 17) over real parts: the cache's shared counters on the test
+ * redis-server, a real SQLite file, and the service answering 429s over HTTP.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { utcDay } from '../../src/domain/key-space.js';
+import type { Principal, SharedCounters } from '../../src/domain/ports.js';
+import { createCache, type ResilientCache } from '../../src/infra/cache/index.js';
+import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
+import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
+import { UsageMeter } from '../../src/services/usage-meter.js';
+import { captureLogs } from '../helpers/log-capture.js';
+import { noteSecrets } from '../helpers/log-files.js';
+import { startTestService } from '../helpers/service.js';
+
+const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
+const user = (username: string): Principal => ({ username, isAdmin: false, kind: 'user', id: `user:${username}` });
+const key = (id: string): Principal => ({ username: 'admin', isAdmin: false, kind: 'api-key', id: `key:${id}` });
+
+describe('UsageMeter', () => {
+  let dir: string;
+  let db: OpenedUserStore;
+  const caches: ResilientCache[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mds-usage-meter-'));
+    db = await openUserStore(`sqlite:${join(dir, 'mds.sqlite')}`, { runMigrations: true });
+  });
+
+  afterAll(async () => {
+    for (const cache of caches) await cache.close();
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function sharedCounters(): Promise<SharedCounters> {
+    const { logger } = captureLogs();
+    const cache = createCache(loadConfig({ CACHE_HOST: '127.0.0.1', CACHE_PORT: String(inject('redisPort')) }, { readFile: false }).cache, logger);
+    caches.push(cache);
+    await cache.start();
+    return cache.sharedCounters();
+  }
+
+  it('when two instances count the same callers through one Redis, then the database holds the fleet-wide totals per day', async () => {
+    const { logger } = captureLogs();
+    const a = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger });
+    const b = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger });
+    const alice = unique('alice');
+    const keyId = unique('key');
+    for (let i = 0; i < 5; i += 1) a.record(user(alice), false);
+    a.record(user(alice), true);
+    for (let i = 0; i < 3; i += 1) b.record(user(alice), false);
+    b.record(key(keyId), true);
+    b.record(key(keyId), false);
+
+    await a.flush();
+    await b.flush();
+    // A's second flush writes nothing new for alice: what B added shows through the shared total.
+    a.record(user(alice), false);
+    await a.flush();
+
+    const today = utcDay(Date.now());
+    const rows = await a.report(1);
+    expect(rows.find((r) => r.caller === alice)).toEqual({ day: today, callerKind: 'user', caller: alice, requests: 10, rateLimited: 1 });
+    expect(rows.find((r) => r.caller === keyId)).toEqual({ day: today, callerKind: 'api-key', caller: keyId, requests: 2, rateLimited: 1 });
+    await a.close();
+    await b.close();
+  });
+
+  it('when the counters fail, then the counts are kept and written by a later flush', async () => {
+    const { logger, lines } = captureLogs('warn');
+    const memory = new RedisSharedCounters();
+    let failing = true;
+    const flaky: SharedCounters = {
+      consume: (k, w, p) => (failing ? Promise.reject(new Error('counters down')) : memory.consume(k, w, p)),
+      peek: (k, w) => memory.peek(k, w),
+      reset: (k, w) => memory.reset(k, w),
+      pausedUntil: (k) => memory.pausedUntil(k),
+      pauseUntil: (k, u) => memory.pauseUntil(k, u),
+    };
+    const meter = new UsageMeter({ counters: flaky, store: db.usage, logger });
+    const bob = unique('bob');
+    meter.record(user(bob), false);
+    meter.record(user(bob), true);
+    await meter.flush();
+    expect((await db.usage.list(utcDay(Date.now()))).find((r) => r.caller === bob)).toBeUndefined();
+    expect(lines.some((l) => l.level === 40 && String(l.msg).includes('kept for the next flush'))).toBe(true);
+
+    failing = false;
+    meter.record(user(bob), false);
+    await meter.close();
+    expect((await db.usage.list(utcDay(Date.now()))).find((r) => r.caller === bob)).toMatchObject({ requests: 3, rateLimited: 1 });
+  });
+
+  it('when requests come on both sides of midnight UTC, then each day gets its own row', async () => {
+    const { logger } = captureLogs();
+    let now = Date.UTC(2026, 10, 24, 23, 59, 59, 500);
+    const meter = new UsageMeter({ counters: new RedisSharedCounters(), store: db.usage, logger, now: () => now });
+    const carol = unique('carol');
+    meter.record(user(carol), false);
+    now += 1000;
+    meter.record(user(carol), false);
+    meter.record(user(carol), true);
+    await meter.close();
+    const rows = (await db.usage.list('2026-11-24')).filter((r) => r.caller === carol);
+    expect(rows.map((r) => [r.day, r.requests, r.rateLimited])).toEqual([
+      ['2026-11-25', 2, 1],
+      ['2026-11-24', 1, 0],
+    ]);
+  });
+
+  it('when rows are older than the retention, then a flush deletes them', async () => {
+    const { logger } = captureLogs();
+    const now = Date.UTC(2026, 10, 25, 12);
+    await db.usage.raiseTotals([
+      { day: '2026-08-27', callerKind: 'user', caller: 'old', requests: 1, rateLimited: 0 },
+      { day: '2026-08-28', callerKind: 'user', caller: 'kept', requests: 1, rateLimited: 0 },
+    ]);
+    const meter = new UsageMeter({ counters: new RedisSharedCounters(), store: db.usage, logger, now: () => now });
+    await meter.flush();
+    const callers = (await db.usage.list('2026-01-01')).map((r) => r.caller);
+    expect(callers).toContain('kept');
+    expect(callers).not.toContain('old');
+  });
+});
+
+describe('GET /api/admin/usage', () => {
+  const ADMIN_KEY = `usage-admin-key-${randomBytes(8).toString('hex')}`;
+  const READ_KEY = `usage-read-key-${randomBytes(8).toString('hex')}`;
+
+  it('when a caller goes past its quota, then the usage report counts its requests and its 429s', async () => {
+    noteSecrets(ADMIN_KEY, READ_KEY);
+    const svc = await startTestService({ API_KEYS: `${ADMIN_KEY},${READ_KEY}`, RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '3', MARKET_DATA_PROVIDER: 'simulated' });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i += 1) statuses.push((await svc.fetch('/api/markets', { headers: { 'X-API-Key': READ_KEY } })).status);
+      expect(statuses).toEqual([200, 200, 200, 429, 429]);
+
+      const res = await svc.fetch('/api/admin/usage?days=1', { headers: { 'X-API-Key': ADMIN_KEY } });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { success: boolean; days: number; data: Array<{ caller_kind: string; caller: string; requests: number; rate_limited: number }> };
+      expect(body.days).toBe(1);
+      const rows = body.data.filter((r) => r.caller_kind === 'api-key');
+      // Two static keys: the reader (5 requests, 2 refused) and the administrator asking (1).
+      expect(rows.map((r) => [r.requests, r.rate_limited]).sort()).toEqual([
+        [1, 0],
+        [5, 2],
+      ]);
+      expect(JSON.stringify(body)).not.toContain(READ_KEY);
+
+      const bad = await svc.fetch('/api/admin/usage?days=0', { headers: { 'X-API-Key': ADMIN_KEY } });
+      expect(bad.status).toBe(422);
+      expect(((await bad.json()) as { error: string }).error).toMatch(/days/);
+      expect((await svc.fetch('/api/admin/usage', { headers: { 'X-API-Key': READ_KEY } })).status).toBe(429);
+    } finally {
+      await svc.close();
+    }
+  });
+});

@@ -1,0 +1,324 @@
+/**
+ * The admin page: after a login (the bearer token stays in memory) or with an admin API key, the
+ * service's status and cache, managed API keys, users and usage.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import type { components } from '../../../src/generated/api.ts';
+import { api, ApiError, call } from '../api.ts';
+import { onSession, session } from '../session.ts';
+import { formatNumber, Page, Problem, SignIn, useApi } from '../ui.tsx';
+
+type ApiKey = components['schemas']['ApiKey'];
+
+/** Runs an admin action, showing its failure in the envelope's words. */
+function useAction(): [ApiError | undefined, (action: () => Promise<void>) => Promise<void>] {
+  const [failure, setFailure] = useState<ApiError>();
+  const run = async (action: () => Promise<void>) => {
+    setFailure(undefined);
+    try {
+      await action();
+    } catch (err) {
+      setFailure(err instanceof ApiError ? err : new ApiError(0, String(err)));
+    }
+  };
+  return [failure, run];
+}
+
+function StatusPanel() {
+  const status = useApi((signal) => call(api.GET('/api/admin/status', { signal })), []);
+  const [flushed, setFlushed] = useState<number>();
+  const [failure, run] = useAction();
+  const flush = () =>
+    run(async () => {
+      const result = await call(api.DELETE('/api/admin/cache'));
+      setFlushed(result.removed);
+      status.reload();
+    });
+  const s = status.data;
+  return (
+    <section aria-labelledby="status-title" class="panel">
+      <h2 id="status-title">Service and cache</h2>
+      {status.error ? <Problem error={status.error} onRetry={status.reload} /> : null}
+      {s ? (
+        <dl class="facts" data-panel="cache">
+          <dt>Version</dt>
+          <dd>{s.version}</dd>
+          <dt>Up for</dt>
+          <dd>{formatNumber(s.uptime_s)} s</dd>
+          <dt>Cache</dt>
+          <dd data-cache-mode={s.cache.mode}>
+            {s.cache.mode} ({s.cache.topology}, {s.cache.connected ? 'connected' : 'not connected'})
+          </dd>
+          <dt>Hits / misses</dt>
+          <dd>
+            {formatNumber(s.cache.hits)} / {formatNumber(s.cache.misses)}
+          </dd>
+          <dt>Data source</dt>
+          <dd>{s.datasource.provider}</dd>
+          <dt>Users</dt>
+          <dd>{s.users.count}</dd>
+        </dl>
+      ) : null}
+      <button type="button" onClick={flush}>
+        Flush the cache
+      </button>
+      {flushed !== undefined ? <p role="status">Removed {flushed} cached entries.</p> : null}
+      {failure ? <Problem error={failure} /> : null}
+    </section>
+  );
+}
+
+function ProvidersPanel() {
+  // PLACEHOLDER (issue #24): the providers panel (health, breaker, budget use; DESIGN 15) waits for
+  // the providers admin endpoint, being added to the contract on its own branch.
+  return (
+    <section aria-labelledby="providers-title" class="panel" data-panel="providers" data-placeholder="true">
+      <h2 id="providers-title">Providers</h2>
+      <p class="muted">Provider health, breakers and budgets will show here once the service reports them.</p>
+    </section>
+  );
+}
+
+function KeysPanel({ keys, reload }: { keys: ApiKey[]; reload: () => void }) {
+  const [name, setName] = useState('');
+  const [role, setRole] = useState<'read' | 'admin'>('read');
+  const [limit, setLimit] = useState('');
+  const [created, setCreated] = useState<{ name: string; key: string }>();
+  const [failure, run] = useAction();
+
+  const create = (event: Event) => {
+    event.preventDefault();
+    return run(async () => {
+      const perMinute = limit.trim() === '' ? undefined : Number(limit);
+      const result = await call(api.POST('/api/admin/api-keys', { body: { name: name.trim(), role, ...(perMinute === undefined ? {} : { rate_limit_per_minute: perMinute }) } }));
+      setCreated({ name: result.name, key: result.key });
+      setName('');
+      setLimit('');
+      reload();
+    });
+  };
+  const revoke = (key: ApiKey) =>
+    run(async () => {
+      await call(api.DELETE('/api/admin/api-keys/{id}', { params: { path: { id: key.id } } }));
+      reload();
+    });
+
+  return (
+    <section aria-labelledby="keys-title" class="panel" data-panel="keys">
+      <h2 id="keys-title">API keys</h2>
+      <form onSubmit={create} class="inline-form">
+        <label>
+          Name
+          <input name="key-name" required pattern="[A-Za-z0-9._\-]+" maxLength={64} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        </label>
+        <label>
+          Role
+          <select name="key-role" value={role} onChange={(e) => setRole(e.currentTarget.value as 'read' | 'admin')}>
+            <option value="read">read</option>
+            <option value="admin">admin</option>
+          </select>
+        </label>
+        <label>
+          Requests per minute (optional)
+          <input name="key-limit" type="number" min={0} step={1} value={limit} onInput={(e) => setLimit(e.currentTarget.value)} />
+        </label>
+        <button type="submit">Create key</button>
+      </form>
+      {created ? (
+        <div class="created-key" role="status">
+          <p>
+            The key <strong>{created.name}</strong>, shown this once: copy it now.
+          </p>
+          <p>
+            <code class="secret" data-key={created.key}>
+              {created.key}
+            </code>
+          </p>
+          <button type="button" onClick={() => setCreated(undefined)}>
+            I have copied it
+          </button>
+        </div>
+      ) : null}
+      {failure ? <Problem error={failure} /> : null}
+      <table>
+        <caption class="sr-only">Managed API keys</caption>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Role</th>
+            <th scope="col">Per minute</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">
+              <span class="sr-only">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map((key) => (
+            <tr key={key.id} data-key-id={key.id} data-key-name={key.name}>
+              <th scope="row">{key.name}</th>
+              <td>{key.role}</td>
+              <td>{key.rate_limit_per_minute ?? 'default'}</td>
+              <td>{new Date(key.created_at).toLocaleString()}</td>
+              <td>{key.last_used_at ? new Date(key.last_used_at).toLocaleString() : 'never'}</td>
+              <td>
+                <button type="button" aria-label={`Revoke ${key.name}`} onClick={() => revoke(key)}>
+                  Revoke
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function UsersPanel() {
+  const users = useApi((signal) => call(api.GET('/api/admin/users', { signal })), []);
+  const [username, setUsername] = useState('');
+  const [password, setPassword] = useState('');
+  const [isAdmin, setIsAdmin] = useState(false);
+  const [failure, run] = useAction();
+  const create = (event: Event) => {
+    event.preventDefault();
+    return run(async () => {
+      await call(api.POST('/api/admin/users', { body: { username, password, is_admin: isAdmin } }));
+      setUsername('');
+      setPassword('');
+      setIsAdmin(false);
+      users.reload();
+    });
+  };
+  const remove = (name: string) =>
+    run(async () => {
+      await call(api.DELETE('/api/admin/users/{username}', { params: { path: { username: name } } }));
+      users.reload();
+    });
+  return (
+    <section aria-labelledby="users-title" class="panel" data-panel="users">
+      <h2 id="users-title">Users</h2>
+      <form onSubmit={create} class="inline-form">
+        <label>
+          Username
+          <input name="new-username" required autocomplete="off" value={username} onInput={(e) => setUsername(e.currentTarget.value)} />
+        </label>
+        <label>
+          Password
+          <input name="new-password" type="password" required autocomplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        </label>
+        <label class="check">
+          <input name="new-is-admin" type="checkbox" checked={isAdmin} onChange={(e) => setIsAdmin(e.currentTarget.checked)} />
+          Administrator
+        </label>
+        <button type="submit">Create user</button>
+      </form>
+      {failure ? <Problem error={failure} /> : null}
+      {users.error ? <Problem error={users.error} onRetry={users.reload} /> : null}
+      {users.data ? (
+        <table>
+          <caption class="sr-only">Users</caption>
+          <thead>
+            <tr>
+              <th scope="col">Username</th>
+              <th scope="col">Administrator</th>
+              <th scope="col">Created</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {users.data.map((user) => (
+              <tr key={user.username} data-username={user.username}>
+                <th scope="row">{user.username}</th>
+                <td>{user.is_admin ? 'yes' : 'no'}</td>
+                <td>{new Date(user.created_at).toLocaleString()}</td>
+                <td>
+                  <button type="button" aria-label={`Delete ${user.username}`} onClick={() => remove(user.username)}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}
+
+function UsagePanel({ keys }: { keys: ApiKey[] }) {
+  const usage = useApi((signal) => call(api.GET('/api/admin/usage', { params: { query: { days: 30 } }, signal })), []);
+  const names = new Map(keys.map((k) => [k.id, k.name]));
+  return (
+    <section aria-labelledby="usage-title" class="panel" data-panel="usage">
+      <h2 id="usage-title">Usage, last 30 days</h2>
+      <button type="button" onClick={usage.reload}>
+        Refresh usage
+      </button>
+      {usage.error ? <Problem error={usage.error} onRetry={usage.reload} /> : null}
+      {usage.data ? (
+        usage.data.data.length === 0 ? (
+          <p>No requests by keys or users yet.</p>
+        ) : (
+          <table>
+            <caption class="sr-only">Requests per API key and per user per day</caption>
+            <thead>
+              <tr>
+                <th scope="col">Day (UTC)</th>
+                <th scope="col">Caller</th>
+                <th scope="col" class="num">Requests</th>
+                <th scope="col" class="num">Refused (429)</th>
+              </tr>
+            </thead>
+            <tbody>
+              {usage.data.data.map((row) => (
+                <tr key={`${row.day} ${row.caller_kind} ${row.caller}`} data-caller={row.caller}>
+                  <td>{row.day}</td>
+                  <th scope="row">{row.caller_kind === 'api-key' ? `key ${names.get(row.caller) ?? row.caller}` : `user ${row.caller}`}</th>
+                  <td class="num">{formatNumber(row.requests)}</td>
+                  <td class="num">{formatNumber(row.rate_limited)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )
+      ) : null}
+    </section>
+  );
+}
+
+export function Admin() {
+  const [, setRound] = useState(0);
+  useEffect(() => onSession(() => setRound((n) => n + 1)), []);
+  const current = session();
+  const signedIn = Boolean(current.token || current.apiKey);
+  // Nothing is asked before a sign-in: the answer could only be a 401.
+  const keys = useApi((signal) => (signedIn ? call(api.GET('/api/admin/api-keys', { signal })) : Promise.resolve([])), [signedIn]);
+  if (!signedIn) {
+    return (
+      <Page title="Admin">
+        <SignIn title="Sign in as an administrator" />
+      </Page>
+    );
+  }
+  if (keys.error && (keys.error.status === 401 || keys.error.status === 403)) {
+    return (
+      <Page title="Admin">
+        <Problem error={keys.error} />
+        {keys.error.status === 403 ? <SignIn title="Sign in as an administrator" /> : null}
+      </Page>
+    );
+  }
+  return (
+    <Page title="Admin">
+      <StatusPanel />
+      <ProvidersPanel />
+      {keys.error ? <Problem error={keys.error} onRetry={keys.reload} /> : <KeysPanel keys={keys.data ?? []} reload={keys.reload} />}
+      <UsersPanel />
+      <UsagePanel keys={keys.data ?? []} />
+    </Page>
+  );
+}

@@ -1,0 +1,159 @@
+/**
+ * One symbol: its quote with the market state, and a candlestick chart with volume, dividend and
+ * split markers, interval and range buttons, and a CSV download of the bars shown.
+ */
+import { CandlestickSeries, ColorType, createChart, createSeriesMarkers, HistogramSeries, type SeriesMarker, type UTCTimestamp } from 'lightweight-charts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { components } from '../../../src/generated/api.ts';
+import { api, ApiError, call } from '../api.ts';
+import { formatNumber, Page, Problem, signClass, useApi } from '../ui.tsx';
+
+type Interval = components['schemas']['HistoryInterval'];
+type Range = components['schemas']['HistoryRange'];
+type History = components['schemas']['History'];
+type HistoryResponse = components['schemas']['HistoryResponse'];
+
+const INTERVALS: Array<{ value: Interval; label: string }> = [
+  { value: '5m', label: '5 min' },
+  { value: '1h', label: '1 hour' },
+  { value: '1d', label: 'Day' },
+  { value: '1wk', label: 'Week' },
+  { value: '1mo', label: 'Month' },
+];
+const RANGES: Array<{ value: Range; label: string }> = [
+  { value: '5d', label: '5D' },
+  { value: '1mo', label: '1M' },
+  { value: '3mo', label: '3M' },
+  { value: '6mo', label: '6M' },
+  { value: '1y', label: '1Y' },
+  { value: '5y', label: '5Y' },
+  { value: 'max', label: 'Max' },
+];
+
+const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000) as UTCTimestamp;
+
+function Chart({ history }: { history: History }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!box.current) return;
+    // TradingView is credited by the link under the chart: the library's own logo is a <style> element the policy refuses.
+    const created = createChart(box.current, {
+      autoSize: true,
+      layout: { attributionLogo: false, background: { type: ColorType.Solid, color: '#ffffff' }, textColor: '#1f2933' },
+      grid: { vertLines: { color: '#eef1f4' }, horzLines: { color: '#eef1f4' } },
+      timeScale: { timeVisible: !['1d', '1wk', '1mo'].includes(history.interval), borderColor: '#c9d1d9' },
+      rightPriceScale: { borderColor: '#c9d1d9' },
+    });
+    const candles = created.addSeries(CandlestickSeries, { upColor: '#0a7d3b', downColor: '#c62828', borderVisible: false, wickUpColor: '#0a7d3b', wickDownColor: '#c62828' });
+    candles.setData(history.candles.map((c) => ({ time: seconds(c.time), open: c.open, high: c.high, low: c.low, close: c.close })));
+    const volume = created.addSeries(HistogramSeries, { priceScaleId: 'volume', priceFormat: { type: 'volume' }, lastValueVisible: false, priceLineVisible: false });
+    volume.priceScale().applyOptions({ scaleMargins: { top: 0.8, bottom: 0 } });
+    volume.setData(history.candles.filter((c) => c.volume !== null).map((c) => ({ time: seconds(c.time), value: c.volume ?? 0, color: c.close >= c.open ? '#8fd0a9' : '#f1a3a3' })));
+    const markers: Array<SeriesMarker<UTCTimestamp>> = [
+      ...history.events.dividends.map((d) => ({ time: seconds(d.time), position: 'aboveBar' as const, shape: 'circle' as const, color: '#0b5394', text: `D ${formatNumber(d.amount)}` })),
+      ...history.events.splits.map((s) => ({ time: seconds(s.time), position: 'belowBar' as const, shape: 'arrowUp' as const, color: '#7b3fa0', text: `Split ${s.numerator}:${s.denominator}` })),
+    ].sort((a, b) => a.time - b.time);
+    createSeriesMarkers(candles, markers);
+    created.timeScale().fitContent();
+    return () => created.remove();
+  }, [history]);
+  return <div ref={box} class="chart" role="img" aria-label={`Candlestick chart of ${history.symbol}, ${history.candles.length} bars, with volume`} data-candles={history.candles.length} />;
+}
+
+function QuoteHeader({ symbol }: { symbol: string }) {
+  const quote = useApi((signal) => call(api.GET('/api/quotes/{symbol}', { params: { path: { symbol } }, signal })), [symbol]);
+  if (quote.error) return <Problem error={quote.error} onRetry={quote.reload} />;
+  const q = quote.data?.data;
+  if (!q) return <p class="loading">Loading the quote…</p>;
+  return (
+    <div class="quote" data-symbol={q.symbol}>
+      <p class="quote-name">
+        {q.name} <span class="muted">{[q.exchange, q.currency].filter(Boolean).join(' · ')}</span>
+      </p>
+      <p class="quote-price">
+        <span class="price">{formatNumber(q.price)}</span>{' '}
+        <span class={signClass(q.change)}>
+          {formatNumber(q.change)} ({formatNumber(q.change_percent)}%)
+        </span>{' '}
+        <span class={`state state-${q.market_state}`}>Market {q.market_state}</span>
+      </p>
+    </div>
+  );
+}
+
+export function SymbolPage({ symbol }: { symbol: string }) {
+  const [interval, setBarInterval] = useState<Interval>('1d');
+  const [range, setRange] = useState<Range>('6mo');
+  const [download, setDownload] = useState<{ busy: boolean; problem?: ApiError }>({ busy: false });
+  const history = useApi(
+    // Without `format` the answer is JSON (the contract's other media type is the CSV below).
+    (signal) => call(api.GET('/api/history/{symbol}', { params: { path: { symbol }, query: { interval, range } }, signal })) as Promise<HistoryResponse>,
+    [symbol, interval, range],
+  );
+
+  const downloadCsv = async () => {
+    setDownload({ busy: true });
+    try {
+      const blob = await call(api.GET('/api/history/{symbol}', { params: { path: { symbol }, query: { interval, range, format: 'csv' } }, parseAs: 'blob' }));
+      const url = URL.createObjectURL(blob as Blob);
+      const link = document.createElement('a');
+      link.href = url;
+      link.download = `${symbol}-${interval}-${range}.csv`;
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      setDownload({ busy: false });
+    } catch (err) {
+      setDownload({ busy: false, problem: err instanceof ApiError ? err : new ApiError(0, String(err)) });
+    }
+  };
+
+  return (
+    <Page title={symbol}>
+      <QuoteHeader symbol={symbol} />
+      <div class="toolbar">
+        <div role="group" aria-label="Interval" class="buttons">
+          {INTERVALS.map((i) => (
+            <button type="button" key={i.value} aria-pressed={interval === i.value} onClick={() => setBarInterval(i.value)}>
+              {i.label}
+            </button>
+          ))}
+        </div>
+        <div role="group" aria-label="Range" class="buttons">
+          {RANGES.map((r) => (
+            <button type="button" key={r.value} aria-pressed={range === r.value} onClick={() => setRange(r.value)}>
+              {r.label}
+            </button>
+          ))}
+        </div>
+        <button type="button" class="download" onClick={downloadCsv} disabled={download.busy}>
+          Download CSV
+        </button>
+      </div>
+      {download.problem ? <Problem error={download.problem} /> : null}
+      {history.error ? <Problem error={history.error} onRetry={history.reload} /> : null}
+      {history.data ? (
+        history.data.data.candles.length > 0 ? (
+          <Chart history={history.data.data} />
+        ) : (
+          <p>No bars in this range.</p>
+        )
+      ) : history.loading ? (
+        <p class="loading">Loading the chart…</p>
+      ) : null}
+      {history.data ? (
+        <p class="muted legend">
+          {history.data.data.candles.length} bars · {history.data.data.events.dividends.length} dividends · {history.data.data.events.splits.length} splits · source {history.data.source}
+        </p>
+      ) : null}
+      <p class="attribution">
+        Charting by{' '}
+        <a href="https://www.tradingview.com/" rel="noopener noreferrer">
+          TradingView Lightweight Charts™
+        </a>{' '}
+        (Apache-2.0), Copyright © 2025 TradingView, Inc.
+      </p>
+    </Page>
+  );
+}
