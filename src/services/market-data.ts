@@ -166,7 +166,7 @@ export class MarketDataService {
       params: `${limit}:${query.toLowerCase()}`,
       load: async () => {
         const results = await this.#provider.search(query, limit);
-        const body: SearchResponse = { success: true, data: results.slice(0, limit), source: this.source, updated_at: this.#iso() };
+        const body: SearchResponse = { success: true, data: results.slice(0, limit), source: this.#sourceOf(results), updated_at: this.#iso() };
         return { value: JSON.stringify(body), ttlMs: DAY_MS };
       },
     });
@@ -232,6 +232,11 @@ export class MarketDataService {
     return this.#engine.stats();
   }
 
+  /** The provider that gave `answer` (the router knows it per answer), else the configured one. */
+  #sourceOf(answer: object): Source {
+    return (this.#provider.sourceOf?.(answer) ?? this.#provider.name) as Source;
+  }
+
   #iso(): string {
     return new Date(this.#now()).toISOString();
   }
@@ -247,7 +252,7 @@ export class MarketDataService {
       load: async () => {
         const quote = await this.#provider.getQuote(symbol);
         if (quote === undefined) return { value: UNKNOWN, ttlMs: this.#unknownTtlMs };
-        const body: QuoteResponse = { success: true, data: quote, source: this.source, updated_at: this.#iso() };
+        const body: QuoteResponse = { success: true, data: quote, source: this.#sourceOf(quote), updated_at: this.#iso() };
         return { value: JSON.stringify(body), ttlMs: this.#quoteLifetime(quote) };
       },
     };
@@ -287,7 +292,8 @@ export class MarketDataService {
     // Answered as a HIT when no part had to be fetched.
     const fetched = parts.some(({ rep }) => rep.cacheStatus !== 'HIT');
     if (data.length === 0) return { value: UNKNOWN, ttlMs, fetched };
-    const body: QuotesResponse = { success: true, data, missing, source: this.source, updated_at: oldest ?? this.#iso() };
+    // A batch may mix providers (each quote names its own then): the response names the first's.
+    const body: QuotesResponse = { success: true, data, missing, source: data[0]?.source ?? this.source, updated_at: oldest ?? this.#iso() };
     return { value: JSON.stringify(body), ttlMs, stale, fetched };
   }
 
@@ -317,7 +323,7 @@ export class MarketDataService {
       throw new DataSourceError('No configured index is known to the provider');
     }
     if (failure !== undefined) ttlMs = Math.min(ttlMs, 5000);
-    const body: IndicesResponse = { success: true, data, source: this.source, updated_at: this.#iso() };
+    const body: IndicesResponse = { success: true, data, source: data[0]?.source ?? this.source, updated_at: this.#iso() };
     const fetched = outcomes.some((outcome) => outcome.status === 'rejected' || outcome.value.cacheStatus !== 'HIT');
     return { value: JSON.stringify(body), ttlMs, stale, fetched };
   }
@@ -366,7 +372,7 @@ export class MarketDataService {
     if (history === undefined) return { value: UNKNOWN, ttlMs: this.#unknownTtlMs };
     const ttlMs = this.#historyLifetime(query, history);
     if (history.candles.length > MAX_CANDLES) return { value: `${TOO_MANY}${history.candles.length}`, ttlMs };
-    const body: HistoryResponse = { success: true, data: history, source: this.source, updated_at: this.#iso() };
+    const body: HistoryResponse = { success: true, data: history, source: this.#sourceOf(history), updated_at: this.#iso() };
     return { value: JSON.stringify(body), ttlMs };
   }
 

@@ -3,6 +3,7 @@ import type { AccountService } from '../../services/accounts.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
 import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { MarketDataService } from '../../services/market-data.js';
+import type { ProviderRouter } from '../../services/provider-router.js';
 import type { StatusService } from '../../services/status.js';
 import { actionContext } from './context.js';
 import type { Handler, JsonResponse } from './types.js';
@@ -29,7 +30,15 @@ function jobBody(job: HistoryJob): JsonResponse<'getHistoryJob', 200> {
   };
 }
 
-export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyService; market: MarketDataService; status: StatusService; audit: AuditLog; backfill: HistoryBackfill }): {
+export function adminHandlers(deps: {
+  accounts: AccountService;
+  keys: ApiKeyService;
+  market: MarketDataService;
+  providers: Pick<ProviderRouter, 'providers'>;
+  status: StatusService;
+  audit: AuditLog;
+  backfill: HistoryBackfill;
+}): {
   getAdminStatus: Handler<'getAdminStatus'>;
   listUsers: Handler<'listUsers'>;
   createUser: Handler<'createUser'>;
@@ -40,8 +49,9 @@ export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyServ
   revokeApiKey: Handler<'revokeApiKey'>;
   startHistoryBackfill: Handler<'startHistoryBackfill'>;
   getHistoryJob: Handler<'getHistoryJob'>;
+  listProviders: Handler<'listProviders'>;
 } {
-  const { accounts, keys, market, status, audit, backfill } = deps;
+  const { accounts, keys, market, providers, status, audit, backfill } = deps;
   return {
     async getAdminStatus(_req, res) {
       const body: JsonResponse<'getAdminStatus', 200> = await status.report();
@@ -88,6 +98,11 @@ export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyServ
     },
     async getHistoryJob(req, res) {
       res.status(200).json(jobBody(await backfill.get(req.params.id)));
+    },
+    async listProviders(_req, res) {
+      const body: JsonResponse<'listProviders', 200> = { success: true, data: await providers.providers(), updated_at: new Date().toISOString() };
+      // Health, counts and budgets change with every upstream call.
+      res.status(200).set('Cache-Control', 'no-store').json(body);
     },
   };
 }
