@@ -77,7 +77,8 @@ export class SharedKeyPool implements ProviderKeyPool {
     return Promise.all(
       local.map(async (status) => {
         const usage = await this.#counters.peek(this.#dailyKey(status.index), this.#window);
-        return { ...status, usedToday: Math.max(status.usedToday, Math.min(usage.used, this.#window.limit)) };
+        // Refused takes count in the window too: a key's use is at most its limit.
+        return { ...status, usedToday: Math.min(usage.used, this.#window.limit) };
       }),
     );
   }
