@@ -13,7 +13,7 @@ import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-count
 import { schemaViolations } from '../helpers/contract-schema.js';
 import { expectDocumentedStatus } from '../helpers/contract-status.js';
 import { noteSecrets } from '../helpers/log-files.js';
-import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
+import { connectFailFast, freePort, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { fixture, startReplayUpstream, type ReplayMode, type ReplayUpstream } from '../helpers/replay-upstream.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
@@ -284,6 +284,23 @@ describe('failover inside the request', () => {
       ['MSFT', 'fmp'],
     ]);
     expect(r.body.source).toBe('polygon');
+  });
+});
+
+describe('what operators see', () => {
+  it('when a read fails over, then Prometheus counts the calls by provider and outcome and the failover by from and to, and the status names the chain', async () => {
+    const svc = await boot({ METRICS_PORT: String(await freePort()) });
+    await polygon.setMode('error500');
+    expect((await get<QuoteResponse>(svc, '/api/quotes/AAPL')).body.source).toBe('fmp');
+    const text = await (await fetch(svc.metricsUrl as string)).text();
+    expect(text).toMatch(/^mds_upstream_calls_total\{provider="polygon",outcome="server_error"\} 1$/m);
+    expect(text).toMatch(/^mds_upstream_calls_total\{provider="fmp",outcome="success"\} 1$/m);
+    expect(text).toMatch(/^mds_upstream_failovers_total\{from="polygon",to="fmp"\} 1$/m);
+    const status = await get<components['schemas']['AdminStatus']>(svc, '/api/admin/status', { 'X-API-Key': API_KEY });
+    expect(status.body.datasource).toMatchObject({ provider: 'polygon+fmp', healthy: true });
+    expect(status.body.datasource.last_error).toMatch(/^polygon: /);
+    const health = await get<{ datasource: boolean }>(svc, '/api/health');
+    expect(health.body.datasource).toBe(true);
   });
 });
 
