@@ -206,7 +206,7 @@ export async function openHistory(config: Config, logger: Logger): Promise<{ bac
     shutdown.add('database', () => db.close());
     const provider = new ProviderRouter({ links: createProviderChain(config.market, logger), logger });
     shutdown.add('market data provider', () => provider.close());
-    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name });
+    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name });
     const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
     shutdown.add('history backfill', () => backfill.close());
     return { backfill, description: db.description, close: () => shutdown.close() };
@@ -304,7 +304,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
   shutdown.add('quote streams', () => streams.close());
 
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name });
+  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name });
   const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger: logger.child({ component: 'backfill' }) });
   shutdown.add('history backfill', () => backfill.close());
   if (options.scheduler !== false) backfill.watch(BACKFILL_WATCH_MS);

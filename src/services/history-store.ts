@@ -59,8 +59,8 @@ export interface HistoryStoreOptions {
   store: CandleStore;
   /** Asks the upstream for one window (`startMs`/`endMs` set); `undefined` when it does not know the symbol. Throws on failure. */
   fetch: (query: HistoryQuery) => Promise<History | undefined>;
-  /** The upstream's name, recorded with what it gave. */
-  provider: () => string;
+  /** The name of the upstream that gave `answer` (a router knows it per answer), recorded with it. */
+  provider: (answer: History) => string;
   reach?: (interval: HistoryInterval) => UpstreamReach;
   now?: () => number;
 }
@@ -106,7 +106,7 @@ function toStored(history: History, span: TimeSpan): { candles: StoredCandle[]; 
 export class HistoryStore {
   readonly #store: CandleStore;
   readonly #fetch: HistoryStoreOptions['fetch'];
-  readonly #provider: () => string;
+  readonly #provider: (answer: History) => string;
   readonly #reach: (interval: HistoryInterval) => UpstreamReach;
   readonly #now: () => number;
 
@@ -177,7 +177,7 @@ export class HistoryStore {
 
   /** Writes what one call answered: new splits re-base older stored bars first, then bars, events and coverage. */
   async #keep(symbol: string, interval: HistoryInterval, chunk: TimeSpan, history: History, now: number): Promise<number> {
-    const source = { provider: this.#provider(), fetchedAtMs: now };
+    const source = { provider: this.#provider(history), fetchedAtMs: now };
     const { candles, actions } = toStored(history, chunk);
     const newSplits = splitsOf(actions);
     if (newSplits.length > 0) {

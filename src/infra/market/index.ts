@@ -43,10 +43,11 @@ export type MarketConfig = Pick<Config['market'], 'provider' | 'baseUrl' | 'time
 const GUARD_DEFAULTS = { maxRps: 5, maxConcurrency: 4 } as const;
 
 /**
- * How long a call may wait for room in a provider's budget when another provider can be asked next:
- * "budget used up" moves on at once rather than waiting out the second.
+ * How long a call may wait for admission (a free slot, the next budget slot) when another provider can
+ * be asked next. A budget used up for longer is refused at once (the guard knows it after one counter
+ * read); this bound covers the counter's round trip and the spacing of calls within a second on a busy host.
  */
-const CHAIN_BUDGET_WAIT_MS = 20;
+const CHAIN_BUDGET_WAIT_MS = 250;
 
 /** Knobs for tests and special deployments; production uses the defaults. */
 export interface CreateMarketDataProviderOptions extends Omit<ResilientMarketDataProviderOptions, 'timeoutMs' | 'logger'> {
@@ -56,7 +57,7 @@ export interface CreateMarketDataProviderOptions extends Omit<ResilientMarketDat
   counters?: SharedCounters | undefined;
   /**
    * How long a call may wait for its provider's budget, in ms (default: the provider's timeout in a
-   * chain of one, 20 ms when a next provider can be asked).
+   * chain of one, 250 ms when a next provider can be asked).
    */
   upstreamMaxWaitMs?: number;
 }

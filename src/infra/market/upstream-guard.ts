@@ -168,6 +168,17 @@ export class UpstreamGuard {
           continue;
         }
         if (this.#queue.length === 0) break;
+        // Waiters this wait outlasts are told now rather than at their deadline: with a next provider
+        // to ask, a used-up budget costs nothing.
+        const resumeAt = this.#now() + waitMs;
+        for (let i = this.#queue.length - 1; i >= 0; i--) {
+          const waiter = this.#queue[i];
+          if (waiter && waiter.deadline < resumeAt) {
+            this.#queue.splice(i, 1);
+            waiter.refuse(this.#busy(`the upstream request budget has no room within ${this.#maxWaitMs} ms`, waitMs / 1000));
+          }
+        }
+        if (this.#queue.length === 0) break;
         await sleep(waitMs);
       }
     } catch (err) {
