@@ -32,7 +32,7 @@ function toHostPort(text: string): { host: string; port: number } {
   return { host: text.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(text.slice(at + 1)) };
 }
 
-// --- market-data providers (DESIGN 15): names, per-provider variables, defaults -------------------
+// --- market-data providers: names, per-provider variables, defaults ------------------------------
 
 /** Every market-data provider name `MARKET_DATA_PROVIDERS` accepts. */
 export const PROVIDER_NAMES = ['simulated', 'yahoo', 'polygon', 'alpha_vantage', 'tiingo', 'fmp', 'ecb'] as const;
@@ -156,6 +156,8 @@ const schema = z.object({
   CACHE_TTL_SECONDS: int(1, 86_400).default(60),
   CACHE_MEMORY_MAX_ENTRIES: int(1, 1_000_000).default(1000),
   CACHE_STALE_IF_ERROR_SECONDS: int(0, 86_400).default(0),
+  /** The most unknown symbols remembered per provider, in memory and in Redis (64 keys at most either way). */
+  CACHE_UNKNOWN_MAX_SYMBOLS: int(64, 1_000_000).default(10_000),
 
   SECRET_KEY: z.string().optional(),
   ACCESS_TOKEN_EXPIRE_MINUTES: int(1, 525_600).default(10080),
@@ -346,6 +348,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       ttlMs: v.CACHE_TTL_SECONDS * 1000,
       memoryMaxEntries: v.CACHE_MEMORY_MAX_ENTRIES,
       staleIfErrorMs: v.CACHE_STALE_IF_ERROR_SECONDS * 1000,
+      /** The bound of the negative answers kept per provider (unknown symbols, an hour each). */
+      unknownMaxSymbols: v.CACHE_UNKNOWN_MAX_SYMBOLS,
     },
     auth: {
       /** Undefined when SECRET_KEY is unset: a random per-process key is generated at startup. */

@@ -50,6 +50,13 @@ export const keys = {
    * instances of another provider on the same Redis refresh their own data.
    */
   jobLock: (provider: string, job: string): string => `${KEY_PREFIX}lock:job:${provider}:${job}`,
+  /**
+   * One bucket of the symbols a provider does not know: `mds:v1:unknown:<provider>:<bucket>`, a fixed
+   * number of buckets per provider whatever the number of symbols asked for.
+   */
+  unknownSymbols: (provider: string, bucket: number): string => `${KEY_PREFIX}unknown:${provider}:${bucket}`,
+  /** The first part of every bucket of a provider's unknown symbols (what a flush removes). */
+  unknownSymbolsOf: (provider: string): string => `${KEY_PREFIX}unknown:${provider}:`,
   /** A symbol's last change as the live streams saw it: `mds:v1:quote-version:<provider>:<symbol>`. */
   quoteVersion: (provider: string, symbol: string): string => `${KEY_PREFIX}quote-version:${provider}:${symbol}`,
   /**

@@ -575,6 +575,8 @@ export interface CandleStore {
   putCandles(symbol: string, interval: HistoryInterval, candles: readonly StoredCandle[], source: Provenance): Promise<number>;
   /** Candles with `startMs <= timeMs < endMs`, oldest first, at most `limit` (default: all). */
   getCandles(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredCandle[]>;
+  /** How many candles `getCandles` would return for `span`. */
+  countCandles(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<number>;
   /** Drops the candles of `symbol` (every interval, or one) and their coverage, so they are fetched again; resolves to how many candles went. */
   deleteCandles(symbol: string, interval?: HistoryInterval): Promise<number>;
   /** Records that `span` was asked of an upstream and answered (merged with the spans it touches). */

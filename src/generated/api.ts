@@ -321,7 +321,7 @@ export interface paths {
         };
         /**
          * Get historical candles of one symbol
-         * @description Returns OHLCV candles in ascending time for a named range or a start/end window, with dividends and splits.
+         * @description Returns OHLCV candles in ascending time for a named range or a start/end window, with dividends and splits, read through the history store.
          */
         get: operations["getHistory"];
         put?: never;
@@ -1430,6 +1430,28 @@ export interface components {
                 /** @description Stock splits. */
                 splits: components["schemas"]["Split"][];
             };
+            /**
+             * @description Present and true when the window could not be completed (the upstream failed, or part of it lies beyond what the upstream keeps and the store does not hold); `missing` says which parts.
+             * @example true
+             */
+            partial?: boolean;
+            /** @description The parts of the window the candles do not cover because they could not be fetched, in ascending time; present with `partial`. */
+            missing?: components["schemas"]["TimeSpan"][];
+        };
+        /** @description A span of time, start included, end excluded. */
+        TimeSpan: {
+            /**
+             * Format: date-time
+             * @description The first instant, ISO 8601 UTC.
+             * @example 2026-11-20T00:00:00.000Z
+             */
+            start: string;
+            /**
+             * Format: date-time
+             * @description The instant after the last, ISO 8601 UTC.
+             * @example 2026-11-21T00:00:00.000Z
+             */
+            end: string;
         };
         /** @description Historical candles of one symbol. */
         HistoryResponse: {
@@ -2375,7 +2397,7 @@ export interface operations {
     getHistory: {
         parameters: {
             query?: {
-                /** @description The bar size. 1m covers at most 7 days; intraday intervals (1m to 1h) at most 60 days. */
+                /** @description The bar size. Where the store does not already hold the window, 1m covers at most 7 days and reaches back 30, other intraday intervals (to 1h) at most 60 days. */
                 interval?: components["schemas"]["HistoryInterval"];
                 /** @description A period ending now; the default (1mo) when neither `range` nor `start` is given. Not together with `start`/`end`. */
                 range?: components["schemas"]["HistoryRange"];
@@ -2383,8 +2405,10 @@ export interface operations {
                 start?: components["schemas"]["DateOrDateTime"];
                 /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
                 end?: components["schemas"]["DateOrDateTime"];
-                /** @description The answer's format; `csv` is the same candles as CSV. Without it, `Accept text/csv` chooses CSV and anything else JSON. */
-                format?: "json" | "csv";
+                /** @description The basis of open, high, low and close. `splits` (default) adjusts for splits as Yahoo and Polygon do; `none` gives the prices as traded; `all` also takes dividends out (scaled by adj_close / close). */
+                adjust?: "none" | "splits" | "all";
+                /** @description The answer's format; `csv` and `arrow` (an Apache Arrow IPC stream) carry the same candles, and up to 200,000 of them where JSON carries 5,000. Without it, `Accept` chooses (`text/csv`, `application/vnd.apache.arrow.stream`), JSON otherwise. */
+                format?: "json" | "csv" | "arrow";
             };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
@@ -2406,13 +2430,16 @@ export interface operations {
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    /** @description `Accept`: the same URL answers JSON or CSV by the `Accept` header. */
+                    /** @description On an export too large to be cached whole, the parts of the window the upstream could not give, as comma-separated ISO 8601 intervals (`start/end`). */
+                    "X-History-Missing"?: string;
+                    /** @description `Accept`: the same URL answers JSON, CSV or Arrow by the `Accept` header. */
                     Vary?: "Accept";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryResponse"];
                     "text/csv": string;
+                    "application/vnd.apache.arrow.stream": string;
                 };
             };
             304: components["responses"]["NotModified"];

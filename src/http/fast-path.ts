@@ -15,15 +15,18 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 // The module's own binding: the global `performance` is a getter looked up on every use.
 import { performance } from 'node:perf_hooks';
 import type { Request } from 'express';
-import QuickLRU from 'quick-lru';
 import { requestIdOf, routeOf } from './app.js';
 import { createCors } from './cors.js';
 import { toErrorResponse, writeEnvelope } from './envelope.js';
 import { representationReply } from './handlers/representation.js';
+import { LocalMemory } from '../domain/local-memory.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Metrics } from '../domain/ports.js';
 import type { RepresentationCache } from '../services/representation-cache.js';
 import type { RateLimit } from './rate-limit.js';
+
+/** `Accept` values that ask for an export format rather than JSON (history as CSV or Arrow). */
+const EXPORT_ACCEPT = /text\/csv|application\/vnd\.apache\.arrow/i;
 
 /** The contract's `maxLength` of the `If-None-Match` parameter of every cached read. */
 const IF_NONE_MATCH_MAX_LENGTH = 512;
@@ -49,7 +52,6 @@ interface Target {
   key: string;
   /** The operation's route template (the metrics label). */
   route: string;
-  validatedAt: number;
   /** One request was let through to Express to validate this target again. */
   revalidating?: boolean;
 }
@@ -60,7 +62,8 @@ export class FastPath {
   readonly #corsOrigins: readonly string[];
   readonly #validForMs: number;
   readonly #now: () => number;
-  readonly #targets: QuickLRU<string, Target>;
+  /** Targets validated by a full request, each kept `validForMs` from its validation. */
+  readonly #targets: LocalMemory<string, Target>;
   readonly #rateLimit: RateLimit | undefined;
   readonly #metrics: Metrics;
   readonly #hasCredentials: (req: IncomingMessage) => boolean;
@@ -71,7 +74,7 @@ export class FastPath {
     this.#corsOrigins = options.corsOrigins ?? [];
     this.#validForMs = options.validForMs ?? 1000;
     this.#now = options.now ?? Date.now;
-    this.#targets = new QuickLRU({ maxSize: Math.max(1, options.maxTargets ?? 10_000) });
+    this.#targets = new LocalMemory({ maxEntries: options.maxTargets ?? 10_000, maxAgeMs: this.#validForMs, now: this.#now });
     this.#rateLimit = options.rateLimit;
     this.#metrics = options.metrics ?? NO_METRICS;
     this.#hasCredentials = options.hasCredentials;
@@ -83,7 +86,7 @@ export class FastPath {
    */
   readonly remember = (req: Request, key: string): void => {
     if (req.principal !== undefined || this.#hasCredentials(req)) return;
-    this.#targets.set(req.originalUrl, { key, route: routeOf(req), validatedAt: this.#now() });
+    this.#targets.set(req.originalUrl, { key, route: routeOf(req) });
   };
 
   /** Wraps the Express app: qualifying requests are answered here, all others are handed to `app`. */
@@ -131,10 +134,11 @@ export class FastPath {
 
   #answerable(req: IncomingMessage) {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url === undefined || this.#hasCredentials(req)) return undefined;
-    const target = this.#targets.get(req.url);
-    if (target === undefined) return undefined;
-    const age = this.#now() - target.validatedAt;
-    if (age >= this.#validForMs) return undefined;
+    const now = this.#now();
+    const entry = this.#targets.entry(req.url, now);
+    if (entry === undefined) return undefined;
+    const target = entry.value;
+    const age = now - entry.storedAt;
     // Half-way through, one request goes through Express to validate the target again while the
     // others are still answered here, so under steady traffic it never lapses into a burst.
     if (age >= this.#validForMs / 2 && !target.revalidating) {
@@ -143,8 +147,9 @@ export class FastPath {
     }
     const inm = req.headers['if-none-match'];
     if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
-    // Every remembered target answers JSON; history may be asked for as CSV by `Accept` alone.
-    if (req.headers.accept?.includes('text/csv')) return undefined;
+    // Every remembered target answers JSON; history may be asked for as CSV or Arrow by `Accept` alone.
+    const accept = req.headers.accept;
+    if (accept !== undefined && EXPORT_ACCEPT.test(accept)) return undefined;
     const rep = this.#engine.serveFresh(target.key);
     return rep === undefined ? undefined : { rep, route: target.route };
   }

@@ -1,5 +1,5 @@
 /**
- * Request quotas (DESIGN.md section 11): every /api request but health counts against its caller's
+ * Request quotas: every /api request but health counts against its caller's
  * quota, per client address (an IPv6 address's /64) for anonymous callers and per user or API key
  * otherwise. One function, `apply`, is called by the Express app and by the fast path alike: it counts the request, adds the
  * IETF httpapi `RateLimit-Policy` and `RateLimit` headers, and rejects with `RateLimitedError` past

@@ -2,7 +2,8 @@
  * Managed API keys: issue (the secret is shown once, only its SHA-256 digest is stored), list, revoke,
  * and verify a presented key. Verification keeps a short-lived lookup cache; a revocation empties it
  * here at once and, through the Broadcast port, on every other instance; entries also die on their own
- * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer.
+ * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer,
+ * and within 100 ms while the broadcast is known to be down (the one in-process memory, `LocalMemory`).
  */
 import { parseInstant } from '../domain/instant.js';
 import { hash, randomBytes, randomUUID } from 'node:crypto';
@@ -11,6 +12,7 @@ import { channels } from '../domain/key-space.js';
 import type { components } from '../generated/api.js';
 import type { Logger } from '../domain/ports.js';
 import type { ActionContext, ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier, AuditLog, Broadcast, Principal } from '../domain/ports.js';
+import { LocalMemory } from '../domain/local-memory.js';
 
 /** What a managed key past its `expires_at` is told (401). */
 export const EXPIRED_KEY_MESSAGE = 'API key has expired';
@@ -81,13 +83,10 @@ export class ApiKeyService implements ApiKeyVerifier {
   readonly #cacheTtlMs: number;
   readonly #lastUsedIntervalMs: number;
   readonly #now: () => number;
-  /** digest -> the record and until when it may be trusted. */
-  readonly #cache = new Map<string, { record: ApiKeyRecord; untilMs: number }>();
+  /** digest -> the record; dropped by a revocation here or, through the broadcast, elsewhere. */
+  readonly #cache: LocalMemory<string, ApiKeyRecord>;
   /** id -> when this instance last wrote (or tried to write) `last_used_at`. */
   readonly #lastTouchedMs = new Map<string, number>();
-  /** Bumped by every revocation, so a lookup that raced one does not cache what it read. */
-  #generation = 0;
-  readonly #unsubscribe: (() => void) | undefined;
 
   constructor(options: ApiKeyServiceOptions) {
     this.#store = options.store;
@@ -97,7 +96,12 @@ export class ApiKeyService implements ApiKeyVerifier {
     this.#cacheTtlMs = Math.min(Math.max(0, options.cacheTtlMs ?? 500), MAX_CACHE_TTL_MS);
     this.#lastUsedIntervalMs = options.lastUsedIntervalMs ?? 60_000;
     this.#now = options.now ?? Date.now;
-    this.#unsubscribe = this.#broadcast?.subscribe(API_KEY_REVOKED_CHANNEL, (id) => this.#forget(id));
+    this.#cache = new LocalMemory({
+      maxEntries: CACHE_MAX_ENTRIES,
+      maxAgeMs: this.#cacheTtlMs,
+      invalidation: this.#broadcast && { broadcast: this.#broadcast, channel: API_KEY_REVOKED_CHANNEL, onMessage: (id) => this.#forget(id) },
+      now: this.#now,
+    });
   }
 
   /**
@@ -161,13 +165,12 @@ export class ApiKeyService implements ApiKeyVerifier {
     // Not shaped like ours: no database round trip for a key that cannot exist.
     if (!KEY_PATTERN.test(key)) return undefined;
     const digest = apiKeyDigest(key);
-    const nowMs = this.#now();
-    let record = this.#cached(digest, nowMs);
+    let record = this.#cache.get(digest);
     if (!record) {
-      const generation = this.#generation;
+      const version = this.#cache.version;
       record = await this.#store.findByDigest(digest);
       if (!record) return undefined;
-      if (generation === this.#generation && this.#cacheTtlMs > 0) this.#remember(digest, record, nowMs);
+      this.#cache.set(digest, record, Infinity, version);
     }
     // The caller holds the key, so saying it expired tells them nothing they could not know.
     if (record.expiresAt && record.expiresAt.getTime() <= this.#now()) throw new InvalidCredentialsError(EXPIRED_KEY_MESSAGE);
@@ -177,28 +180,12 @@ export class ApiKeyService implements ApiKeyVerifier {
 
   /** Stops listening for revocations. */
   close(): void {
-    this.#unsubscribe?.();
-    this.#cache.clear();
-  }
-
-  #cached(digest: string, nowMs: number): ApiKeyRecord | undefined {
-    const entry = this.#cache.get(digest);
-    if (!entry) return undefined;
-    if (entry.untilMs > nowMs) return entry.record;
-    this.#cache.delete(digest);
-    return undefined;
-  }
-
-  #remember(digest: string, record: ApiKeyRecord, nowMs: number): void {
-    // A Map iterates in insertion order: dropping the first entry drops the oldest.
-    if (this.#cache.size >= CACHE_MAX_ENTRIES) this.#cache.delete(this.#cache.keys().next().value as string);
-    this.#cache.set(digest, { record, untilMs: nowMs + this.#cacheTtlMs });
+    this.#cache.close();
   }
 
   #forget(id: string): void {
-    this.#generation++;
     this.#lastTouchedMs.delete(id);
-    for (const [digest, entry] of this.#cache) if (entry.record.id === id) this.#cache.delete(digest);
+    this.#cache.deleteWhere((record) => record.id === id);
   }
 
   #touch(id: string): void {

@@ -71,7 +71,7 @@ export interface StoredHistory {
   info: InstrumentInfo | undefined;
   /** Split-adjusted bars in the window, oldest first (at most `limit` when one was given). */
   candles: StoredCandle[];
-  /** Dividends and splits in the window, oldest first. */
+  /** Dividends and splits known from the window's start until now, oldest first (splits after the window set the basis of `adjust=none`). */
   actions: CorporateAction[];
   /** Parts of the window the answer lacks because the upstream could not be asked or failed, oldest first. */
   missing: TimeSpan[];
@@ -81,6 +81,8 @@ export interface StoredHistory {
   written: number;
   /** The upstream's failure when one call failed; the rest of the window is still served. */
   failure?: unknown;
+  /** The provider that answered the last window fetched by this read; absent when nothing was fetched. */
+  source?: string;
 }
 
 function splitsOf(actions: readonly CorporateAction[]): Array<Extract<CorporateAction, { kind: 'split' }>> {
@@ -135,6 +137,7 @@ export class HistoryStore {
     let unknown = false;
     let failure: unknown;
     let fetchedInfo: InstrumentInfo | undefined;
+    let source: string | undefined;
     let written = 0;
     for (const gap of gaps) {
       if (failure !== undefined || unknown) {
@@ -162,17 +165,40 @@ export class HistoryStore {
           break;
         }
         fetchedInfo = { currency: history.currency, timezone: history.timezone };
+        source = this.#provider(history);
         written += await this.#keep(symbol, interval, chunk, history, now);
       }
     }
     const [candles, actions, storedInfo] = await Promise.all([
       this.#store.getCandles(symbol, interval, window, limit),
-      this.#store.getActions(symbol, window),
+      this.#store.getActions(symbol, { startMs: window.startMs, endMs: Math.max(window.endMs, now + 1) }),
       fetchedInfo === undefined ? this.#store.getInstrument(symbol) : Promise.resolve(fetchedInfo),
     ]);
     if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
-    return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}) };
+    return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}), ...(source !== undefined ? { source } : {}) };
+  }
+
+  /** True when the store has covered all of `span` (what it holds is served even beyond the upstream's reach). */
+  async holds(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<boolean> {
+    if (span.endMs <= span.startMs) return true;
+    return subtractSpans(span, await this.#store.coverage(symbol, interval, span)).length === 0;
+  }
+
+  /** How many stored bars `span` holds. */
+  count(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<number> {
+    return this.#store.countCandles(symbol, interval, span);
+  }
+
+  /** The stored bars of `span`, oldest first, `pageSize` at a time (for exports too large to hold whole). */
+  async *pages(symbol: string, interval: HistoryInterval, span: TimeSpan, pageSize: number): AsyncGenerator<StoredCandle[]> {
+    let from = span.startMs;
+    while (from < span.endMs) {
+      const page = await this.#store.getCandles(symbol, interval, { startMs: from, endMs: span.endMs }, pageSize);
+      if (page.length > 0) yield page;
+      if (page.length < pageSize) return;
+      from = page[page.length - 1]!.timeMs + 1;
+    }
   }
 
   /** Writes what one call answered: new splits re-base older stored bars first, then bars, events and coverage. */

@@ -10,7 +10,11 @@ import type { components } from '../generated/api.js';
 import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../domain/ports.js';
 import { allMarketStatuses, marketOf, marketStatus } from '../domain/market-calendar.js';
 import { canonical, canonicalSymbol, parseSymbolList } from '../domain/symbols.js';
-import type { CachedRepresentation, CacheRead, CacheStats, Loaded, RepresentationCache } from './representation-cache.js';
+import type { CachedRepresentation, CacheRead, CacheStats, Loaded, ReadOutcome, RepresentationCache, Unknown } from './representation-cache.js';
+import { adjustCandles, type Adjustment } from '../domain/history-adjustment.js';
+import type { CorporateAction, StoredCandle, TimeSpan } from '../domain/ports.js';
+import { INTERVAL_MS, type HistoryStore, type StoredHistory } from './history-store.js';
+import type { UnknownSymbols } from './unknown-symbols.js';
 
 type IndicesResponse = components['schemas']['IndicesResponse'];
 type QuoteResponse = components['schemas']['QuoteResponse'];
@@ -20,10 +24,10 @@ type SearchResponse = components['schemas']['SearchResponse'];
 type MarketsResponse = components['schemas']['MarketsResponse'];
 type Source = components['schemas']['Source'];
 
-/** Cached stand-in for "the provider does not know this symbol": JSON bodies never start with `!`. */
-const UNKNOWN = '!unknown';
-/** Cached stand-in for "this window has more candles than one answer may carry". */
-const TOO_MANY = '!too-many:';
+/** The refusal of a history window with more candles than one answer may carry: `too-many:<count>`. */
+const TOO_MANY = 'too-many:';
+const UNKNOWN: Unknown = { outcome: 'unknown' };
+const REMEMBERED_UNKNOWN: Unknown = { outcome: 'unknown', fetched: false };
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -31,6 +35,21 @@ const DAY_MS = 24 * HOUR_MS;
 
 /** The most candles one history answer carries. */
 export const MAX_CANDLES = 5000;
+/** The most candles one export (CSV, Arrow) carries; it is written as it is read, never held whole. */
+export const MAX_EXPORT_CANDLES = 200_000;
+/** Candles read from the store at a time while an export is written. */
+const EXPORT_PAGE_CANDLES = 10_000;
+/** How long an answer missing part of its window lives, so the missing part is asked for again soon. */
+const PARTIAL_TTL_MS = 30_000;
+
+type Candle = components['schemas']['Candle'];
+
+/** A window with more candles than one JSON answer carries (an export may carry it). */
+export class TooManyCandlesError extends InvalidRequestError {
+  constructor(detail: string) {
+    super([{ path: 'query.interval', message: `the window holds ${detail} candles, more than the ${MAX_CANDLES} one answer carries: choose a larger interval or a shorter window, or format=csv or arrow (up to ${MAX_EXPORT_CANDLES})` }]);
+  }
+}
 const INTRADAY: ReadonlySet<HistoryInterval> = new Set(['1m', '5m', '15m', '30m', '1h']);
 /** Span of each named range (calendar time; `ytd` and `max` are computed). */
 const RANGE_MS: Record<Exclude<HistoryRange, 'ytd' | 'max'>, number> = {
@@ -52,6 +71,16 @@ export interface HistoryParams {
   range?: HistoryRange;
   start?: string;
   end?: string;
+  /** The basis of open/high/low/close; default `splits`. */
+  adjust?: Adjustment;
+}
+
+/** A history export: the instrument, the window's candles page by page, and what is missing. */
+export interface HistoryExport {
+  symbol: string;
+  interval: HistoryInterval;
+  candles: AsyncIterable<Candle[]>;
+  missing: TimeSpan[];
 }
 
 export interface MarketDataServiceOptions {
@@ -63,37 +92,51 @@ export interface MarketDataServiceOptions {
   quoteTtlMs: number;
   /** The longest a closed market's quote is kept waiting for the next open. Default one hour. */
   closedQuoteMaxTtlMs?: number;
-  /** Lifetime of "unknown symbol" answers. Default one hour. */
-  unknownTtlMs?: number;
+  /**
+   * The bounded memory of symbols the provider does not know (they are remembered there, for its
+   * lifetime, instead of under a key per symbol). Without it, unknown symbols are asked upstream every time.
+   */
+  unknown?: UnknownSymbols | undefined;
+  /** The history store: history is read through it (fetching only what it lacks) when given. */
+  history?: HistoryStore | undefined;
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
+  /**
+   * The `source` of an answer no provider gave just now (stored history read without a fetch), when
+   * the provider's name is not a source itself (a chain is named `polygon+yahoo`): its first provider.
+   */
+  source?: string | undefined;
 }
 
 /** Market data for the handlers, the scheduler and the stream. */
 export class MarketDataService {
   readonly #engine: RepresentationCache;
   readonly #provider: MarketDataProvider;
+  readonly #defaultSource: string | undefined;
   readonly #indices: readonly string[];
   readonly #quoteTtlMs: number;
   readonly #closedQuoteMaxTtlMs: number;
-  readonly #unknownTtlMs: number;
+  readonly #unknown: UnknownSymbols | undefined;
+  readonly #history: HistoryStore | undefined;
   readonly #now: () => number;
 
   constructor(options: MarketDataServiceOptions) {
     if (!(options.quoteTtlMs > 0)) throw new RangeError(`quoteTtlMs must be positive, got ${options.quoteTtlMs}`);
     this.#engine = options.engine;
     this.#provider = options.provider;
+    this.#defaultSource = options.source;
     this.#indices = options.indices.map(canonical);
     this.#quoteTtlMs = options.quoteTtlMs;
     this.#closedQuoteMaxTtlMs = options.closedQuoteMaxTtlMs ?? HOUR_MS;
-    this.#unknownTtlMs = options.unknownTtlMs ?? HOUR_MS;
+    this.#unknown = options.unknown;
+    this.#history = options.history;
     this.#now = options.now ?? Date.now;
   }
 
   /** The provider's name, as every response's `source`. */
   get source(): Source {
     // The port names providers with a plain string; the contract enumerates the ones we ship.
-    return this.#provider.name as Source;
+    return (this.#defaultSource ?? this.#provider.name) as Source;
   }
 
   /**
@@ -101,14 +144,16 @@ export class MarketDataService {
    * throws `DataSourceError` when none can be had.
    */
   async getIndices(): Promise<CachedRepresentation> {
-    return this.#engine.read(this.#indicesRead());
+    const rep = await this.#engine.read(this.#indicesRead());
+    if (rep.outcome !== 'found') throw new DataSourceError('No configured index is known to the provider');
+    return rep;
   }
 
   /** One quote. Throws `UnknownSymbolError` (404) or `DataSourceError` (503). */
   async getQuote(symbol: string): Promise<CachedRepresentation> {
     const canonical = canonicalSymbol(symbol, 'path.symbol');
     const rep = await this.#engine.read(this.#quoteRead(canonical));
-    if (rep.value === UNKNOWN) throw new UnknownSymbolError([canonical]);
+    if (rep.outcome !== 'found') throw new UnknownSymbolError([canonical]);
     return rep;
   }
 
@@ -119,8 +164,14 @@ export class MarketDataService {
    */
   async getQuotes(symbolList: string): Promise<CachedRepresentation> {
     const symbols = parseSymbolList(symbolList, 'query.symbols');
-    const rep = await this.#engine.read({ kind: 'quotes', params: symbols.join(','), load: () => this.#loadBatch(symbols) });
-    if (rep.value === UNKNOWN) throw new UnknownSymbolError(symbols);
+    const rep = await this.#engine.read({
+      kind: 'quotes',
+      params: symbols.join(','),
+      load: () => this.#loadBatch(symbols),
+      // A batch of symbols all remembered as unknown is answered without a round trip to the store.
+      remembered: () => (symbols.every((symbol) => this.#remembered(`quote:${symbol}`) !== undefined) ? REMEMBERED_UNKNOWN : undefined),
+    });
+    if (rep.outcome !== 'found') throw new UnknownSymbolError(symbols);
     return rep;
   }
 
@@ -130,7 +181,7 @@ export class MarketDataService {
    */
   async quoteOf(symbol: string): Promise<Quote | undefined> {
     const rep = await this.#engine.read(this.#quoteRead(symbol));
-    return rep.value === UNKNOWN ? undefined : (JSON.parse(rep.value) as QuoteResponse).data;
+    return rep.outcome === 'found' ? decodeQuote(rep).quote : undefined;
   }
 
   /**
@@ -138,38 +189,65 @@ export class MarketDataService {
    * serve, each violation naming its rule; `UnknownSymbolError`; `DataSourceError`.
    */
   async getHistory(params: HistoryParams): Promise<CachedRepresentation> {
-    const query = this.#historyQuery(params);
+    const query = await this.#historyQuery(params);
+    const adjust = params.adjust ?? 'splits';
     const window = query.range !== undefined ? query.range : `${query.startMs}-${query.endMs ?? ''}`;
     const rep = await this.#engine.read({
       kind: 'history',
-      params: `${query.symbol}:${query.interval}:${window}`,
-      load: () => this.#loadHistory(query),
+      params: `${query.symbol}:${query.interval}:${window}${adjust === 'splits' ? '' : `:${adjust}`}`,
+      load: () => this.#loadHistory(query, adjust),
+      remembered: () => this.#remembered(`history:${query.symbol}`),
     });
-    if (rep.value === UNKNOWN) throw new UnknownSymbolError([query.symbol]);
-    if (rep.value.startsWith(TOO_MANY)) {
-      throw new InvalidRequestError([
-        {
-          path: 'query.interval',
-          message: `the window holds ${rep.value.slice(TOO_MANY.length)} candles, more than the ${MAX_CANDLES} one answer carries: choose a larger interval or a shorter window`,
-        },
-      ]);
-    }
+    if (rep.outcome === 'unknown') throw new UnknownSymbolError([query.symbol]);
+    if (rep.outcome === 'refused') throw new TooManyCandlesError(rep.detail.slice(TOO_MANY.length));
     return rep;
+  }
+
+  /**
+   * The same window as an export, up to 200,000 candles read from the store page by page (for
+   * windows too large for one JSON answer). Throws as `getHistory` does, and `InvalidRequestError`
+   * past 200,000 candles.
+   */
+  async exportHistory(params: HistoryParams): Promise<HistoryExport> {
+    const history = this.#history;
+    if (history === undefined) throw new TooManyCandlesError(`over ${MAX_CANDLES}`);
+    const query = await this.#historyQuery(params);
+    const span = this.#spanOf(query);
+    const read = await history.read(query.symbol, query.interval, span, 1);
+    if (read.info === undefined) throw new UnknownSymbolError([query.symbol]);
+    const count = await history.count(query.symbol, query.interval, span);
+    if (count > MAX_EXPORT_CANDLES) {
+      throw new InvalidRequestError([{ path: 'query.interval', message: `the window holds ${count} candles, more than the ${MAX_EXPORT_CANDLES} one export carries: choose a larger interval or a shorter window` }]);
+    }
+    const adjust = params.adjust ?? 'splits';
+    const actions = read.actions;
+    const pages = history.pages(query.symbol, query.interval, span, EXPORT_PAGE_CANDLES);
+    return {
+      symbol: query.symbol,
+      interval: query.interval,
+      missing: read.missing,
+      candles: (async function* () {
+        for await (const page of pages) yield adjustCandles(page, actions, adjust).map(toCandle);
+      })(),
+    };
   }
 
   /** Instruments matching `q`, best first; an empty list when none does. */
   async search(q: string, limit = 10): Promise<CachedRepresentation> {
     const query = q.trim();
     if (query.length === 0) throw new InvalidRequestError([{ path: 'query.q', message: 'must not be blank' }]);
-    return this.#engine.read({
+    const rep = await this.#engine.read({
       kind: 'search',
       params: `${limit}:${query.toLowerCase()}`,
       load: async () => {
         const results = await this.#provider.search(query, limit);
         const body: SearchResponse = { success: true, data: results.slice(0, limit), source: this.#sourceOf(results), updated_at: this.#iso() };
-        return { value: JSON.stringify(body), ttlMs: DAY_MS };
+        return { outcome: 'found', value: JSON.stringify(body), ttlMs: DAY_MS };
       },
     });
+    // A search always finds (an empty list at worst); anything else is a foreign entry under its key.
+    if (rep.outcome !== 'found') throw new DataSourceError('The search answer could not be read');
+    return rep;
   }
 
   /** The trading calendar now, and how many seconds it stays true (until the next open or close, at most 60). */
@@ -218,14 +296,17 @@ export class MarketDataService {
     const read = this.#quoteRead(symbol);
     const rep = await this.#engine.read(read);
     if (rep.cacheStatus === 'MISS') return 'ok';
-    const moving = rep.value !== UNKNOWN && (JSON.parse(rep.value) as QuoteResponse).data.market_state !== 'closed';
+    // An unknown symbol is remembered in its own memory, with nothing to refresh.
+    if (rep.outcome !== 'found') return 'skipped';
+    const moving = decodeQuote(rep).quote.market_state !== 'closed';
     if (!moving && rep.ttlMs > horizonMs) return 'skipped';
     return this.#engine.refresh(read);
   }
 
   /** Drops every cached representation, here and on every instance; resolves to how many keys went. */
-  flush(): Promise<number> {
-    return this.#engine.flush();
+  async flush(): Promise<number> {
+    const unknown = (await this.#unknown?.flush()) ?? 0;
+    return unknown + (await this.#engine.flush());
   }
 
   stats(): CacheStats {
@@ -250,12 +331,22 @@ export class MarketDataService {
       kind: 'quote',
       params: symbol,
       load: async () => {
+        const member = `quote:${symbol}`;
+        if (await this.#unknown?.has(member)) return REMEMBERED_UNKNOWN;
         const quote = await this.#provider.getQuote(symbol);
-        if (quote === undefined) return { value: UNKNOWN, ttlMs: this.#unknownTtlMs };
+        if (quote === undefined) {
+          await this.#unknown?.remember(member);
+          return UNKNOWN;
+        }
         const body: QuoteResponse = { success: true, data: quote, source: this.#sourceOf(quote), updated_at: this.#iso() };
-        return { value: JSON.stringify(body), ttlMs: this.#quoteLifetime(quote) };
+        return { outcome: 'found', value: JSON.stringify(body), ttlMs: this.#quoteLifetime(quote) };
       },
+      remembered: () => this.#remembered(`quote:${symbol}`),
     };
+  }
+
+  #remembered(member: string): Unknown | undefined {
+    return this.#unknown?.remembered(member) === true ? REMEMBERED_UNKNOWN : undefined;
   }
 
   /**
@@ -270,31 +361,37 @@ export class MarketDataService {
     return Math.min(this.#closedQuoteMaxTtlMs, Math.max(this.#quoteTtlMs, nextOpen.getTime() - this.#now()));
   }
 
-  /** Component quotes go through the cache, so batches, single reads and the stream share one entry per symbol. */
+  /**
+   * Component quotes go through the cache, so batches, single reads and the stream share one entry
+   * per symbol. The batch body is assembled from the components' serialized quotes, as cached: no
+   * quote is parsed and serialized again.
+   */
   async #loadBatch(symbols: readonly string[]): Promise<Loaded> {
     const parts = await Promise.all(symbols.map(async (symbol) => ({ symbol, rep: await this.#engine.read(this.#quoteRead(symbol)) })));
-    const data: Quote[] = [];
+    const data: string[] = [];
+    // A batch may mix providers (each quote names its own then): the response names the first's.
+    let source: string | undefined;
     const missing: string[] = [];
     let oldest: string | undefined;
     let ttlMs = Infinity;
     let stale = false;
     for (const { symbol, rep } of parts) {
-      ttlMs = Math.min(ttlMs, rep.ttlMs);
-      stale ||= rep.cacheStatus === 'STALE';
-      if (rep.value === UNKNOWN) {
+      if (rep.outcome !== 'found') {
         missing.push(symbol);
         continue;
       }
-      const parsed = JSON.parse(rep.value) as QuoteResponse;
-      data.push(parsed.data);
-      if (oldest === undefined || parsed.updated_at < oldest) oldest = parsed.updated_at;
+      ttlMs = Math.min(ttlMs, rep.ttlMs);
+      stale ||= rep.cacheStatus === 'STALE';
+      const decoded = decodeQuote(rep);
+      data.push(decoded.json);
+      source ??= decoded.source;
+      if (oldest === undefined || decoded.updatedAt < oldest) oldest = decoded.updatedAt;
     }
     // Answered as a HIT when no part had to be fetched.
     const fetched = parts.some(({ rep }) => rep.cacheStatus !== 'HIT');
-    if (data.length === 0) return { value: UNKNOWN, ttlMs, fetched };
-    // A batch may mix providers (each quote names its own then): the response names the first's.
-    const body: QuotesResponse = { success: true, data, missing, source: data[0]?.source ?? this.source, updated_at: oldest ?? this.#iso() };
-    return { value: JSON.stringify(body), ttlMs, stale, fetched };
+    if (data.length === 0) return { outcome: 'unknown', fetched };
+    const value = `{"success":true,"data":[${data.join(',')}],"missing":${JSON.stringify(missing)},"source":${JSON.stringify(source ?? this.source)},"updated_at":${JSON.stringify(oldest ?? this.#iso())}}`;
+    return { outcome: 'found', value, ttlMs, stale, fetched };
   }
 
   /**
@@ -304,7 +401,9 @@ export class MarketDataService {
    */
   async #loadIndices(): Promise<Loaded> {
     const outcomes = await Promise.allSettled(this.#indices.map((symbol) => this.#engine.read(this.#quoteRead(symbol))));
-    const data: Quote[] = [];
+    const data: string[] = [];
+    // A batch may mix providers (each quote names its own then): the response names the first's.
+    let source: string | undefined;
     let ttlMs = this.#quoteTtlMs;
     let failure: unknown;
     let stale = false;
@@ -313,23 +412,30 @@ export class MarketDataService {
         failure ??= outcome.reason;
         continue;
       }
-      if (outcome.value.value === UNKNOWN) continue;
-      stale ||= outcome.value.cacheStatus === 'STALE';
-      ttlMs = Math.min(ttlMs, outcome.value.ttlMs);
-      data.push((JSON.parse(outcome.value.value) as QuoteResponse).data);
+      const rep: ReadOutcome = outcome.value;
+      if (rep.outcome !== 'found') continue;
+      stale ||= rep.cacheStatus === 'STALE';
+      ttlMs = Math.min(ttlMs, rep.ttlMs);
+      const decoded = decodeQuote(rep);
+      data.push(decoded.json);
+      source ??= decoded.source;
     }
     if (data.length === 0) {
       if (failure !== undefined) throw failure;
       throw new DataSourceError('No configured index is known to the provider');
     }
     if (failure !== undefined) ttlMs = Math.min(ttlMs, 5000);
-    const body: IndicesResponse = { success: true, data, source: data[0]?.source ?? this.source, updated_at: this.#iso() };
+    const value = `{"success":true,"data":[${data.join(',')}],"source":${JSON.stringify(source ?? this.source)},"updated_at":${JSON.stringify(this.#iso())}}`;
     const fetched = outcomes.some((outcome) => outcome.status === 'rejected' || outcome.value.cacheStatus !== 'HIT');
-    return { value: JSON.stringify(body), ttlMs, stale, fetched };
+    return { outcome: 'found', value, ttlMs, stale, fetched };
   }
 
-  /** Applies the defaults and the rules an upstream cannot serve; each violation names its rule. */
-  #historyQuery(params: HistoryParams): HistoryQuery {
+  /**
+   * Applies the defaults and the rules an upstream cannot serve (each violation names its rule); the
+   * rules of how far back and how wide an upstream serves intraday bars hold only where the history
+   * store does not already hold the window.
+   */
+  async #historyQuery(params: HistoryParams): Promise<HistoryQuery> {
     const symbol = canonicalSymbol(params.symbol, 'path.symbol');
     const interval = params.interval ?? '1d';
     const violations: Violation[] = [];
@@ -363,17 +469,59 @@ export class MarketDataService {
         violations.push({ path: 'query.start', message: `${interval} candles reach back ${backDays} days at most: start after ${new Date(now - backDays * DAY_MS).toISOString().slice(0, 10)}, or choose a daily interval` });
       }
     }
-    if (violations.length > 0) throw new InvalidRequestError(violations);
-    return range !== undefined ? { symbol, interval, range } : { symbol, interval, startMs: startMs as number, ...(endMs !== undefined ? { endMs } : {}) };
+    const query: HistoryQuery = range !== undefined ? { symbol, interval, range } : { symbol, interval, startMs: startMs as number, ...(endMs !== undefined ? { endMs } : {}) };
+    if (violations.length > 0 && !(await this.#history?.holds(symbol, interval, this.#spanOf(query)))) throw new InvalidRequestError(violations);
+    return query;
   }
 
-  async #loadHistory(query: HistoryQuery): Promise<Loaded> {
+  /** The window of a query as instants: a named range ends now. */
+  #spanOf(query: HistoryQuery): TimeSpan {
+    const now = this.#now();
+    if (query.range === undefined) return { startMs: query.startMs!, endMs: Math.min(query.endMs ?? now + INTERVAL_MS[query.interval], now + INTERVAL_MS[query.interval]) };
+    const spanMs = rangeSpanMs(query.range, now);
+    return { startMs: Number.isFinite(spanMs) ? now - spanMs : 0, endMs: now + INTERVAL_MS[query.interval] };
+  }
+
+  async #loadHistory(query: HistoryQuery, adjust: Adjustment): Promise<Loaded> {
+    const member = `history:${query.symbol}`;
+    if (await this.#unknown?.has(member)) return REMEMBERED_UNKNOWN;
+    if (this.#history !== undefined) return this.#loadStoredHistory(query, adjust, this.#history);
     const history: History | undefined = await this.#provider.getHistory(query);
-    if (history === undefined) return { value: UNKNOWN, ttlMs: this.#unknownTtlMs };
+    if (history === undefined) {
+      await this.#unknown?.remember(member);
+      return UNKNOWN;
+    }
     const ttlMs = this.#historyLifetime(query, history);
-    if (history.candles.length > MAX_CANDLES) return { value: `${TOO_MANY}${history.candles.length}`, ttlMs };
+    if (history.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}${history.candles.length}`, ttlMs };
     const body: HistoryResponse = { success: true, data: history, source: this.#sourceOf(history), updated_at: this.#iso() };
-    return { value: JSON.stringify(body), ttlMs };
+    return { outcome: 'found', value: JSON.stringify(body), ttlMs };
+  }
+
+  /** History read through the store: what it holds, plus what it fetched of what it lacked. */
+  async #loadStoredHistory(query: HistoryQuery, adjust: Adjustment, store: HistoryStore): Promise<Loaded> {
+    const read: StoredHistory = await store.read(query.symbol, query.interval, this.#spanOf(query), MAX_CANDLES + 1);
+    if (read.info === undefined) {
+      await this.#unknown?.remember(`history:${query.symbol}`);
+      return UNKNOWN;
+    }
+    const history: History = {
+      symbol: query.symbol,
+      currency: read.info.currency,
+      timezone: read.info.timezone,
+      interval: query.interval,
+      candles: [],
+      events: eventsOf(read.actions, this.#spanOf(query)),
+    };
+    let ttlMs = this.#historyLifetime(query, history);
+    if (read.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}over ${MAX_CANDLES}`, ttlMs };
+    history.candles = adjustCandles(read.candles, read.actions, adjust).map(toCandle);
+    if (read.missing.length > 0) {
+      history.partial = true;
+      history.missing = read.missing.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString() }));
+      ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
+    }
+    const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? this.source, updated_at: this.#iso() };
+    return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
 
   /**
@@ -390,9 +538,103 @@ export class MarketDataService {
   }
 }
 
+/** How every quote body begins: `JSON.stringify` of a `QuoteResponse` writes its fields in this order. */
+const QUOTE_BODY_HEAD = '{"success":true,"data":';
+const QUOTE_BODY_SOURCE = ',"source":';
+const QUOTE_BODY_UPDATED = ',"updated_at":';
+
+/** A cached quote body taken apart: the quote's own JSON (as cached), its time, and the object when asked for. */
+export interface DecodedQuote {
+  json: string;
+  updatedAt: string;
+  /** The response's `source`: the provider that gave the quote. */
+  source: string;
+  readonly quote: Quote;
+}
+
+/** Decoded once per cached body (the engine hands out one `body` buffer per cached value). */
+const decodedBodies = new WeakMap<Buffer, DecodedQuote>();
+/** The JSON each decoded quote object came from, so the stream sends it without serializing it again. */
+const quoteJson = new WeakMap<Quote, string>();
+
+/** The quote of a cached quote body, without serializing it again; decoded once per cached body. */
+function decodeQuote(rep: CachedRepresentation): DecodedQuote {
+  let decoded = decodedBodies.get(rep.body);
+  if (decoded !== undefined) return decoded;
+  decoded = quoteInBody(rep.value);
+  decodedBodies.set(rep.body, decoded);
+  return decoded;
+}
+
+/**
+ * The quote in a quote body (`QuoteResponse` as cached), with its JSON exactly as the body holds it;
+ * the object is parsed when first asked for.
+ */
+export function quoteInBody(value: string): DecodedQuote {
+  const source = value.lastIndexOf(QUOTE_BODY_SOURCE);
+  const updated = value.lastIndexOf(QUOTE_BODY_UPDATED);
+  let json: string;
+  let updatedAt: string;
+  let from: string;
+  if (value.startsWith(QUOTE_BODY_HEAD) && source > 0 && updated > source && value.endsWith('"}')) {
+    json = value.slice(QUOTE_BODY_HEAD.length, source);
+    updatedAt = value.slice(updated + QUOTE_BODY_UPDATED.length + 1, -2);
+    from = value.slice(source + QUOTE_BODY_SOURCE.length + 1, updated - 1);
+  } else {
+    // Not in the shape this release writes: take the slow, sure way.
+    const parsed = JSON.parse(value) as QuoteResponse;
+    json = JSON.stringify(parsed.data);
+    updatedAt = parsed.updated_at;
+    from = parsed.source;
+  }
+  let quote: Quote | undefined;
+  return {
+    json,
+    updatedAt,
+    source: from,
+    get quote() {
+      if (quote === undefined) {
+        quote = JSON.parse(json) as Quote;
+        quoteJson.set(quote, json);
+      }
+      return quote;
+    },
+  };
+}
+
+/**
+ * `JSON.stringify(quote)`, without the work when `quote` was read from a cached body (the stream's
+ * first events): the JSON it came from is sent as it was cached.
+ */
+export function serializedQuote(quote: Quote): string {
+  return quoteJson.get(quote) ?? JSON.stringify(quote);
+}
+
+/** Records that `quote` was parsed from `json`, so `serializedQuote(quote)` sends `json` as it is. */
+export function serializedAs(quote: Quote, json: string): void {
+  quoteJson.set(quote, json);
+}
+
 /** `2020-08-31` (midnight UTC) or an ISO 8601 date-time with offset -> epoch ms; `undefined` when invalid. */
 function rangeSpanMs(range: HistoryRange, now: number): number {
   if (range === 'max') return Infinity;
   if (range === 'ytd') return now - Date.UTC(new Date(now).getUTCFullYear(), 0, 1);
   return RANGE_MS[range];
+}
+
+/** A stored bar as the contract spells it. */
+function toCandle(c: StoredCandle): Candle {
+  return { time: new Date(c.timeMs).toISOString(), open: c.open, high: c.high, low: c.low, close: c.close, adj_close: c.adjClose, volume: c.volume === null ? null : Math.round(c.volume) };
+}
+
+/** The dividends and splits of `span`, as the contract spells them. */
+function eventsOf(actions: readonly CorporateAction[], span: TimeSpan): History['events'] {
+  const events: History['events'] = { dividends: [], splits: [] };
+  for (const a of actions) {
+    if (a.timeMs < span.startMs || a.timeMs >= span.endMs) continue;
+    const time = new Date(a.timeMs).toISOString();
+    if (a.kind === 'dividend') events.dividends.push({ time, amount: a.amount });
+    else events.splits.push({ time, numerator: a.numerator, denominator: a.denominator });
+  }
+  return events;
 }

@@ -21,6 +21,7 @@ import { UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../d
 import type { Logger } from '../domain/ports.js';
 import type { Broadcast, CacheStore, Quote } from '../domain/ports.js';
 import { channels, keys } from '../domain/key-space.js';
+import { quoteInBody, serializedAs, serializedQuote } from './market-data.js';
 import type { FillListener } from './representation-cache.js';
 
 /**
@@ -222,7 +223,7 @@ export class QuoteStreamHub {
       snapshot.sort((a, b) => a.version - b.version);
       for (const { symbol, quote, version } of snapshot) {
         if (!this.#known.has(symbol)) this.#known.set(symbol, { fingerprint: fingerprintOf(quote), version, quote });
-        if (version > since) this.#send(client, 'quote', JSON.stringify(quote), version);
+        if (version > since) this.#send(client, 'quote', serializedQuote(quote), version);
       }
       reserved = false;
       this.#attach(client);
@@ -341,6 +342,9 @@ export class QuoteStreamHub {
       return;
     }
     if (typeof change.s !== 'string' || typeof change.v !== 'number' || typeof change.q !== 'object' || change.q === null) return;
+    // The quote travels last in the message, as JSON ready for the wire: sent on as it came.
+    const at = message.indexOf(QUOTE_FIELD);
+    if (at > 0 && message.endsWith('}}') && message[at + QUOTE_FIELD.length] === '{') serializedAs(change.q, message.slice(at + QUOTE_FIELD.length, -1));
     void this.#reconcile(change.s, change.q, change.v);
   }
 
@@ -366,7 +370,7 @@ export class QuoteStreamHub {
     const latest = this.#known.get(symbol);
     if (latest?.fingerprint === fingerprint || (latest !== undefined && v < latest.version)) return;
     this.#known.set(symbol, { fingerprint, version: v, quote });
-    const data = JSON.stringify(quote);
+    const data = serializedQuote(quote);
     for (const client of [...(this.#bySymbol.get(symbol) ?? [])]) this.#send(client, 'quote', data, v);
   }
 
@@ -388,15 +392,15 @@ export class QuoteStreamHub {
 
   /** After a quote fill here: when it differs from the fleet's record, record and announce it. */
   async #onQuoteFill(symbol: string, value: string): Promise<void> {
-    if (value.startsWith('!')) return;
     try {
-      const quote = (JSON.parse(value) as { data: Quote }).data;
+      const { quote, json } = quoteInBody(value);
       const fingerprint = fingerprintOf(quote);
       const record = await this.#readRecord(symbol);
       if (record?.f === fingerprint) return;
-      const message: ChangeMessage = { s: symbol, v: Math.max(this.#o.now(), (record?.v ?? 0) + 1), q: quote };
-      await this.#o.store.set(this.#versionKey(symbol), JSON.stringify({ v: message.v, f: fingerprint }), VERSION_TTL_MS);
-      await this.#o.broadcast.publish(quoteEventsChannel(this.#o.provider), JSON.stringify(message));
+      const v = Math.max(this.#o.now(), (record?.v ?? 0) + 1);
+      await this.#o.store.set(this.#versionKey(symbol), JSON.stringify({ v, f: fingerprint }), VERSION_TTL_MS);
+      // A ChangeMessage whose quote is the cached JSON itself, not a copy parsed and serialized again.
+      await this.#o.broadcast.publish(quoteEventsChannel(this.#o.provider), `{"s":${JSON.stringify(symbol)},"v":${v}${QUOTE_FIELD}${json}}`);
     } catch (err) {
       this.#o.logger.warn({ err: (err as Error).message, symbol }, 'could not announce a quote change');
     }
@@ -431,6 +435,9 @@ export class QuoteStreamHub {
     }
   }
 }
+
+/** How the quote field of a ChangeMessage begins; it is the message's last field. */
+const QUOTE_FIELD = ',"q":';
 
 /** What makes a quote different for a subscriber: every field but the market time of the price. */
 function fingerprintOf(quote: Quote): string {

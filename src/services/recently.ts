@@ -5,21 +5,13 @@
  * such as the user count an administrator reads right after creating a user.)
  */
 
+import { LocalMemory } from '../domain/local-memory.js';
+
 /**
  * Wraps `probe` so that calls within `maxAgeMs` of the last answer (or while one is being computed)
  * get that answer instead of a new call. A failure is never kept: the next call asks again.
  */
 export function recently<T>(probe: () => Promise<T>, maxAgeMs: number, now: () => number = Date.now): () => Promise<T> {
-  let last: { at: number; value: Promise<T> } | undefined;
-  return () => {
-    const at = now();
-    if (last !== undefined && at - last.at < maxAgeMs) return last.value;
-    const value = probe();
-    const entry = { at, value };
-    last = entry;
-    value.catch(() => {
-      if (last === entry) last = undefined;
-    });
-    return value;
-  };
+  const memory = new LocalMemory<'answer', T>({ maxEntries: 1, maxAgeMs, now });
+  return async () => memory.load('answer', probe);
 }

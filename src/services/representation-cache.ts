@@ -5,11 +5,17 @@
  * short lock per key), computes bytes and ETag once per cached value, keeps an in-process copy of
  * recent hits, answers an expired copy for a failed upstream when stale-if-error is on, and flushes
  * everything it stores on every instance.
+ *
+ * A loader's outcome is typed: a body found, a symbol the upstream does not know (never stored here:
+ * the caller remembers those in a bounded structure of its own), a refusal of what the upstream
+ * answered (stored), or a rejection for a failed upstream. A miss waits for another instance's fill
+ * for `lockWaitMs` (500 ms) at most, and no longer once the cache changes mode (Redis lost or back):
+ * a lock left by a dead instance, or stranded by a failover, never holds a read for seconds.
  */
 import { createHash } from 'node:crypto';
-import QuickLRU from 'quick-lru';
 import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
 import { channels, keys } from '../domain/key-space.js';
+import { LocalMemory, type MemoryEntry } from '../domain/local-memory.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Broadcast, type CacheEntry, type CacheResult, type CacheStore, type Metrics } from '../domain/ports.js';
 
@@ -23,9 +29,12 @@ export type CacheKind = (typeof CACHE_KINDS)[number];
 /** The channel on which `flush()` tells every instance to drop its in-process copies. */
 export const INVALIDATE_CHANNEL = channels.invalidate;
 
-/** What a loader produced: the serialized value to cache and how long it lives. */
-export interface Loaded {
-  /** The exact string to store and send (a JSON body, or a marker the caller understands). */
+/**
+ * What a loader found: the serialized body to cache and send, and how long it lives.
+ */
+export interface Found {
+  outcome: 'found';
+  /** The exact string to store and send (a JSON body). */
   value: string;
   /** Lifetime in milliseconds (at least 1000). */
   ttlMs: number;
@@ -41,6 +50,35 @@ export interface Loaded {
   fetched?: boolean;
 }
 
+/**
+ * The upstream does not know what was asked (an unknown symbol). Never stored under the read's key:
+ * the caller keeps negative answers in its own bounded memory and hands them back through
+ * `CacheRead.remembered`, so junk asked for does not grow the store by one key each.
+ */
+export interface Unknown {
+  outcome: 'unknown';
+  /** False when the caller answered from its own memory of negative answers (counted as a hit). */
+  fetched?: boolean;
+}
+
+/**
+ * The upstream answered, but what it answered cannot be served (a history window with more candles
+ * than one answer carries). Stored like a body, so the next read does not ask the upstream again.
+ */
+export interface Refused {
+  outcome: 'refused';
+  /** What the caller needs to explain the refusal (a number, a name); a short string. */
+  detail: string;
+  ttlMs: number;
+  fetched?: boolean;
+}
+
+/**
+ * What a loader produced. A failed upstream is the fourth outcome: the loader rejects with
+ * `DataSourceError`, and the engine answers with an expired copy (stale-if-error) or passes it on.
+ */
+export type Loaded = Found | Unknown | Refused;
+
 /** One read: what it is, how to name it, and how to produce it on a miss. */
 export interface CacheRead {
   kind: CacheKind;
@@ -48,10 +86,16 @@ export interface CacheRead {
   params: string;
   /** Fetches the value upstream. Throws `DataSourceError` when the upstream fails. */
   load: () => Promise<Loaded>;
+  /**
+   * An answer the caller already holds in its own memory (a remembered unknown symbol), asked after
+   * this process's copy and before the store; `undefined` when it holds none. Must not do I/O.
+   */
+  remembered?: () => Unknown | undefined;
 }
 
 /** A ready-to-send value: the exact cached bytes and their validators. */
 export interface CachedRepresentation {
+  outcome: 'found';
   /** The full cache key, e.g. `mds:v1:quote:yahoo:AAPL`. */
   key: string;
   /** The cached string, unchanged. */
@@ -66,6 +110,22 @@ export interface CachedRepresentation {
   /** Whole seconds the entry has left (0 for STALE): the `Cache-Control` max-age. */
   maxAgeSeconds: number;
 }
+
+/** How a read ended when the upstream does not know the thing asked for. */
+export interface UnknownAnswer {
+  outcome: 'unknown';
+  cacheStatus: CacheStatusHeader;
+}
+
+/** How a read ended when the upstream's answer cannot be served. */
+export interface RefusedAnswer {
+  outcome: 'refused';
+  detail: string;
+  cacheStatus: CacheStatusHeader;
+}
+
+/** What a read answers: a representation to send, or why there is none. A failed upstream rejects. */
+export type ReadOutcome = CachedRepresentation | UnknownAnswer | RefusedAnswer;
 
 /** Reads of one kind since the process started. */
 export interface KindStats {
@@ -83,7 +143,7 @@ export interface CacheStats {
   kinds: Record<string, KindStats>;
 }
 
-/** Called after a value was fetched upstream and stored (a miss or a refresh), on this instance. */
+/** Called after a body was fetched upstream and stored (a miss or a refresh), on this instance. */
 export type FillListener = (fill: { kind: CacheKind; params: string; value: string }) => void;
 
 export interface RepresentationCacheOptions {
@@ -95,7 +155,11 @@ export interface RepresentationCacheOptions {
   staleIfErrorMs: number;
   /** Lifetime of the fill/refresh lock; longer than an upstream call may take. Default 10000. */
   lockTtlMs?: number;
-  /** How long a miss waits for another holder of the lock to fill the cache before fetching itself. Default 5000. */
+  /**
+   * How long a miss waits for another holder of the lock to fill the cache before fetching itself.
+   * Default `LOCK_WAIT_MS` (500): a holder that died with the lock, or a store that failed over, never
+   * makes a read wait a second. The wait also ends at once when the cache changes mode.
+   */
   lockWaitMs?: number;
   logger: Logger;
   /**
@@ -105,7 +169,10 @@ export interface RepresentationCacheOptions {
   localMaxAgeMs?: number;
   /** How many keys keep an in-process copy (least recently used go first). Default 10000. */
   localMaxEntries?: number;
-  /** Tells the other instances that share the store to drop their copies on `flush()`. */
+  /**
+   * Tells the other instances that share the store to drop their copies on `flush()`. While it is not
+   * live (a flush elsewhere may be missed), a copy is served only briefly before the store is asked again.
+   */
   broadcast?: Broadcast;
   /** Counts every read by kind and result (hit, miss, stale). */
   metrics?: Pick<Metrics, 'cacheRequest'> | undefined;
@@ -116,21 +183,25 @@ export interface RepresentationCacheOptions {
 /** The metrics result of each stats counter. */
 const RESULT: Record<keyof KindStats, CacheResult> = { hits: 'hit', misses: 'miss', stale: 'stale' };
 
-/** The last value seen for a key, ready to send: bytes and ETag are computed once per value. */
+/** The last body seen for a key, ready to send: bytes and ETag are computed once per value. */
 interface LocalCopy {
   value: string;
   body: Buffer;
   etag: string;
-  /** When the store last confirmed this value (ms). */
-  readAt: number;
-  /** When the entry expires in the store (ms). */
-  expiresAt: number;
-  /** A background confirmation of this copy is under way. */
-  confirming?: boolean;
 }
+
+/**
+ * How a stored string that is not a body starts (JSON bodies never start with `!`): a refusal is
+ * stored as `!<detail>`. `!unknown` is what the previous release stored for an unknown symbol; it is
+ * still read as unknown until those entries expire.
+ */
+const NOT_A_BODY = '!';
+const LEGACY_UNKNOWN = '!unknown';
 
 const POLL_FIRST_MS = 20;
 const POLL_MAX_MS = 100;
+/** The default bound of a miss waiting on another instance's fill; the read fills itself after it. */
+export const LOCK_WAIT_MS = 500;
 
 /** The keyed representation cache. One instance serves every kind of market data. */
 export class RepresentationCache {
@@ -141,14 +212,14 @@ export class RepresentationCache {
   readonly #lockWaitMs: number;
   readonly #logger: Logger;
   readonly #now: () => number;
-  readonly #localMaxAgeMs: number;
   readonly #broadcast: Broadcast | undefined;
-  readonly #local: QuickLRU<string, LocalCopy>;
-  readonly #inflight = new Map<string, Promise<CachedRepresentation>>();
+  /** This process's copies, each confirmed by the store within `localMaxAgeMs` (less while flushes may be missed). */
+  readonly #local: LocalMemory<string, LocalCopy>;
+  /** Keys whose copy a background read of the store is confirming. */
+  readonly #confirming = new Set<string>();
+  readonly #inflight = new Map<string, Promise<ReadOutcome>>();
   readonly #stats = new Map<CacheKind, KindStats>(CACHE_KINDS.map((kind) => [kind, { hits: 0, misses: 0, stale: 0 }]));
   readonly #fillListeners = new Set<FillListener>();
-  /** Bumped by every flush, so an in-flight confirmation from before it is ignored. */
-  #generation = 0;
   readonly #metrics: Pick<Metrics, 'cacheRequest'>;
 
   constructor(options: RepresentationCacheOptions) {
@@ -156,14 +227,17 @@ export class RepresentationCache {
     this.#namespace = options.namespace;
     this.#staleIfErrorMs = Math.max(0, options.staleIfErrorMs);
     this.#lockTtlMs = options.lockTtlMs ?? 10_000;
-    this.#lockWaitMs = options.lockWaitMs ?? 5_000;
+    this.#lockWaitMs = options.lockWaitMs ?? LOCK_WAIT_MS;
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
-    this.#localMaxAgeMs = Math.max(0, options.localMaxAgeMs ?? 1000);
-    this.#local = new QuickLRU({ maxSize: Math.max(1, options.localMaxEntries ?? 10_000) });
     this.#broadcast = options.broadcast;
+    this.#local = new LocalMemory({
+      maxEntries: options.localMaxEntries ?? 10_000,
+      maxAgeMs: options.localMaxAgeMs ?? 1000,
+      invalidation: options.broadcast && { broadcast: options.broadcast, channel: INVALIDATE_CHANNEL },
+      now: this.#now,
+    });
     this.#metrics = options.metrics ?? NO_METRICS;
-    this.#broadcast?.subscribe(INVALIDATE_CHANNEL, () => this.#dropCopies());
   }
 
   /** The store key of a read: `mds:v1:<kind>:<namespace>:<params>`. */
@@ -172,21 +246,26 @@ export class RepresentationCache {
   }
 
   /**
-   * The representation of `read`: from the cache when it holds one (HIT), else loaded once for all
-   * concurrent callers of this key and stored (MISS). Throws `DataSourceError` when the loader fails
-   * and nothing cached can answer (with stale-if-error, an expired copy answers as STALE).
+   * The answer to `read`: from the cache when it holds one (HIT), else loaded once for all concurrent
+   * callers of this key and stored (MISS). A representation, or why there is none (unknown, refused).
+   * Throws `DataSourceError` when the loader fails and nothing cached can answer (with
+   * stale-if-error, an expired copy answers as STALE).
    */
-  async read(read: CacheRead): Promise<CachedRepresentation> {
+  async read(read: CacheRead): Promise<ReadOutcome> {
     const key = this.keyOf(read.kind, read.params);
     const fresh = this.fresh(key);
     if (fresh !== undefined) {
       this.#count(read.kind, 'hits');
       return fresh;
     }
+    if (read.remembered?.() !== undefined) {
+      this.#count(read.kind, 'hits');
+      return { outcome: 'unknown', cacheStatus: 'HIT' };
+    }
     const entry = await this.#get(key);
     if (entry !== undefined) {
       this.#count(read.kind, 'hits');
-      return this.#represent(key, entry.value, 'HIT', entry.ttlMs);
+      return this.#answer(key, entry.value, 'HIT', entry.ttlMs);
     }
     let inflight = this.#inflight.get(key);
     if (inflight === undefined) {
@@ -207,12 +286,9 @@ export class RepresentationCache {
    * expired; never asks the store. The fast path answers from it.
    */
   fresh(key: string): CachedRepresentation | undefined {
-    const local = this.#local.get(key);
-    if (local === undefined) return undefined;
     const now = this.#now();
-    if (now - local.readAt >= this.#localMaxAgeMs || now >= local.expiresAt) return undefined;
-    const ttlMs = local.expiresAt - now;
-    return { key, value: local.value, body: local.body, etag: local.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000) };
+    const local = this.#local.entry(key, now);
+    return local === undefined ? undefined : this.#hit(key, local, now);
   }
 
   /**
@@ -222,14 +298,19 @@ export class RepresentationCache {
    * wait on the store together.
    */
   serveFresh(key: string): CachedRepresentation | undefined {
-    const rep = this.fresh(key);
-    if (rep !== undefined) {
-      const local = this.#local.peek(key);
-      if (local !== undefined && !local.confirming && this.#now() - local.readAt >= this.#localMaxAgeMs / 2) this.#confirm(key, local);
-      const kind = keys.kindOf(key) as CacheKind;
-      this.#count(kind, 'hits');
-    }
-    return rep;
+    const now = this.#now();
+    const local = this.#local.entry(key, now);
+    if (local === undefined) return undefined;
+    if (now - local.storedAt >= this.#local.maxAgeMs(local) / 2 && !this.#confirming.has(key)) this.#confirm(key, local.value);
+    this.#count(keys.kindOf(key) as CacheKind, 'hits');
+    return this.#hit(key, local, now);
+  }
+
+  /** A HIT answered from this process's copy. */
+  #hit(key: string, local: MemoryEntry<LocalCopy>, now: number): CachedRepresentation {
+    const ttlMs = local.expiresAt - now;
+    const copy = local.value;
+    return { outcome: 'found', key, value: copy.value, body: copy.body, etag: copy.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000) };
   }
 
   /**
@@ -256,7 +337,7 @@ export class RepresentationCache {
    * to how many keys went.
    */
   async flush(): Promise<number> {
-    this.#dropCopies();
+    this.#local.clear();
     let removed = 0;
     for (const kind of CACHE_KINDS) {
       removed += await this.#cache.deleteByPrefix(keys.representationsOf(kind));
@@ -266,7 +347,7 @@ export class RepresentationCache {
     return removed;
   }
 
-  /** Calls `listener` after every value this instance loads and stores; returns a function that stops it. */
+  /** Calls `listener` after every body this instance loads and stores; returns a function that stops it. */
   onFill(listener: FillListener): () => void {
     this.#fillListeners.add(listener);
     return () => this.#fillListeners.delete(listener);
@@ -286,25 +367,19 @@ export class RepresentationCache {
     return { mode: status.mode, connected: status.connected, hits, misses, kinds };
   }
 
-  /** Drops every in-process copy; a confirmation started before it cannot bring one back. */
-  #dropCopies(): void {
-    this.#local.clear();
-    this.#generation += 1;
-  }
-
   /** Reads `key` from the store in the background: a hit renews the copy, a miss drops it. */
-  #confirm(key: string, local: LocalCopy): void {
-    local.confirming = true;
-    const generation = this.#generation;
+  #confirm(key: string, copy: LocalCopy): void {
+    this.#confirming.add(key);
+    const version = this.#local.version;
     this.#get(key).then(
       (entry) => {
-        local.confirming = false;
-        if (generation !== this.#generation || this.#local.peek(key) !== local) return;
+        this.#confirming.delete(key);
+        if (version !== this.#local.version || this.#local.peek(key)?.value !== copy) return;
         if (entry === undefined) this.#local.delete(key);
-        else this.#represent(key, entry.value, 'HIT', entry.ttlMs);
+        else this.#answer(key, entry.value, 'HIT', entry.ttlMs);
       },
       () => {
-        local.confirming = false;
+        this.#confirming.delete(key);
       },
     );
   }
@@ -315,26 +390,26 @@ export class RepresentationCache {
     this.#metrics.cacheRequest(kind, RESULT[result]);
   }
 
-  async #fill(read: CacheRead, key: string): Promise<CachedRepresentation> {
+  async #fill(read: CacheRead, key: string): Promise<ReadOutcome> {
     let token = await this.#tryLock(key);
     if (token === undefined) {
       const waited = await this.#waitForFill(key);
-      // The holder is slow or gone; answering late beats failing.
+      // The holder is slow, gone, or out of reach; answering from the upstream beats waiting on it.
       if (waited === undefined) return this.#loadOrStale(read, key);
-      if ('entry' in waited) return this.#represent(key, waited.entry.value, 'HIT', waited.entry.ttlMs);
+      if ('entry' in waited) return this.#answer(key, waited.entry.value, 'HIT', waited.entry.ttlMs);
       token = waited.token;
     }
     try {
       // A fill that finished between our miss and the lock (here or on another instance) already did the work.
       const entry = await this.#get(key);
-      if (entry !== undefined) return this.#represent(key, entry.value, 'HIT', entry.ttlMs);
+      if (entry !== undefined) return this.#answer(key, entry.value, 'HIT', entry.ttlMs);
       return await this.#loadOrStale(read, key);
     } finally {
       if (token !== null) await this.#unlock(key, token);
     }
   }
 
-  async #loadOrStale(read: CacheRead, key: string): Promise<CachedRepresentation> {
+  async #loadOrStale(read: CacheRead, key: string): Promise<ReadOutcome> {
     try {
       return await this.#loadAndStore(read, key);
     } catch (err) {
@@ -342,21 +417,25 @@ export class RepresentationCache {
       const stale = await this.#get(this.#staleKey(key));
       if (stale === undefined) throw err;
       this.#logger.warn({ key, err: err.message }, 'upstream failed: serving the stale copy');
-      return this.#represent(key, stale.value, 'STALE', 0);
+      return this.#answer(key, stale.value, 'STALE', 0);
     }
   }
 
-  async #loadAndStore(read: CacheRead, key: string): Promise<CachedRepresentation> {
-    const { value, ttlMs: lifetime, stale, fetched } = await read.load();
-    if (stale === true) {
+  async #loadAndStore(read: CacheRead, key: string): Promise<ReadOutcome> {
+    const loaded = await read.load();
+    if (loaded.outcome === 'unknown') return { outcome: 'unknown', cacheStatus: loaded.fetched === false ? 'HIT' : 'MISS' };
+    if (loaded.outcome === 'found' && loaded.stale === true) {
       // The last good copy of this very key says the same with the bytes and ETag clients already have.
       const own = this.#staleIfErrorMs > 0 ? await this.#get(this.#staleKey(key)) : undefined;
-      return this.#represent(key, own?.value ?? value, 'STALE', 0);
+      return this.#answer(key, own?.value ?? loaded.value, 'STALE', 0);
     }
-    const ttlMs = Math.max(1000, Math.round(lifetime));
+    const value = loaded.outcome === 'found' ? loaded.value : `${NOT_A_BODY}${loaded.detail}`;
+    const ttlMs = Math.max(1000, Math.round(loaded.ttlMs));
     const writes = [this.#set(key, value, ttlMs)];
     if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), value, ttlMs + this.#staleIfErrorMs));
     await Promise.all(writes);
+    const cacheStatus = loaded.fetched === false ? 'HIT' : 'MISS';
+    if (loaded.outcome === 'refused') return { outcome: 'refused', detail: loaded.detail, cacheStatus };
     for (const listener of this.#fillListeners) {
       try {
         listener({ kind: read.kind, params: read.params, value });
@@ -364,11 +443,18 @@ export class RepresentationCache {
         this.#logger.error({ err, key }, 'a cache fill listener failed');
       }
     }
-    return this.#represent(key, value, fetched === false ? 'HIT' : 'MISS', ttlMs);
+    return this.#represent(key, value, cacheStatus, ttlMs);
   }
 
   #staleKey(key: string): string {
     return keys.stale(key);
+  }
+
+  /** What a stored string says: a body to send, or a refusal or unknown answer stored in its place. */
+  #answer(key: string, stored: string, cacheStatus: CacheStatusHeader, ttlMs: number): ReadOutcome {
+    if (!stored.startsWith(NOT_A_BODY)) return this.#represent(key, stored, cacheStatus, ttlMs);
+    if (stored === LEGACY_UNKNOWN) return { outcome: 'unknown', cacheStatus };
+    return { outcome: 'refused', detail: stored.slice(NOT_A_BODY.length), cacheStatus };
   }
 
   /**
@@ -377,32 +463,33 @@ export class RepresentationCache {
    * local copy.
    */
   #represent(key: string, value: string, cacheStatus: CacheStatusHeader, ttlMs: number): CachedRepresentation {
-    const now = this.#now();
-    let local = this.#local.get(key);
-    if (local === undefined || local.value !== value) {
+    let copy = this.#local.peek(key)?.value;
+    if (copy === undefined || copy.value !== value) {
       const body = Buffer.from(value, 'utf8');
-      local = { value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, readAt: now, expiresAt: now + ttlMs };
-    } else {
-      local = { ...local, readAt: now, expiresAt: now + ttlMs, confirming: false };
+      copy = { value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"` };
     }
-    if (cacheStatus !== 'STALE') this.#local.set(key, local);
+    if (cacheStatus !== 'STALE') this.#local.set(key, copy, ttlMs);
     const left = cacheStatus === 'STALE' ? 0 : ttlMs;
-    return { key, value, body: local.body, etag: local.etag, cacheStatus, ttlMs: left, maxAgeSeconds: Math.max(0, Math.floor(left / 1000)) };
+    return { outcome: 'found', key, value, body: copy.body, etag: copy.etag, cacheStatus, ttlMs: left, maxAgeSeconds: Math.max(0, Math.floor(left / 1000)) };
   }
 
   /**
    * Polls until the lock holder has filled the cache (`entry`) or has let go of the lock without
-   * filling it (`token`: the lock is now ours, fill it); `undefined` after `lockWaitMs`.
+   * filling it (`token`: the lock is now ours, fill it); `undefined` after `lockWaitMs`, or at once
+   * when the store stops being the one the wait began on (it fell back to memory, or Redis came
+   * back): a holder on another instance can then neither be seen filling nor be relied on to.
    */
   async #waitForFill(key: string): Promise<{ entry: CacheEntry } | { token: string | null } | undefined> {
     const deadline = Date.now() + this.#lockWaitMs;
+    const mode = this.#mode();
     let delay = POLL_FIRST_MS;
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline && this.#mode() === mode) {
       await new Promise((resolve) => setTimeout(resolve, Math.min(delay, Math.max(1, deadline - Date.now()))));
       const entry = await this.#get(key);
       if (entry !== undefined) return { entry };
+      if (this.#mode() !== mode || Date.now() >= deadline) break;
       // A holder whose upstream call failed releases the lock without filling: waiting out lockWaitMs
-      // would only delay this caller's answer (a 503 five seconds late).
+      // would only delay this caller's answer.
       const token = await this.#tryLock(key);
       if (token !== undefined) return { token };
       delay = Math.min(delay * 2, POLL_MAX_MS);
@@ -410,6 +497,15 @@ export class RepresentationCache {
     return undefined;
   }
 
+  /** Which store answers now (Redis or memory); `redis` for a store that does not say. */
+  #mode(): 'redis' | 'memory' {
+    return this.#cache.status?.().mode ?? 'redis';
+  }
+
+  /**
+   * The fill lock of `key`. In a cluster it may live on another node than the value (no command names
+   * both); a lock stranded there by a failover holds a read for `lockWaitMs` at most.
+   */
   #lockKey(key: string): string {
     return keys.fillLock(key);
   }

@@ -54,6 +54,8 @@ function candleStoreContract(name: string, makeFixture: () => Promise<Fixture>):
       const middle = await store.getCandles('AAPL', '1d', { startMs: T0 + DAY_MS, endMs: T0 + 3 * DAY_MS });
       expect(middle.map((c) => c.timeMs)).toEqual([T0 + DAY_MS, T0 + 2 * DAY_MS]);
       expect(await store.getCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 5 * DAY_MS }, 2)).toEqual([bar(0), bar(1)]);
+      expect(await store.countCandles('AAPL', '1d', { startMs: T0 + DAY_MS, endMs: T0 + 3 * DAY_MS })).toBe(2);
+      expect(await store.countCandles('AAPL', '1wk', { startMs: T0, endMs: T0 + 5 * DAY_MS })).toBe(0);
     });
 
     it('putCandles: when a bar is written again, then it replaces the stored one (same identity, no duplicate)', async () => {

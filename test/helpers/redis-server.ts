@@ -250,6 +250,8 @@ export interface SentinelGroup {
   master(): Promise<string>;
   /** `SENTINEL FAILOVER <name>`; resolves to the new master's `host:port` as soon as the sentinel reports it. */
   failover(): Promise<string>;
+  /** The data server that is master now, as the first sentinel reports it. */
+  masterProcess(): Promise<RedisProcess>;
   stop(): Promise<void>;
 }
 
@@ -267,9 +269,12 @@ async function sentinelCall(port: number, ...args: string[]): Promise<unknown> {
 /**
  * Starts a master, a replica of it and three sentinels (quorum 2, down-after 1 s) and resolves once
  * every sentinel knows the replica and the other sentinels, so a failover can be forced at once.
+ * `failoverTimeoutMs` (default 10 s) also sets how long sentinels wait before a new election when
+ * one failed (twice it): tests that kill masters over and over keep it short.
  */
-export async function startSentinelGroup(opts: { name?: string } = {}): Promise<SentinelGroup> {
+export async function startSentinelGroup(opts: { name?: string; failoverTimeoutMs?: number } = {}): Promise<SentinelGroup> {
   const name = opts.name ?? 'mymaster';
+  const failoverTimeoutMs = opts.failoverTimeoutMs ?? 10_000;
   const dir = mkdtempSync(join(tmpdir(), 'mds-sentinel-'));
   const started: RedisProcess[] = [];
   try {
@@ -288,7 +293,7 @@ export async function startSentinelGroup(opts: { name?: string } = {}): Promise<
             [
               `sentinel monitor ${name} ${HOST} ${master.port} 2`,
               `sentinel down-after-milliseconds ${name} 1000`,
-              `sentinel failover-timeout ${name} 10000`,
+              `sentinel failover-timeout ${name} ${failoverTimeoutMs}`,
               `sentinel parallel-syncs ${name} 1`,
               '',
             ].join('\n'),
@@ -331,6 +336,12 @@ export async function startSentinelGroup(opts: { name?: string } = {}): Promise<
       sentinels,
       sentinelList: sentinels.map((s) => `${HOST}:${s.port}`).join(','),
       master: () => master0(sentinels[0]!.port),
+      async masterProcess() {
+        const now = await master0(sentinels[0]!.port);
+        const found = [master, replica].find((s) => `${HOST}:${s.port}` === now);
+        if (!found) throw new Error(`the sentinels name ${now}, which is neither server of the group`);
+        return found;
+      },
       async failover() {
         const before = await master0(sentinels[0]!.port);
         await sentinelCall(sentinels[0]!.port, 'FAILOVER', name);
@@ -380,11 +391,13 @@ export async function clusterStateOk(port: number): Promise<boolean> {
 
 /**
  * Starts `masters` (default 3) cluster-enabled redis-servers, each with its own cluster config file in
- * a temporary directory, joins them with `redis-cli --cluster create`, and resolves once every node
- * reports `cluster_state:ok`.
+ * a temporary directory, plus `replicas` (default 0) per master, joins them with `redis-cli --cluster
+ * create`, and resolves once every node reports `cluster_state:ok`. With replicas, a master that dies
+ * is replaced by its replica after the node timeout (1 s).
  */
-export async function startRedisCluster(opts: { masters?: number } = {}): Promise<RedisClusterProcesses> {
-  const count = opts.masters ?? 3;
+export async function startRedisCluster(opts: { masters?: number; replicas?: number } = {}): Promise<RedisClusterProcesses> {
+  const replicas = opts.replicas ?? 0;
+  const count = (opts.masters ?? 3) * (1 + replicas);
   const dir = mkdtempSync(join(tmpdir(), 'mds-cluster-'));
   const nodes: RedisProcess[] = [];
   const stopAll = async () => {
@@ -404,7 +417,7 @@ export async function startRedisCluster(opts: { masters?: number } = {}): Promis
     }
     const addresses = nodes.map((n) => `${HOST}:${n.port}`);
     const cli = join(dirname(findRedisServer()), 'redis-cli');
-    await promisify(execFile)(cli, ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+    await promisify(execFile)(cli, ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 30_000 });
     await waitFor(async () => (await Promise.all(nodes.map((n) => clusterStateOk(n.port)))).every(Boolean), {
       timeoutMs: 30_000,
       intervalMs: 100,

@@ -182,7 +182,7 @@ describe('managed API keys over HTTP', () => {
     expect(Date.now()).toBeGreaterThanOrEqual(new Date(key.expires_at ?? 0).getTime());
     const refused = await adminStatus(a, key.key);
     expect(refused.status).toBe(401);
-    // Expired, not unknown: the caller is told which (DESIGN 4), as for an expired token.
+    // Expired, not unknown: a refusal says which, as for an expired token.
     expect(await refused.json()).toEqual({ success: false, error: 'API key has expired', code: 401, detail: 'API key has expired' });
   });
 

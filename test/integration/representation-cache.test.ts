@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { createCache } from '../../src/infra/cache/index.js';
 import type { ResilientCache } from '../../src/infra/cache/resilient-cache.js';
 import { createLogger } from '../../src/infra/logger.js';
-import { RepresentationCache, type CacheRead, type RepresentationCacheOptions } from '../../src/services/representation-cache.js';
+import { RepresentationCache, type CachedRepresentation, type CacheRead, type RepresentationCacheOptions } from '../../src/services/representation-cache.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -42,7 +42,7 @@ class ControlledLoader {
         this.calls++;
         if (this.#gate) await this.#gate;
         if (this.failure) throw this.failure;
-        return { value: this.value, ttlMs: this.ttlMs };
+        return { outcome: 'found' as const, value: this.value, ttlMs: this.ttlMs };
       },
     };
   }
@@ -59,8 +59,17 @@ async function newCache(): Promise<ResilientCache> {
   return cache;
 }
 
+/** The engine with reads narrowed to representations: this suite's loader always finds one. */
+class FoundEngine extends RepresentationCache {
+  override async read(read: CacheRead): Promise<CachedRepresentation> {
+    const outcome = await super.read(read);
+    if (outcome.outcome !== 'found') throw new Error(`expected a representation, got ${outcome.outcome}`);
+    return outcome;
+  }
+}
+
 function engine(cache: ResilientCache, extra: Partial<RepresentationCacheOptions> = {}) {
-  return new RepresentationCache({ cache, namespace: 'simulated', staleIfErrorMs: 0, logger, ...extra });
+  return new FoundEngine({ cache, namespace: 'simulated', staleIfErrorMs: 0, logger, ...extra });
 }
 
 let cache: ResilientCache;
@@ -351,7 +360,7 @@ describe('RepresentationCache.flush of every kind', () => {
   it('removes fresh and stale entries of every kind, and leaves locks, counters and other apps alone', async () => {
     const market = engine(cache, { staleIfErrorMs: 60_000 });
     const kinds = ['indices', 'quote', 'quotes', 'history', 'search'] as const;
-    for (const kind of kinds) await market.read({ kind, params: 'X', load: async () => ({ value: `{"${kind}":1}`, ttlMs: 60_000 }) });
+    for (const kind of kinds) await market.read({ kind, params: 'X', load: async () => ({ outcome: 'found' as const, value: `{"${kind}":1}`, ttlMs: 60_000 }) });
     await cache.set('mds:v1:throttle:login:bob', '3', 60_000);
     const lock = await cache.acquireLock('mds:v1:lock:job:refresh', 60_000);
 
@@ -369,7 +378,7 @@ describe('RepresentationCache.stats', () => {
     const market = engine(cache);
     await market.read(provider.read());
     await market.read(provider.read());
-    await market.read({ kind: 'search', params: 'apple', load: async () => ({ value: '[]', ttlMs: 60_000 }) });
+    await market.read({ kind: 'search', params: 'apple', load: async () => ({ outcome: 'found' as const, value: '[]', ttlMs: 60_000 }) });
     expect(market.serveFresh(KEY)?.cacheStatus).toBe('HIT');
 
     const stats = market.stats();

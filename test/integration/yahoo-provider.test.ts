@@ -108,7 +108,7 @@ describe('YahooMarketDataProvider.getQuote against replayed recorded responses',
       const chart = recorded(file);
       const { meta } = chart;
       const q = await quote(symbol);
-      // Every price to the recording's price hint (DESIGN 10: no float32 noise).
+      // Every price to the recording's price hint: no float32 noise.
       const hinted = (n: unknown) => roundTo(n, meta.priceHint);
       expect(q.symbol).toBe(symbol);
       expect(q.price).toBe(hinted(meta.regularMarketPrice));

@@ -30,6 +30,8 @@ describe('key space', () => {
   it('when locks, versions, quotas, throttles and upstream budgets are named, then each keeps its shape', () => {
     expect(keys.jobLock('yahoo', 'refresh-indices')).toBe('mds:v1:lock:job:yahoo:refresh-indices');
     expect(keys.quoteVersion('simulated', '^GSPC')).toBe('mds:v1:quote-version:simulated:^GSPC');
+    expect(keys.unknownSymbols('yahoo', 63)).toBe('mds:v1:unknown:yahoo:63');
+    expect(keys.unknownSymbolsOf('yahoo')).toBe('mds:v1:unknown:yahoo:');
     expect(keys.quota('ip:127.0.0.1')).toBe('mds:v1:ratelimit:ip:127.0.0.1');
     expect(keys.quota('ip:2001:db8:1:2::/64')).toBe('mds:v1:ratelimit:ip:2001:db8:1:2::/64');
     expect(keys.quota('user:admin')).toBe('mds:v1:ratelimit:user:admin');
@@ -54,6 +56,7 @@ describe('key space', () => {
       keys.fillLock('mds:v1:quote:yahoo:AAPL'),
       keys.jobLock('yahoo', 'refresh-indices'),
       keys.quoteVersion('yahoo', 'AAPL'),
+      keys.unknownSymbols('yahoo', 0),
       keys.quota('user:admin'),
       keys.throttle.user('alice'),
       keys.throttle.ip('192.0.2.1'),

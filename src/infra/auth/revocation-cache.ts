@@ -3,13 +3,16 @@
  * administrator, which password hash is current), kept in memory for a few seconds so a bearer
  * request costs no database read. Every write to a user (password change, deletion, creation) drops
  * the entry here at once and, through the Broadcast port, on every other instance; the short lifetime
- * bounds how long a lost message (Redis away, a change made by the CLI in another process) can matter.
+ * bounds how long a lost message (a change made by the CLI in another process) can matter. While the
+ * broadcast is not live (Redis away: messages from other instances may be lost) a user is trusted for
+ * `UNCONFIRMED_MAX_AGE_MS` at most, and everything is dropped when it is live again (the one
+ * in-process memory, `LocalMemory`, does both).
  *
  * The number of users (the admin status reports it on every call) is kept the same way: dropped by
  * every write, here and on every instance, and read again after at most `ttlMs`. Checks that decide a
  * write (the last administrator cannot be deleted) ask the store itself, never this memory.
  */
-import QuickLRU from 'quick-lru';
+import { LocalMemory } from '../../domain/local-memory.js';
 import type { Broadcast, User, UserStore } from '../../domain/ports.js';
 import { channels } from '../../domain/key-space.js';
 
@@ -23,38 +26,40 @@ export interface RevocationCacheOptions {
   ttlMs: number;
   /** Most users kept (quick-lru may hold up to twice this briefly). Default 10,000. */
   maxEntries?: number;
-  /** Tells the other instances; without it, invalidation is local and other instances wait out `ttlMs`. */
+  /**
+   * Tells the other instances; without it, invalidation is local and other instances wait out `ttlMs`.
+   * While it is not live, a user is trusted for at most `UNCONFIRMED_MAX_AGE_MS` (a change made on an
+   * instance we cannot hear is seen by reading the store again).
+   */
   broadcast?: Broadcast;
   /** Clock in milliseconds; tests move it. Default `Date.now`. */
   now?: () => number;
-}
-
-interface Entry {
-  user: User | undefined;
-  expiresAtMs: number;
 }
 
 /** A read-through, invalidated-on-write memory of users for the revocation check. */
 export class RevocationCache {
   readonly #store: UserStore;
   readonly #ttlMs: number;
-  readonly #now: () => number;
   readonly #broadcast: Broadcast | undefined;
-  readonly #entries: QuickLRU<string, Entry>;
-  readonly #inFlight = new Map<string, Promise<User | undefined>>();
-  /** Bumped by every invalidation, so a read that started before one never stores what it read. */
-  #generation = 0;
-  /** The number of users, or the read of it in flight; `undefined` after any write. */
-  #count: { value: Promise<number>; expiresAtMs: number; generation: number } | undefined;
-  readonly #unsubscribe: (() => void) | undefined;
+  readonly #users: LocalMemory<string, User | undefined>;
+  /** The number of users, under one key; dropped by any write to any user. */
+  readonly #count: LocalMemory<'count', number>;
 
   constructor(options: RevocationCacheOptions) {
     this.#store = options.store;
     this.#ttlMs = options.ttlMs;
-    this.#now = options.now ?? Date.now;
     this.#broadcast = options.broadcast;
-    this.#entries = new QuickLRU({ maxSize: options.maxEntries ?? 10_000 });
-    this.#unsubscribe = this.#broadcast?.subscribe(USER_CHANGED_CHANNEL, (username) => this.#forget(username));
+    const now = options.now;
+    const channel = USER_CHANGED_CHANNEL;
+    const invalidation = (onMessage?: (username: string) => void) =>
+      options.broadcast === undefined ? undefined : { broadcast: options.broadcast, channel, ...(onMessage ? { onMessage } : {}) };
+    this.#users = new LocalMemory({
+      maxEntries: options.maxEntries ?? 10_000,
+      maxAgeMs: this.#ttlMs,
+      invalidation: invalidation((username) => this.#users.delete(username)),
+      ...(now ? { now } : {}),
+    });
+    this.#count = new LocalMemory({ maxEntries: 1, maxAgeMs: this.#ttlMs, invalidation: invalidation(), ...(now ? { now } : {}) });
   }
 
   /**
@@ -64,24 +69,7 @@ export class RevocationCache {
    */
   lookup(username: string): User | undefined | Promise<User | undefined> {
     if (this.#ttlMs <= 0) return this.#store.findByUsername(username);
-    const entry = this.#entries.get(username);
-    if (entry && entry.expiresAtMs > this.#now()) return entry.user;
-    const pending = this.#inFlight.get(username);
-    if (pending) return pending;
-    const generation = this.#generation;
-    const read = this.#store.findByUsername(username).then(
-      (user) => {
-        if (this.#inFlight.get(username) === read) this.#inFlight.delete(username);
-        if (generation === this.#generation) this.#entries.set(username, { user, expiresAtMs: this.#now() + this.#ttlMs });
-        return user;
-      },
-      (err: unknown) => {
-        if (this.#inFlight.get(username) === read) this.#inFlight.delete(username);
-        throw err;
-      },
-    );
-    this.#inFlight.set(username, read);
-    return read;
+    return this.#users.load(username, () => this.#store.findByUsername(username));
   }
 
   /**
@@ -90,21 +78,7 @@ export class RevocationCache {
    */
   count(): Promise<number> {
     if (this.#ttlMs <= 0) return this.#store.count();
-    const held = this.#count;
-    if (held !== undefined && held.generation === this.#generation && (held.expiresAtMs === 0 || held.expiresAtMs > this.#now())) return held.value;
-    const generation = this.#generation;
-    // expiresAtMs 0: still reading; the lifetime starts when the answer arrives.
-    const entry = { value: this.#store.count(), expiresAtMs: 0, generation };
-    this.#count = entry;
-    entry.value.then(
-      () => {
-        entry.expiresAtMs = this.#now() + this.#ttlMs;
-      },
-      () => {
-        if (this.#count === entry) this.#count = undefined;
-      },
-    );
-    return entry.value;
+    return Promise.resolve(this.#count.load('count', () => this.#store.count()));
   }
 
   /** Drops `username` here at once and tells every other instance (best effort; never throws). */
@@ -139,14 +113,12 @@ export class RevocationCache {
 
   /** Stops listening to other instances. */
   close(): void {
-    this.#unsubscribe?.();
-    this.#entries.clear();
+    this.#users.close();
+    this.#count.close();
   }
 
   #forget(username: string): void {
-    this.#generation += 1;
-    this.#count = undefined;
-    this.#entries.delete(username);
-    this.#inFlight.delete(username);
+    this.#users.delete(username);
+    this.#count.clear();
   }
 }

@@ -68,6 +68,8 @@ export type RedisClient = Redis | Cluster;
 
 const DEFAULTS = { commandTimeoutMs: 500, connectTimeoutMs: 1000, maxReconnectDelayMs: 1000, maxRetriesPerRequest: 0 } as const;
 const SCAN_BATCH = 500;
+const SWITCH_MASTER_CHANNEL = '+switch-master';
+const CLUSTER_SUBSCRIBER_CHECK_MS = 200;
 
 // Returns nil on a miss, else {value, pttl}: value and remaining TTL in one round trip, atomically.
 const GET_WITH_TTL_LUA = `local v = redis.call('GET', KEYS[1])
@@ -112,8 +114,12 @@ export function failFastRedisOptions(options: RedisCacheStoreOptions): RedisOpti
     sentinelPassword: options.sentinelPassword ? options.sentinelPassword : undefined,
     sentinelRetryStrategy: backoff,
     sentinelCommandTimeout: commandTimeout,
-    // Reconnect as soon as a sentinel announces +switch-master, instead of when the old master drops us.
-    failoverDetector: true,
+    // ioredis's own failover detector is off: when its +switch-master arrives while a reconnect is
+    // resolving the master, the attempt fails as "Connection is closed" and the client ends for
+    // good (status 'end', no retry, no sentinel watched); and the same announcement repeated by a
+    // lagging sentinel drops a connection already on the new master. RedisCacheStore watches the
+    // sentinels itself and moves only a connection that is still on the old master.
+    failoverDetector: false,
     // A demoted master answers writes with READONLY until it closes our connection: reconnect at
     // once (through the sentinels, to the new master) rather than fail every write until then.
     reconnectOnError: (err: Error) => err.message.startsWith('READONLY'),
@@ -177,6 +183,43 @@ function formatNode(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+function streamNode(client: Redis): string | null {
+  const stream = client.stream as { remoteAddress?: string; remotePort?: number } | undefined;
+  return stream?.remoteAddress && stream.remotePort ? formatNode(stream.remoteAddress, stream.remotePort) : null;
+}
+
+/** The connection ioredis's cluster subscriber uses now (an ioredis internal; `undefined` when not found). */
+function clusterSubscriberConnection(cluster: Cluster): unknown {
+  const internal = (cluster as unknown as { subscriber?: unknown }).subscriber;
+  return typeof internal === 'object' && internal !== null && 'subscriber' in internal ? internal.subscriber : undefined;
+}
+
+/**
+ * Whether a cluster client's own subscriber connection (ioredis keeps one on some node and, when that
+ * node goes, picks another and subscribes the same channels there) is up with its channels
+ * subscribed again. Reads ioredis internals, checked for shape: when they are not as expected the
+ * answer is true, i.e. the cluster's own status alone decides, as before.
+ */
+function clusterSubscriberUp(cluster: Cluster): boolean {
+  const internal = (cluster as unknown as { subscriber?: unknown }).subscriber;
+  if (typeof internal !== 'object' || internal === null || !('subscriber' in internal)) return true;
+  // lastActiveSubscriber is set once the channels of the previous connection are subscribed again.
+  const { subscriber: instance, lastActiveSubscriber } = internal as { subscriber: { status?: unknown } | null; lastActiveSubscriber?: unknown };
+  return instance !== null && instance.status === 'ready' && lastActiveSubscriber === instance;
+}
+
+/**
+ * Clears ioredis's pending reconnect timer (a private field, checked to be a timer first) so that a
+ * reconnect started by hand is the only one: the timer would otherwise fire a second attempt later.
+ */
+function cancelReconnectTimer(client: Redis): void {
+  const internals = client as unknown as { reconnectTimeout?: NodeJS.Timeout | null };
+  if (internals.reconnectTimeout && typeof internals.reconnectTimeout === 'object') {
+    clearTimeout(internals.reconnectTimeout);
+    internals.reconnectTimeout = null;
+  }
+}
+
 function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, '\\$&');
 }
@@ -199,7 +242,18 @@ export class RedisCacheStore implements CacheStore {
   readonly #downListeners = new Set<(cause: Error | undefined) => void>();
   readonly #channelListeners = new Map<string, Set<(message: string) => void>>();
   readonly #makeSubscriber: () => RedisClient;
+  readonly #maxReconnectDelayMs: number;
+  /** Where the sentinels are and what they call the master, when this store watches them itself. */
+  readonly #sentinelWatch: { sentinels: RedisNodeAddress[]; name: string; password: string | undefined } | undefined;
+  #sentinelWatchers: Redis[] | undefined;
   #subscriber: RedisClient | undefined;
+  /** Channels whose SUBSCRIBE the current subscriber connection has confirmed; emptied when it drops. */
+  readonly #confirmedChannels = new Set<string>();
+  readonly #subscriptionListeners = new Set<() => void>();
+  readonly #revivals = new Set<NodeJS.Timeout>();
+  #clusterSubscriberWatch: NodeJS.Timeout | undefined;
+  /** How many times the subscription was lost (see `subscriptionGaps`). */
+  #subscriptionGaps = 0;
   #lastError: Error | undefined;
   #closed = false;
 
@@ -212,6 +266,8 @@ export class RedisCacheStore implements CacheStore {
       this.#configuredNode = formatNode(client.options.host ?? '127.0.0.1', client.options.port ?? 6379);
       this.#connectTimeoutMs = client.options.connectTimeout ?? DEFAULTS.connectTimeoutMs;
       this.#commandTimeoutMs = client.options.commandTimeout ?? DEFAULTS.commandTimeoutMs;
+      this.#maxReconnectDelayMs = DEFAULTS.maxReconnectDelayMs;
+      this.#sentinelWatch = undefined;
     } else {
       this.#client = createClient(source) as ScriptedClient;
       this.#ownsClient = true;
@@ -220,6 +276,15 @@ export class RedisCacheStore implements CacheStore {
       this.#configuredNode = seed ? formatNode(seed.host ?? '127.0.0.1', seed.port ?? 6379) : null;
       this.#connectTimeoutMs = source.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs;
       this.#commandTimeoutMs = source.commandTimeoutMs ?? DEFAULTS.commandTimeoutMs;
+      this.#maxReconnectDelayMs = source.maxReconnectDelayMs ?? DEFAULTS.maxReconnectDelayMs;
+      this.#sentinelWatch =
+        this.#topology === 'sentinel'
+          ? {
+              sentinels: (source.sentinels ?? []).map(({ host, port }) => ({ host, port })),
+              name: source.sentinelName ?? 'mymaster',
+              password: source.sentinelPassword ? source.sentinelPassword : undefined,
+            }
+          : undefined;
     }
     const client = this.#client;
     this.#makeSubscriber = () => {
@@ -248,6 +313,87 @@ export class RedisCacheStore implements CacheStore {
     client.on('close', () => {
       for (const listener of this.#downListeners) listener(this.#lastError);
     });
+    // 'end' without 'close' is how a failed connection attempt ends (see #reviveOnEnd).
+    client.on('end', () => {
+      for (const listener of this.#downListeners) listener(this.#lastError);
+    });
+    if (this.#ownsClient) this.#reviveOnEnd(client);
+  }
+
+  /**
+   * ioredis stops reconnecting for good ('end') when an attempt fails outside its retry strategy:
+   * a Sentinel connector interrupted while it resolves the master rejects the attempt as "Connection
+   * is closed", and the client then sits with no connection and no timer. A client this store owns
+   * is never meant to end before `close()`, so it is connected again, with the same capped backoff.
+   */
+  #reviveOnEnd(client: RedisClient): void {
+    let attempts = 0;
+    client.on('ready', () => {
+      attempts = 0;
+    });
+    client.on('end', () => {
+      if (this.#closed) return;
+      const timer = setTimeout(
+        () => {
+          this.#revivals.delete(timer);
+          if (!this.#closed && client.status === 'end') client.connect().catch(() => undefined);
+        },
+        Math.min(++attempts * 100, this.#maxReconnectDelayMs),
+      );
+      this.#revivals.add(timer);
+    });
+  }
+
+  /**
+   * Listens to +switch-master on every sentinel (one patient connection each, reconnecting forever)
+   * and moves a connection that is still on the old master. Only a connection that is up is moved:
+   * one being established resolves the master through the sentinels anyway, and interrupting it is
+   * what ends an ioredis Sentinel client.
+   */
+  #watchSentinels(): void {
+    const watch = this.#sentinelWatch;
+    if (!watch || this.#sentinelWatchers || this.#closed) return;
+    this.#sentinelWatchers = watch.sentinels.map(({ host, port }) => {
+      const sentinel = new Redis({
+        host,
+        port,
+        password: watch.password,
+        connectTimeout: this.#connectTimeoutMs,
+        retryStrategy: (attempt: number) => Math.min(attempt * 100, this.#maxReconnectDelayMs),
+        maxRetriesPerRequest: null,
+        enableReadyCheck: false,
+        autoResubscribe: false,
+      });
+      sentinel.on('error', () => undefined);
+      sentinel.on('ready', () => {
+        sentinel.subscribe(SWITCH_MASTER_CHANNEL).catch(() => undefined);
+      });
+      sentinel.on('message', (channel: string, message: string) => {
+        if (channel !== SWITCH_MASTER_CHANNEL) return;
+        // "<name> <old ip> <old port> <new ip> <new port>"
+        const [name, , , newHost, newPort] = message.split(' ');
+        if (name === watch.name && newHost && newPort) this.#followSwitch(formatNode(newHost, Number(newPort)));
+      });
+      return sentinel;
+    });
+  }
+
+  #followSwitch(master: string): void {
+    for (const client of [this.#client, this.#subscriber]) {
+      if (!client || client instanceof Cluster) continue;
+      if (client.status === 'end' || client.status === 'reconnecting') {
+        // Waiting out a backoff grown during the outage (up to the cap) would leave the command and
+        // subscriber connections to return up to a second apart: both go now, to the new master.
+        cancelReconnectTimer(client);
+        client.connect().catch(() => undefined);
+        continue;
+      }
+      if (client.status !== 'ready' && client.status !== 'connect') continue;
+      const at = streamNode(client);
+      // Dropping the socket (not disconnect()) leaves ioredis to reconnect through the sentinels as
+      // after any lost connection; a frozen old master would hold a polite close for seconds.
+      if (at !== master) client.stream?.destroy();
+    }
   }
 
   /**
@@ -275,8 +421,7 @@ export class RedisCacheStore implements CacheStore {
   node(): string | null {
     if (this.#topology !== 'sentinel') return this.#configuredNode;
     const client = this.#client as Redis;
-    const stream = client.status === 'ready' ? client.stream : undefined;
-    return stream?.remoteAddress && stream.remotePort ? formatNode(stream.remoteAddress, stream.remotePort) : null;
+    return client.status === 'ready' ? streamNode(client) : null;
   }
 
   /** The last connection or command error ioredis reported, cleared when the connection is ready. */
@@ -309,6 +454,7 @@ export class RedisCacheStore implements CacheStore {
   async connect(timeoutMs: number = this.#connectTimeoutMs): Promise<void> {
     const client = this.#client;
     if (this.#closed) throw new CacheUnavailableError('Redis store is closed');
+    this.#watchSentinels();
     if (client.status === 'ready') return;
     await new Promise<void>((resolve, reject) => {
       const cleanup = () => {
@@ -428,28 +574,102 @@ export class RedisCacheStore implements CacheStore {
       listeners = new Set();
       this.#channelListeners.set(channel, listeners);
       // Queued until connected: a subscription is no request, so waiting for Redis costs nobody.
-      this.#subscriberClient()
+      const sub = this.#subscriberClient();
+      this.#notifySubscription();
+      sub
         .subscribe(channel)
+        .then(() => this.#confirmChannels(sub, [channel]))
         .catch(() => undefined);
     }
     listeners.add(listener);
     return () => listeners.delete(listener);
   }
 
+  /**
+   * True while every channel subscribed through `subscribe` is confirmed on a subscriber connection
+   * that is up, i.e. messages other instances publish now reach this process (true when nothing is
+   * subscribed). False from the moment that connection drops until it is back and subscribed again.
+   */
+  subscriptionLive(): boolean {
+    if (this.#channelListeners.size === 0) return true;
+    const sub = this.#subscriber;
+    if (!sub || sub.status !== 'ready') return false;
+    if (sub instanceof Cluster && !clusterSubscriberUp(sub)) return false;
+    for (const channel of this.#channelListeners.keys()) if (!this.#confirmedChannels.has(channel)) return false;
+    return true;
+  }
+
+  /**
+   * How many times the subscription was lost since this store was made. A gap can be shorter than
+   * anyone looks (a cluster moves its subscriber to another node in milliseconds): a count that moved
+   * says messages may have been missed even when `subscriptionLive()` is true at every look.
+   */
+  subscriptionGaps(): number {
+    return this.#subscriptionGaps;
+  }
+
+  /** Calls `listener` whenever `subscriptionLive()` or `subscriptionGaps()` may have changed. Returns an unsubscribe function. */
+  onSubscriptionChange(listener: () => void): () => void {
+    this.#subscriptionListeners.add(listener);
+    return () => this.#subscriptionListeners.delete(listener);
+  }
+
+  #notifySubscription(): void {
+    for (const listener of this.#subscriptionListeners) listener();
+  }
+
+  #confirmChannels(sub: RedisClient, channels: readonly string[]): void {
+    // A reply that raced a drop says nothing about the connection now.
+    if (this.#closed || this.#subscriber !== sub || sub.status !== 'ready') return;
+    for (const channel of channels) this.#confirmedChannels.add(channel);
+    this.#notifySubscription();
+  }
+
   #subscriberClient(): RedisClient {
     if (!this.#subscriber) {
+      this.#watchSentinels();
       const sub = this.#makeSubscriber();
       sub.on('error', () => undefined);
       // Every channel again on every connection: what this process listens to never depends on
       // whether an earlier SUBSCRIBE got its answer (ioredis re-subscribes only confirmed channels).
       sub.on('ready', () => {
         const channels = [...this.#channelListeners.keys()];
-        if (channels.length > 0) sub.subscribe(...channels).catch(() => undefined);
+        if (channels.length > 0) {
+          sub
+            .subscribe(...channels)
+            .then(() => this.#confirmChannels(sub, channels))
+            .catch(() => undefined);
+        }
       });
+      const lost = () => {
+        this.#subscriptionGaps++;
+        this.#confirmedChannels.clear();
+        this.#notifySubscription();
+      };
+      sub.on('close', lost);
+      sub.on('end', lost);
       sub.on('message', (channel: string, message: string) => {
         for (const listener of this.#channelListeners.get(channel) ?? []) listener(message);
       });
+      this.#reviveOnEnd(sub);
       this.#subscriber = sub;
+      if (sub instanceof Cluster) {
+        // A cluster moves its subscriber connection to another node by itself, with no event of its
+        // own: look every 200 ms, so a gap in delivery is seen (and its end announced) anyway.
+        let last = this.subscriptionLive();
+        let connection = clusterSubscriberConnection(sub);
+        this.#clusterSubscriberWatch = setInterval(() => {
+          const now = this.subscriptionLive();
+          const current = clusterSubscriberConnection(sub);
+          // A new connection object means the old one ended: a gap, however short.
+          const moved = current !== connection;
+          if (moved) this.#subscriptionGaps++;
+          if (moved || now !== last) this.#notifySubscription();
+          last = now;
+          connection = current;
+        }, CLUSTER_SUBSCRIBER_CHECK_MS);
+        this.#clusterSubscriberWatch.unref();
+      }
     }
     return this.#subscriber;
   }
@@ -494,6 +714,11 @@ export class RedisCacheStore implements CacheStore {
     this.#readyListeners.clear();
     this.#downListeners.clear();
     this.#channelListeners.clear();
+    this.#subscriptionListeners.clear();
+    clearInterval(this.#clusterSubscriberWatch);
+    for (const timer of this.#revivals) clearTimeout(timer);
+    this.#revivals.clear();
+    for (const sentinel of this.#sentinelWatchers ?? []) sentinel.disconnect(false);
     this.#subscriber?.disconnect(false);
     if (!this.#ownsClient) return;
     const client = this.#client;

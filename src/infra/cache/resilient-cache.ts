@@ -51,6 +51,10 @@ export class ResilientCache implements CacheStore, Broadcast {
   /** Tells this cache's broadcasts (delivered locally already) from other instances'. */
   readonly #instanceId = randomUUID();
   #useRedis = false;
+  /** What `live()` said when last looked at, to fire the resync listeners on each return to live. */
+  #live = false;
+  /** The store's subscription gap count at the last resync: a gap too short to see still resyncs. */
+  #gapsAtResync = 0;
   // Bumped on every switch to Redis, so that a command started before a fallback and recovery cannot
   // knock the cache back into memory mode when it finally fails.
   #epoch = 0;
@@ -86,6 +90,7 @@ export class ResilientCache implements CacheStore, Broadcast {
     this.#unsubscribe.push(
       redis.onReady(() => this.#confirmRedis()),
       redis.onDown((cause) => this.#toMemory(cause)),
+      redis.onSubscriptionChange(() => this.#checkLive()),
     );
     try {
       await redis.connect(this.#startTimeoutMs);
@@ -239,14 +244,21 @@ export class ResilientCache implements CacheStore, Broadcast {
   }
 
   /**
-   * Messages from other instances arrive while the cache is in Redis mode; without Redis configured
-   * there is no other instance to hear from.
+   * Messages from other instances arrive while the cache is in Redis mode and the subscriber
+   * connection is up with every channel subscribed again; without Redis configured there is no
+   * other instance to hear from. Leans to false: a command connection down counts as not live too,
+   * since whatever this instance publishes meanwhile reaches nobody and the store is in doubt.
    */
   live(): boolean {
-    return this.#redis === undefined || this.#useRedis;
+    const redis = this.#redis;
+    return redis === undefined || (this.#useRedis && redis.subscriptionLive());
   }
 
-  /** Calls `listener` each time the cache returns to Redis after memory mode (messages may have been missed). */
+  /**
+   * Calls `listener` each time `live()` turns true: after every gap (memory mode, the subscriber
+   * connection lost) once every channel is subscribed again, and the first time at start (what was
+   * kept before then was kept without hearing anyone).
+   */
   onResync(listener: () => void): () => void {
     this.#resyncListeners.add(listener);
     return () => this.#resyncListeners.delete(listener);
@@ -289,6 +301,25 @@ export class ResilientCache implements CacheStore, Broadcast {
     this.#useRedis = false;
     this.#logger.warn({ cache: 'memory', reason: reasonOf(cause) }, 'Redis connection lost: caching in process memory until it is back');
     this.#startProbe();
+    this.#checkLive();
+  }
+
+  #checkLive(): void {
+    if (this.#closed) return;
+    const live = this.live();
+    const gaps = this.#redis?.subscriptionGaps() ?? 0;
+    const wasLive = this.#live;
+    this.#live = live;
+    if (!live || (wasLive && gaps === this.#gapsAtResync)) return;
+    this.#gapsAtResync = gaps;
+    this.#logger.debug({ cache: 'redis' }, 'Broadcast delivery is live: dropping what was kept on the strength of messages');
+    for (const listener of this.#resyncListeners) {
+      try {
+        listener();
+      } catch (err) {
+        this.#logger.error({ reason: reasonOf(err) }, 'A resync listener failed');
+      }
+    }
   }
 
   /**
@@ -311,10 +342,8 @@ export class ResilientCache implements CacheStore, Broadcast {
     this.#epoch++;
     this.#stopProbe();
     if (this.#epoch === 1) this.#logger.info({ cache: 'redis' }, 'Redis connected: caching in Redis');
-    else {
-      this.#logger.info({ cache: 'redis' }, 'Redis is back: caching in Redis again');
-      for (const listener of this.#resyncListeners) listener();
-    }
+    else this.#logger.info({ cache: 'redis' }, 'Redis is back: caching in Redis again');
+    this.#checkLive();
   }
 
   // A reconnect announces itself with 'ready'; a server that froze and thawed does not (the socket

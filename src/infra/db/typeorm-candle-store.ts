@@ -43,6 +43,7 @@ interface Dialect {
   seriesId(symbol: string, interval: HistoryInterval, create: boolean): Promise<number | undefined>;
   insertCandles(seriesId: number, candles: readonly StoredCandle[], source: Provenance): Promise<void>;
   selectCandles(seriesId: number, span: TimeSpan, limit: number | undefined): Promise<Row[]>;
+  countCandles(seriesId: number, span: TimeSpan): Promise<number>;
   deleteSeries(symbol: string, interval: HistoryInterval | undefined): Promise<number>;
   /** Replaces the coverage rows touching `span` by their union with it, atomically. */
   cover(seriesId: number, span: TimeSpan, source: Provenance): Promise<void>;
@@ -118,6 +119,9 @@ function sqliteDialect(db: Database): Dialect {
     async selectCandles(seriesId, span, limit) {
       const sql = 'SELECT t, open, high, low, close, adj_close, volume FROM candles WHERE series_id = ? AND t >= ? AND t < ? ORDER BY t';
       return (limit === undefined ? prepare(sql).all(seriesId, span.startMs, span.endMs) : prepare(`${sql} LIMIT ?`).all(seriesId, span.startMs, span.endMs, limit)) as Row[];
+    },
+    async countCandles(seriesId, span) {
+      return (prepare('SELECT count(*) AS n FROM candles WHERE series_id = ? AND t >= ? AND t < ?').get(seriesId, span.startMs, span.endMs) as { n: number }).n;
     },
     async deleteSeries(symbol, interval) {
       return deleteSeries(symbol, interval);
@@ -196,6 +200,10 @@ function postgresDialect(dataSource: DataSource): Dialect {
     async selectCandles(seriesId, span, limit) {
       const sql = `SELECT t, open, high, low, close, adj_close, volume FROM ${t('candles')} WHERE series_id = $1 AND t >= $2 AND t < $3 ORDER BY t`;
       return limit === undefined ? query<Row[]>(sql, [seriesId, span.startMs, span.endMs]) : query<Row[]>(`${sql} LIMIT $4`, [seriesId, span.startMs, span.endMs, limit]);
+    },
+    async countCandles(seriesId, span) {
+      const [row] = await query<Array<{ n: string }>>(`SELECT count(*) AS n FROM ${t('candles')} WHERE series_id = $1 AND t >= $2 AND t < $3`, [seriesId, span.startMs, span.endMs]);
+      return Number(row?.n ?? 0);
     },
     async deleteSeries(symbol, interval) {
       return dataSource.transaction(async (manager) => {
@@ -332,6 +340,13 @@ export class TypeormCandleStore implements CandleStore {
       const id = await this.#seriesId(symbol, interval, false);
       if (id === undefined) return [];
       return (await this.#dialect.selectCandles(id, span, limit)).map(toCandle);
+    });
+  }
+
+  countCandles(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<number> {
+    return this.#op(async () => {
+      const id = await this.#seriesId(symbol, interval, false);
+      return id === undefined ? 0 : this.#dialect.countCandles(id, span);
     });
   }
 
