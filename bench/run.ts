@@ -7,7 +7,8 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -588,6 +589,63 @@ async function main(): Promise<void> {
       await scenario(`indices cached (redis), ${SUBSCRIBERS} streams open`, { url: `${streamServer.url}/api/indices` }, `while ${SUBSCRIBERS} subscribers stay connected; target >= 0.4 x baseline`);
       subscribers.close();
       await stop(streamServer.child);
+    }
+
+    if (selected('failover')) {
+      focus();
+      // The first provider hangs (a socket that accepts and never answers): every read that misses the
+      // cache fails over to the second. Each read asks a window not asked before, so none is cached;
+      // after three timeouts the first provider's breaker opens and it is skipped at no cost until
+      // its next probe (every 10 s).
+      const hanging = createServer(() => undefined);
+      await new Promise<void>((done) => hanging.listen(0, '127.0.0.1', done));
+      const hangPort = (hanging.address() as AddressInfo).port;
+      const timeoutMs = 500;
+      const failover = await startServer({
+        ...env,
+        MARKET_DATA_PROVIDERS: 'yahoo,simulated',
+        YAHOO_BASE_URL: `http://127.0.0.1:${hangPort}`,
+        YAHOO_TIMEOUT_MS: String(timeoutMs),
+        REFRESH_INTERVAL_SECONDS: '0',
+        STREAM_REFRESH_SECONDS: '0',
+      });
+      children.push(failover.child);
+      const reads = Number(process.env.BENCH_FAILOVER_READS ?? 400);
+      const concurrency = 4;
+      const times: number[] = [];
+      let non2xx = 0;
+      let next = 0;
+      const startedAt = performance.now();
+      const worker = async () => {
+        while (next < reads) {
+          const i = next++;
+          // A week of daily bars: the answer itself is cheap, so the time is the failover's.
+          const startMs = Date.UTC(2020, 0, 1) + i * 86_400_000;
+          const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+          const sent = performance.now();
+          const res = await fetch(`${failover.url}/api/history/AAPL?interval=1d&start=${day(startMs)}&end=${day(startMs + 7 * 86_400_000)}`);
+          await res.arrayBuffer();
+          times.push(performance.now() - sent);
+          if (res.status !== 200) non2xx += 1;
+        }
+      };
+      await Promise.all(Array.from({ length: concurrency }, worker));
+      const elapsedS = (performance.now() - startedAt) / 1000;
+      const waited = times.filter((t) => t >= timeoutMs).length;
+      rows.push({
+        scenario: 'failover: first provider hanging (history week, cold)',
+        rps: reads / elapsedS,
+        p50Ms: percentile(times, 50),
+        p99Ms: percentile(times, 99),
+        non2xx,
+        requests: reads,
+        ratio: null,
+        note: `MARKET_DATA_PROVIDERS=yahoo,simulated with yahoo hanging (YAHOO_TIMEOUT_MS=${timeoutMs}); ${reads} uncached reads, ${concurrency} at a time; ${waited} waited out the timeout (before the breaker opened, and its probes), max ${fmt(Math.max(...times), 1)} ms`,
+      });
+      process.stderr.write(`  ${rows.at(-1)!.scenario}: p50 ${fmt(rows.at(-1)!.p50Ms, 1)} ms, p99 ${fmt(rows.at(-1)!.p99Ms, 1)} ms; ${rows.at(-1)!.note}\n`);
+      await stop(failover.child);
+      hanging.close();
+      hanging.closeAllConnections?.();
     }
 
     await stop(redisMode.child);

@@ -26,7 +26,7 @@ import { RevocationCache } from './infra/auth/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
-import { createMarketDataProvider, ResilientMarketDataProvider } from './infra/market/index.js';
+import { createProviderChain, createTestProviderLink } from './infra/market/index.js';
 import { BatchedRequestCounter } from './infra/counters/batched-request-counter.js';
 import { QuotaCounter } from './infra/counters/quota-counter.js';
 import { Scheduler } from './infra/scheduler.js';
@@ -41,6 +41,7 @@ import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
 import { MarketCalendarService } from './services/market-calendar.js';
+import { ProviderRouter } from './services/provider-router.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { UnknownSymbols } from './services/unknown-symbols.js';
@@ -206,9 +207,9 @@ export async function openHistory(config: Config, logger: Logger): Promise<{ bac
   try {
     const db = await openUserStore(config.database.url, { runMigrations: true });
     shutdown.add('database', () => db.close());
-    const provider = createMarketDataProvider(config.market, logger);
+    const provider = new ProviderRouter({ links: createProviderChain(config.market, logger), logger });
     shutdown.add('market data provider', () => provider.close());
-    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name });
+    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name });
     const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
     shutdown.add('history backfill', () => backfill.close());
     return { backfill, description: db.description, close: () => shutdown.close() };
@@ -275,10 +276,12 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger.warn({ username: adminName }, `default administrator '${adminName}' does not exist: run \`mds init\``);
   }
 
-  // The shared counters carry the fleet-wide upstream budget and 429 pause (memory while Redis is away).
-  const provider = options.provider
-    ? new ResilientMarketDataProvider(options.provider, { timeoutMs: config.market.timeoutMs, logger, metrics })
-    : createMarketDataProvider(config.market, logger, { counters, metrics });
+  // One link per provider of the chain (a chain of one for MARKET_DATA_PROVIDER); the shared counters
+  // carry each provider's fleet-wide budget, daily key counts and 429 pause (memory while Redis is away).
+  const links = options.provider
+    ? [createTestProviderLink(options.provider, { timeoutMs: config.market.timeoutMs, logger, metrics })]
+    : createProviderChain(config.market, logger, { counters, metrics });
+  const provider = new ProviderRouter({ links, logger, metrics });
   shutdown.add('market data provider', () => provider.close());
   prometheus?.watch({ breakerState: () => provider.state });
   const engine = new RepresentationCache({
@@ -291,8 +294,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     metrics,
   });
   const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: () => provider.name, ...(options.now ? { now: options.now } : {}) });
-  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now });
+  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, ...(options.now ? { now: options.now } : {}) });
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,
@@ -378,7 +381,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, calendar, status, streams, backfill, usage, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, providers: provider, calendar, status, streams, backfill, usage, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,

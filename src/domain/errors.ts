@@ -144,6 +144,31 @@ export class DataSourceError extends RetryLaterError {
   }
 }
 
+/** One provider the router asked (or skipped) and why it gave no answer (`timeout`, `429`, `breaker open`, ...); never a key. */
+export interface ProviderAttempt {
+  provider: string;
+  reason: string;
+}
+
+/**
+ * No provider of the chain could answer: each was down, throttled, paused, out of budget or refused
+ * our keys. `attempts` names each one and why, in chain order; `retryAfterSeconds` is the soonest
+ * recovery among them.
+ */
+export class ProvidersUnavailableError extends DataSourceError {
+  readonly attempts: readonly ProviderAttempt[];
+
+  constructor(attempts: readonly ProviderAttempt[], retryAfterSeconds: number, options?: { cause?: unknown }) {
+    super(`No market-data provider could answer (${describeAttempts(attempts)})`, { retryAfterSeconds, ...(options?.cause !== undefined ? { cause: options.cause } : {}) });
+    this.attempts = attempts;
+  }
+}
+
+/** `polygon: timeout, yahoo: 429`: the attempts as the 503 message names them. */
+export function describeAttempts(attempts: readonly ProviderAttempt[]): string {
+  return attempts.map((a) => `${a.provider}: ${a.reason}`).join(', ');
+}
+
 /** This instance is at capacity (or shutting down); another instance, or a later retry, can serve. */
 export class ServiceBusyError extends RetryLaterError {
   constructor(message: string, retryAfterSeconds: number) {

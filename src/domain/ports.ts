@@ -136,6 +136,11 @@ export interface MarketDataProvider {
   getHistory(query: HistoryQuery): Promise<History | undefined>;
   /** Instruments matching `query` (1 to 64 characters), best first, at most `limit` (1 to 25); `[]` for none. */
   search(query: string, limit: number): Promise<SearchResult[]>;
+  /**
+   * For a provider that routes each read among others (the provider router): the name of the provider
+   * that gave `answer` (an object or list one of the methods above resolved to); `undefined` when unknown.
+   */
+  sourceOf?(answer: object): string | undefined;
 }
 
 /** Asset classes a provider may serve. A plain ticker is `equity` (an ETF's symbol looks the same). */
@@ -224,6 +229,47 @@ export interface ProviderAdapter extends MarketDataProvider {
   express(symbol: string): ProviderSymbol | undefined;
   /** Its key pool, empty for a provider that needs no key. */
   readonly keys: ProviderKeyPool;
+}
+
+/** A provider's circuit breaker: `closed` lets calls through, `open` fails fast, `half-open` lets one probe through. */
+export type ProviderBreakerState = 'closed' | 'open' | 'half-open';
+
+/** One provider's health, known without I/O. */
+export interface ProviderHealth {
+  /** False after a failed call until the next success (true before the first call only for a local provider). */
+  healthy: boolean;
+  /** When its last call succeeded (epoch ms); `null` when none has. */
+  lastSuccessAtMs: number | null;
+  /** Why its last call failed (never a key); `null` after a success. */
+  lastError: string | null;
+}
+
+/** What one provider may still be sent, read from the shared counters. */
+export interface ProviderUsage {
+  /** When the fleet-wide pause after its 429 ends (epoch ms); 0 when none is in force. */
+  pausedUntilMs: number;
+  /** Calls made this UTC day with all its keys, fleet-wide (0 for a keyless provider). */
+  usedToday: number;
+  /** Its keys in pool order, `usedToday` counted fleet-wide. */
+  keys: ProviderKeyStatus[];
+}
+
+/**
+ * One provider of the router's chain, built by the infrastructure: the adapter (what it serves, how it
+ * spells symbols, its keys) whose calls go through its breaker, its fleet-wide budget, its concurrency
+ * cap and its 429 pause. A call held back without reaching the provider rejects with
+ * `UpstreamHeldBackError` (domain/upstream-failure.ts) at once.
+ */
+export interface ProviderLink extends ProviderAdapter {
+  /** Its fleet-wide requests per second and calls per key per UTC day (0 = no limit). */
+  readonly budget: { maxRps: number; dailyLimit: number };
+  /** The breaker's state now, without I/O. */
+  readonly breakerState: ProviderBreakerState;
+  health(): ProviderHealth;
+  /** Its pause and its keys' use, fleet-wide. Never rejects (the shared counters fall back to memory). */
+  usage(): Promise<ProviderUsage>;
+  /** Stops its timers; later calls reject. */
+  close(): void;
 }
 
 /** Who is calling: a user logged in with a token, or the service account of an API key. */
@@ -453,6 +499,13 @@ export interface Metrics {
   cacheRequest(kind: string, result: CacheResult): void;
   /** One call to the upstream provider and how long it took, in seconds. */
   upstreamRequest(outcome: UpstreamOutcome, seconds: number): void;
+  /**
+   * One read the provider router put to `provider` and how it ended: `success`, `unknown` (it does not
+   * know the symbol), or the reason it could not answer (`timeout`, `throttled`, `breaker_open`, ...).
+   */
+  upstreamCall(provider: string, outcome: string): void;
+  /** A read `from` could not answer moved on to `to` (`none` when no provider was left). */
+  failover(from: string, to: string): void;
   /** One request refused by the rate limit named `policy` (`login`, ...). */
   rateLimitRejected(policy: string): void;
   /** A stream client connected (`+1`) or went away (`-1`). */
@@ -466,6 +519,8 @@ export const NO_METRICS: Metrics = Object.freeze({
   httpRequest() {},
   cacheRequest() {},
   upstreamRequest() {},
+  upstreamCall() {},
+  failover() {},
   rateLimitRejected() {},
   streamClients() {},
   streamEvent() {},

@@ -56,3 +56,23 @@ export class UpstreamFailureError extends DataSourceError {
 export function upstreamFailureReason(err: unknown): UpstreamFailureReason | undefined {
   return err instanceof UpstreamFailureError ? err.reason : undefined;
 }
+
+/**
+ * Why a provider was not asked at all: its circuit breaker is open, it is paused after a 429 (every
+ * instance honours the pause), or its fleet-wide request budget had no room in time.
+ */
+export type UpstreamHoldReason = 'breaker_open' | 'paused' | 'budget';
+
+/**
+ * A call that never reached the provider (see `UpstreamHoldReason`). A `DataSourceError` with the
+ * time when the provider is expected to take calls again, so the router can skip it at no cost and
+ * name the soonest recovery.
+ */
+export class UpstreamHeldBackError extends DataSourceError {
+  readonly holdReason: UpstreamHoldReason;
+
+  constructor(holdReason: UpstreamHoldReason, message: string, retryAfterSeconds: number) {
+    super(message, { retryAfterSeconds });
+    this.holdReason = holdReason;
+  }
+}

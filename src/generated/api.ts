@@ -192,6 +192,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the market-data providers
+         * @description Returns each configured provider in order of preference with its capabilities, health, breaker, counts, budget and keys (last four characters only).
+         */
+        get: operations["listProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/history/backfill": {
         parameters: {
             query?: never;
@@ -639,6 +659,158 @@ export interface components {
             is_admin: boolean;
         };
         /**
+         * @description A class of instrument a provider may serve.
+         * @example equity
+         * @enum {string}
+         */
+        AssetClass: "equity" | "etf" | "index" | "fx" | "crypto";
+        /** @description What a provider serves, per capability, as asset classes. */
+        ProviderCapabilities: {
+            /** @description Asset classes whose current quote it serves. */
+            quote: components["schemas"]["AssetClass"][];
+            /** @description Per asset class, the intervals of history it serves and how far back each reaches. */
+            history: components["schemas"]["ProviderHistoryCapability"][];
+            /** @description Asset classes its search finds. */
+            search: components["schemas"]["AssetClass"][];
+            /** @description Asset classes whose history carries dividends and splits. */
+            events: components["schemas"]["AssetClass"][];
+        };
+        /** @description The history intervals a provider serves for one asset class. */
+        ProviderHistoryCapability: {
+            asset_class: components["schemas"]["AssetClass"];
+            /** @description Each interval and how many days back it reaches (null = as far as it has data). */
+            intervals: {
+                interval: components["schemas"]["HistoryInterval"];
+                /**
+                 * Format: int32
+                 * @description How many days back bars of this interval reach; null when there is no limit.
+                 * @example 30
+                 */
+                retention_days: number | null;
+            }[];
+        };
+        /** @description One key of a provider's pool, shown by its last four characters only. */
+        ProviderKey: {
+            /**
+             * @description The key's last four characters.
+             * @example x7Qa
+             */
+            last4: string;
+            /**
+             * @description active, or set aside (refused by the provider with 401/403, or its daily limit reached).
+             * @example active
+             * @enum {string}
+             */
+            state: "active" | "set_aside";
+            /**
+             * Format: int32
+             * @description Calls made with this key this UTC day, fleet-wide.
+             * @example 12
+             */
+            used_today: number;
+            /**
+             * Format: date-time
+             * @description When a key set aside for its daily limit comes back; null when active or set aside until restart.
+             * @example null
+             */
+            set_aside_until: string | null;
+        };
+        /** @description One provider of the chain and how it is doing. */
+        ProviderStatus: {
+            name: components["schemas"]["Source"];
+            /**
+             * Format: int32
+             * @description Its place in MARKET_DATA_PROVIDERS (1 = asked first).
+             * @example 1
+             */
+            position: number;
+            capabilities: components["schemas"]["ProviderCapabilities"];
+            /**
+             * @description False while its breaker is open, it is paused after a 429, or its last call failed.
+             * @example true
+             */
+            healthy: boolean;
+            /**
+             * @description The circuit breaker's state.
+             * @example closed
+             * @enum {string}
+             */
+            breaker: "closed" | "open" | "half_open";
+            /**
+             * Format: date-time
+             * @description When a pause after a 429 ends (every instance honours it); null when not paused.
+             * @example null
+             */
+            paused_until?: string | null;
+            /**
+             * Format: int64
+             * @description Calls made by this instance since start.
+             * @example 120
+             */
+            calls: number;
+            /**
+             * Format: int64
+             * @description Calls that failed (timeout, refused, 5xx, 429, 401/403, garbage) since start.
+             * @example 3
+             */
+            failures: number;
+            /**
+             * Format: int64
+             * @description Reads this provider could not answer that moved on to the next, since start.
+             * @example 2
+             */
+            failovers: number;
+            /**
+             * Format: date-time
+             * @description When a call last succeeded; null when none has.
+             * @example 2026-11-25T12:00:00.000Z
+             */
+            last_success_at: string | null;
+            /**
+             * @description Why the last failed call failed (never a key); null when none has.
+             * @example timeout after 5000 ms
+             */
+            last_error: string | null;
+            /** @description The provider's fleet-wide limits and use. */
+            budget: {
+                /**
+                 * @description Requests per second across every instance; null when unlimited.
+                 * @example 5
+                 */
+                max_rps: number | null;
+                /**
+                 * Format: int32
+                 * @description Calls per key per UTC day; null when unlimited.
+                 * @example 25
+                 */
+                daily_limit: number | null;
+                /**
+                 * Format: int32
+                 * @description Calls made this UTC day with all its keys, fleet-wide.
+                 * @example 14
+                 */
+                used_today: number;
+            };
+            /** @description Its key pool (empty for a provider that needs no key). */
+            keys: components["schemas"]["ProviderKey"][];
+        };
+        /** @description The market-data providers in order of preference. */
+        ProvidersResponse: {
+            /**
+             * @description Always true.
+             * @example true
+             */
+            success: boolean;
+            /** @description The providers, first asked first. */
+            data: components["schemas"]["ProviderStatus"][];
+            /**
+             * Format: date-time
+             * @description When this was read.
+             * @example 2026-11-25T12:00:00.000Z
+             */
+            updated_at: string;
+        };
+        /**
          * Format: uuid
          * @description The id of a backfill job (a UUID).
          * @example 7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6
@@ -959,7 +1131,7 @@ export interface components {
         /** @description The upstream provider's state. */
         DatasourceStatus: {
             /**
-             * @description The configured provider.
+             * @description The configured provider, or the chain of providers joined by `+` (`polygon+yahoo`).
              * @example simulated
              */
             provider: string;
@@ -1129,6 +1301,7 @@ export interface components {
              */
             timezone: string;
             market_state: components["schemas"]["MarketState"];
+            source?: components["schemas"]["Source"];
         };
         /** @description The latest quotes of the configured indices. */
         IndicesResponse: {
@@ -1161,11 +1334,11 @@ export interface components {
          */
         MarketState: "open" | "closed" | "pre" | "post";
         /**
-         * @description The provider the data came from; `simulated` is demo data.
+         * @description The provider the data came from; `simulated` is demo data. On a quote, present when MARKET_DATA_PROVIDERS lists more than one provider (a batch may mix them).
          * @example simulated
          * @enum {string}
          */
-        Source: "simulated" | "yahoo";
+        Source: "simulated" | "yahoo" | "polygon" | "alpha_vantage" | "tiingo" | "fmp" | "ecb";
         /** @description The latest quote of one symbol. */
         QuoteResponse: {
             /**
@@ -2086,6 +2259,32 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The providers, in order of preference. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProvidersResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -8,9 +8,11 @@ import {
   AppError,
   BusinessRuleError,
   DataSourceError,
+  describeAttempts,
   ForbiddenError,
   InvalidRequestError,
   NotAuthenticatedError,
+  ProvidersUnavailableError,
   RateLimitedError,
   ServiceBusyError,
   TooManyRequestsError,
@@ -184,7 +186,9 @@ export function toErrorResponse(err: unknown, req?: { method?: string; path?: st
       return respond(503, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
     }
     if (err instanceof DataSourceError) {
-      return respond(503, MESSAGES.dataSource, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
+      // With several providers the message names each one and why it could not answer (never a key).
+      const message = err instanceof ProvidersUnavailableError ? `${MESSAGES.dataSource} (${describeAttempts(err.attempts)})` : MESSAGES.dataSource;
+      return respond(503, message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
     }
     const status = STATUS_BY_CODE[err.code];
     if (status !== undefined) return respond(status, err.message);

@@ -62,8 +62,8 @@ export interface HistoryStoreOptions {
   store: CandleStore;
   /** Asks the upstream for one window (`startMs`/`endMs` set); `undefined` when it does not know the symbol. Throws on failure. */
   fetch: (query: HistoryQuery) => Promise<History | undefined>;
-  /** The upstream's name, recorded with what it gave. */
-  provider: () => string;
+  /** The name of the upstream that gave `answer` (a router knows it per answer), recorded with it. */
+  provider: (answer: History) => string;
   reach?: (interval: HistoryInterval) => UpstreamReach;
   now?: () => number;
 }
@@ -84,6 +84,8 @@ export interface StoredHistory {
   written: number;
   /** The upstream's failure when one call failed; the rest of the window is still served. */
   failure?: unknown;
+  /** The provider that answered the last window fetched by this read; absent when nothing was fetched. */
+  source?: string;
 }
 
 function splitsOf(actions: readonly CorporateAction[]): Array<Extract<CorporateAction, { kind: 'split' }>> {
@@ -109,7 +111,7 @@ function toStored(history: History, span: TimeSpan): { candles: StoredCandle[]; 
 export class HistoryStore {
   readonly #store: CandleStore;
   readonly #fetch: HistoryStoreOptions['fetch'];
-  readonly #provider: () => string;
+  readonly #provider: (answer: History) => string;
   readonly #reach: (interval: HistoryInterval) => UpstreamReach;
   readonly #now: () => number;
 
@@ -138,6 +140,7 @@ export class HistoryStore {
     let unknown = false;
     let failure: unknown;
     let fetchedInfo: InstrumentInfo | undefined;
+    let source: string | undefined;
     let written = 0;
     for (const gap of gaps) {
       if (failure !== undefined || unknown) {
@@ -165,6 +168,7 @@ export class HistoryStore {
           break;
         }
         fetchedInfo = { currency: history.currency, timezone: history.timezone };
+        source = this.#provider(history);
         written += await this.#keep(symbol, interval, chunk, history, now);
       }
     }
@@ -175,7 +179,7 @@ export class HistoryStore {
     ]);
     if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
-    return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}) };
+    return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}), ...(source !== undefined ? { source } : {}) };
   }
 
   /**
@@ -229,7 +233,7 @@ export class HistoryStore {
 
   /** Writes what one call answered: new splits re-base older stored bars first, then bars, events and coverage. */
   async #keep(symbol: string, interval: HistoryInterval, chunk: TimeSpan, history: History, now: number): Promise<number> {
-    const source = { provider: this.#provider(), fetchedAtMs: now };
+    const source = { provider: this.#provider(history), fetchedAtMs: now };
     const { candles, actions } = toStored(history, chunk);
     const newSplits = splitsOf(actions);
     if (newSplits.length > 0) {

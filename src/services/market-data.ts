@@ -101,12 +101,18 @@ export interface MarketDataServiceOptions {
   history?: HistoryStore | undefined;
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
+  /**
+   * The `source` of an answer no provider gave just now (stored history read without a fetch), when
+   * the provider's name is not a source itself (a chain is named `polygon+yahoo`): its first provider.
+   */
+  source?: string | undefined;
 }
 
 /** Market data for the handlers, the scheduler and the stream. */
 export class MarketDataService {
   readonly #engine: RepresentationCache;
   readonly #provider: MarketDataProvider;
+  readonly #defaultSource: string | undefined;
   readonly #indices: readonly string[];
   readonly #quoteTtlMs: number;
   readonly #closedQuoteMaxTtlMs: number;
@@ -118,6 +124,7 @@ export class MarketDataService {
     if (!(options.quoteTtlMs > 0)) throw new RangeError(`quoteTtlMs must be positive, got ${options.quoteTtlMs}`);
     this.#engine = options.engine;
     this.#provider = options.provider;
+    this.#defaultSource = options.source;
     this.#indices = options.indices.map(canonical);
     this.#quoteTtlMs = options.quoteTtlMs;
     this.#closedQuoteMaxTtlMs = options.closedQuoteMaxTtlMs ?? HOUR_MS;
@@ -129,7 +136,7 @@ export class MarketDataService {
   /** The provider's name, as every response's `source`. */
   get source(): Source {
     // The port names providers with a plain string; the contract enumerates the ones we ship.
-    return this.#provider.name as Source;
+    return (this.#defaultSource ?? this.#provider.name) as Source;
   }
 
   /**
@@ -234,7 +241,7 @@ export class MarketDataService {
       params: `${limit}:${query.toLowerCase()}`,
       load: async () => {
         const results = await this.#provider.search(query, limit);
-        const body: SearchResponse = { success: true, data: results.slice(0, limit), source: this.source, updated_at: this.#iso() };
+        const body: SearchResponse = { success: true, data: results.slice(0, limit), source: this.#sourceOf(results), updated_at: this.#iso() };
         return { outcome: 'found', value: JSON.stringify(body), ttlMs: DAY_MS };
       },
     });
@@ -306,6 +313,11 @@ export class MarketDataService {
     return this.#engine.stats();
   }
 
+  /** The provider that gave `answer` (the router knows it per answer), else the configured one. */
+  #sourceOf(answer: object): Source {
+    return (this.#provider.sourceOf?.(answer) ?? this.#provider.name) as Source;
+  }
+
   #iso(): string {
     return new Date(this.#now()).toISOString();
   }
@@ -326,7 +338,7 @@ export class MarketDataService {
           await this.#unknown?.remember(member);
           return UNKNOWN;
         }
-        const body: QuoteResponse = { success: true, data: quote, source: this.source, updated_at: this.#iso() };
+        const body: QuoteResponse = { success: true, data: quote, source: this.#sourceOf(quote), updated_at: this.#iso() };
         return { outcome: 'found', value: JSON.stringify(body), ttlMs: this.#quoteLifetime(quote) };
       },
       remembered: () => this.#remembered(`quote:${symbol}`),
@@ -357,6 +369,8 @@ export class MarketDataService {
   async #loadBatch(symbols: readonly string[]): Promise<Loaded> {
     const parts = await Promise.all(symbols.map(async (symbol) => ({ symbol, rep: await this.#engine.read(this.#quoteRead(symbol)) })));
     const data: string[] = [];
+    // A batch may mix providers (each quote names its own then): the response names the first's.
+    let source: string | undefined;
     const missing: string[] = [];
     let oldest: string | undefined;
     let ttlMs = Infinity;
@@ -370,12 +384,13 @@ export class MarketDataService {
       stale ||= rep.cacheStatus === 'STALE';
       const decoded = decodeQuote(rep);
       data.push(decoded.json);
+      source ??= decoded.source;
       if (oldest === undefined || decoded.updatedAt < oldest) oldest = decoded.updatedAt;
     }
     // Answered as a HIT when no part had to be fetched.
     const fetched = parts.some(({ rep }) => rep.cacheStatus !== 'HIT');
     if (data.length === 0) return { outcome: 'unknown', fetched };
-    const value = `{"success":true,"data":[${data.join(',')}],"missing":${JSON.stringify(missing)},"source":${JSON.stringify(this.source)},"updated_at":${JSON.stringify(oldest ?? this.#iso())}}`;
+    const value = `{"success":true,"data":[${data.join(',')}],"missing":${JSON.stringify(missing)},"source":${JSON.stringify(source ?? this.source)},"updated_at":${JSON.stringify(oldest ?? this.#iso())}}`;
     return { outcome: 'found', value, ttlMs, stale, fetched };
   }
 
@@ -387,6 +402,8 @@ export class MarketDataService {
   async #loadIndices(): Promise<Loaded> {
     const outcomes = await Promise.allSettled(this.#indices.map((symbol) => this.#engine.read(this.#quoteRead(symbol))));
     const data: string[] = [];
+    // A batch may mix providers (each quote names its own then): the response names the first's.
+    let source: string | undefined;
     let ttlMs = this.#quoteTtlMs;
     let failure: unknown;
     let stale = false;
@@ -399,14 +416,16 @@ export class MarketDataService {
       if (rep.outcome !== 'found') continue;
       stale ||= rep.cacheStatus === 'STALE';
       ttlMs = Math.min(ttlMs, rep.ttlMs);
-      data.push(decodeQuote(rep).json);
+      const decoded = decodeQuote(rep);
+      data.push(decoded.json);
+      source ??= decoded.source;
     }
     if (data.length === 0) {
       if (failure !== undefined) throw failure;
       throw new DataSourceError('No configured index is known to the provider');
     }
     if (failure !== undefined) ttlMs = Math.min(ttlMs, 5000);
-    const value = `{"success":true,"data":[${data.join(',')}],"source":${JSON.stringify(this.source)},"updated_at":${JSON.stringify(this.#iso())}}`;
+    const value = `{"success":true,"data":[${data.join(',')}],"source":${JSON.stringify(source ?? this.source)},"updated_at":${JSON.stringify(this.#iso())}}`;
     const fetched = outcomes.some((outcome) => outcome.status === 'rejected' || outcome.value.cacheStatus !== 'HIT');
     return { outcome: 'found', value, ttlMs, stale, fetched };
   }
@@ -474,7 +493,7 @@ export class MarketDataService {
     }
     const ttlMs = this.#historyLifetime(query, history);
     if (history.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}${history.candles.length}`, ttlMs };
-    const body: HistoryResponse = { success: true, data: history, source: this.source, updated_at: this.#iso() };
+    const body: HistoryResponse = { success: true, data: history, source: this.#sourceOf(history), updated_at: this.#iso() };
     return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
 
@@ -501,7 +520,7 @@ export class MarketDataService {
       history.missing = read.missing.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString() }));
       ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     }
-    const body: HistoryResponse = { success: true, data: history, source: this.source, updated_at: this.#iso() };
+    const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? this.source, updated_at: this.#iso() };
     return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
 
@@ -528,6 +547,8 @@ const QUOTE_BODY_UPDATED = ',"updated_at":';
 export interface DecodedQuote {
   json: string;
   updatedAt: string;
+  /** The response's `source`: the provider that gave the quote. */
+  source: string;
   readonly quote: Quote;
 }
 
@@ -554,19 +575,23 @@ export function quoteInBody(value: string): DecodedQuote {
   const updated = value.lastIndexOf(QUOTE_BODY_UPDATED);
   let json: string;
   let updatedAt: string;
+  let from: string;
   if (value.startsWith(QUOTE_BODY_HEAD) && source > 0 && updated > source && value.endsWith('"}')) {
     json = value.slice(QUOTE_BODY_HEAD.length, source);
     updatedAt = value.slice(updated + QUOTE_BODY_UPDATED.length + 1, -2);
+    from = value.slice(source + QUOTE_BODY_SOURCE.length + 1, updated - 1);
   } else {
     // Not in the shape this release writes: take the slow, sure way.
     const parsed = JSON.parse(value) as QuoteResponse;
     json = JSON.stringify(parsed.data);
     updatedAt = parsed.updated_at;
+    from = parsed.source;
   }
   let quote: Quote | undefined;
   return {
     json,
     updatedAt,
+    source: from,
     get quote() {
       if (quote === undefined) {
         quote = JSON.parse(json) as Quote;

@@ -9,9 +9,11 @@ import { spawnServe, type ServeProcess } from '../helpers/serve-process.js';
 
 const FMP_KEY = 'fmp-wiring-key-0001';
 
-describe('mds serve with MARKET_DATA_PROVIDERS (until the router serves the whole chain)', () => {
+describe('mds serve with MARKET_DATA_PROVIDERS', () => {
   let dir: string;
   let upstream: ReplayUpstream;
+  /** Yahoo, second in the chain, asked when FMP does not know a symbol: it does not know it either. */
+  let yahoo: ReplayUpstream;
   let serve: ServeProcess | undefined;
 
   beforeAll(async () => {
@@ -22,14 +24,19 @@ describe('mds serve with MARKET_DATA_PROVIDERS (until the router serves the whol
       routes: [{ path: '/stable/quote', query: { symbol: 'AAPL' }, status: 200, contentType: 'application/json; charset=utf-8', gzip: true, body: fixture('fmp-quote-AAPL.json') }],
       notFound: { status: 200, contentType: 'application/json; charset=utf-8', body: '[]' },
     });
+    yahoo = await startReplayUpstream({
+      routes: [],
+      notFound: { status: 404, contentType: 'application/json', body: '{"chart":{"result":null,"error":{"code":"Not Found","description":"No data found, symbol may be delisted"}}}' },
+    });
   });
   afterAll(async () => {
     await serve?.stop();
     await upstream.close();
+    await yahoo.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('when fmp is first in the chain, then the service answers from FMP through the first provider\'s path, and an unknown symbol is 404', async () => {
+  it('when fmp is first in the chain, then the service answers from FMP, and a symbol neither FMP nor Yahoo knows is 404', async () => {
     serve = await spawnServe(['--port', String(await freePort())], {
       env: {
         PATH: process.env.PATH,
@@ -45,6 +52,7 @@ describe('mds serve with MARKET_DATA_PROVIDERS (until the router serves the whol
         MARKET_DATA_PROVIDERS: 'fmp,yahoo',
         FMP_API_KEYS: FMP_KEY,
         FMP_BASE_URL: upstream.baseUrl,
+        YAHOO_BASE_URL: yahoo.baseUrl,
       },
     });
     const quote = await fetch(`${serve.url}/api/quotes/AAPL`);
@@ -55,6 +63,7 @@ describe('mds serve with MARKET_DATA_PROVIDERS (until the router serves the whol
     expect(upstream.requests.some((r) => r.path === '/stable/quote' && r.key === FMP_KEY)).toBe(true);
 
     expect((await fetch(`${serve.url}/api/quotes/ZZZZ`)).status).toBe(404);
+    expect(yahoo.requests.some((r) => r.path === '/v8/finance/chart/ZZZZ')).toBe(true);
     // The key goes to the provider and nowhere else.
     expect(serve.stdout()).not.toContain(FMP_KEY);
   });

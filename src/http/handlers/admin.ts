@@ -3,6 +3,7 @@ import type { AccountService } from '../../services/accounts.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
 import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { MarketDataService } from '../../services/market-data.js';
+import type { ProviderRouter } from '../../services/provider-router.js';
 import type { StatusService } from '../../services/status.js';
 import type { UsageMeter } from '../../services/usage-meter.js';
 import { actionContext } from './context.js';
@@ -30,7 +31,16 @@ function jobBody(job: HistoryJob): JsonResponse<'getHistoryJob', 200> {
   };
 }
 
-export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyService; market: MarketDataService; status: StatusService; audit: AuditLog; backfill: HistoryBackfill; usage: Pick<UsageMeter, 'report'> }): {
+export function adminHandlers(deps: {
+  accounts: AccountService;
+  keys: ApiKeyService;
+  market: MarketDataService;
+  providers: Pick<ProviderRouter, 'providers'>;
+  status: StatusService;
+  audit: AuditLog;
+  backfill: HistoryBackfill;
+  usage: Pick<UsageMeter, 'report'>;
+}): {
   getAdminStatus: Handler<'getAdminStatus'>;
   listUsers: Handler<'listUsers'>;
   createUser: Handler<'createUser'>;
@@ -42,8 +52,9 @@ export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyServ
   startHistoryBackfill: Handler<'startHistoryBackfill'>;
   getHistoryJob: Handler<'getHistoryJob'>;
   getUsage: Handler<'getUsage'>;
+  listProviders: Handler<'listProviders'>;
 } {
-  const { accounts, keys, market, status, audit, backfill, usage } = deps;
+  const { accounts, keys, market, providers, status, audit, backfill, usage } = deps;
   return {
     async getAdminStatus(_req, res) {
       const body: JsonResponse<'getAdminStatus', 200> = await status.report();
@@ -102,6 +113,11 @@ export function adminHandlers(deps: { accounts: AccountService; keys: ApiKeyServ
         data: rows.map((row) => ({ day: row.day, caller_kind: row.callerKind, caller: row.caller, requests: row.requests, rate_limited: row.rateLimited })),
       };
       res.status(200).json(body);
+    },
+    async listProviders(_req, res) {
+      const body: JsonResponse<'listProviders', 200> = { success: true, data: await providers.providers(), updated_at: new Date().toISOString() };
+      // Health, counts and budgets change with every upstream call.
+      res.status(200).set('Cache-Control', 'no-store').json(body);
     },
   };
 }

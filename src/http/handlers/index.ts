@@ -7,6 +7,7 @@ import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { HealthService } from '../../services/health.js';
 import type { MarketCalendarService } from '../../services/market-calendar.js';
 import type { MarketDataService } from '../../services/market-data.js';
+import type { ProviderRouter } from '../../services/provider-router.js';
 import type { QuoteStreamHub } from '../../services/quote-stream.js';
 import type { StatusService } from '../../services/status.js';
 import type { UsageMeter } from '../../services/usage-meter.js';
@@ -27,6 +28,8 @@ export interface HandlerDeps {
   keys: ApiKeyService;
   audit: AuditLog;
   market: MarketDataService;
+  /** The chain of market-data providers, for GET /api/admin/providers. */
+  providers: Pick<ProviderRouter, 'providers'>;
   /** The exchange calendars (sessions of a market). */
   calendar: MarketCalendarService;
   status: StatusService;

@@ -2,7 +2,7 @@
  * Builds one provider adapter by name from its settings (`config.market.providerSettings[name]`), and
  * declares what Yahoo and the simulated provider serve, so the router can treat every provider alike.
  */
-import type { MarketDataProvider, ProviderAdapter, ProviderCapabilities, ProviderSymbol } from '../../domain/ports.js';
+import type { MarketDataProvider, ProviderAdapter, ProviderCapabilities, ProviderKeyPool, ProviderSymbol } from '../../domain/ports.js';
 import { assetClassOf } from '../../domain/provider-symbols.js';
 import type { ProviderName, ProviderSettings } from '../../config.js';
 import { AlphaVantageMarketDataProvider } from './alpha-vantage-market-data-provider.js';
@@ -37,6 +37,8 @@ export const SIMULATED_CAPABILITIES: ProviderCapabilities = {
 export interface ProviderAdapterOptions {
   fetch?: typeof fetch;
   now?: () => number;
+  /** The key pool to draw from (the router's fleet-wide one); default a pool of `settings.apiKeys` in memory. */
+  keys?: ProviderKeyPool;
 }
 
 /** The adapter of one of the five keyed-or-ECB providers, with a key pool of its `apiKeys`. */
@@ -46,7 +48,7 @@ export function createProviderAdapter(
   options: ProviderAdapterOptions = {},
 ): ProviderAdapter {
   const http = { baseUrl: settings.baseUrl, timeoutMs: settings.timeoutMs, ...(options.fetch ? { fetch: options.fetch } : {}), ...(options.now ? { now: options.now } : {}) };
-  const keys = new KeyPool(settings.apiKeys, options.now);
+  const keys = options.keys ?? new KeyPool(settings.apiKeys, options.now);
   switch (name) {
     case 'polygon':
       return new PolygonMarketDataProvider({ ...http, keys });

@@ -6,6 +6,7 @@
 import CircuitBreaker from 'opossum';
 import type { components } from '../../generated/api.js';
 import { DataSourceError } from '../../domain/errors.js';
+import { UpstreamHeldBackError } from '../../domain/upstream-failure.js';
 import type { Logger } from '../logger.js';
 import type { History, HistoryQuery, MarketDataProvider, Metrics, Quote, SearchResult, UpstreamOutcome } from '../../domain/ports.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
@@ -50,9 +51,9 @@ export interface ResilientMarketDataProviderOptions {
 }
 
 /** Thrown instead of calling the provider while the breaker is open. */
-export class CircuitOpenError extends DataSourceError {
+export class CircuitOpenError extends UpstreamHeldBackError {
   constructor(retryAfterSeconds: number) {
-    super('Market data source is failing; circuit breaker is open', { retryAfterSeconds });
+    super('breaker_open', 'Market data source is failing; circuit breaker is open', retryAfterSeconds);
   }
 }
 

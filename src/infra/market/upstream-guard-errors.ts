@@ -2,8 +2,7 @@
  * The two ways an upstream call can be held back for throttling, told apart from real outages so the
  * circuit breaker does not count them: the upstream said 429, or our own budget had no room in time.
  */
-import { DataSourceError } from '../../domain/errors.js';
-import { UpstreamFailureError } from '../../domain/upstream-failure.js';
+import { UpstreamFailureError, UpstreamHeldBackError } from '../../domain/upstream-failure.js';
 
 /**
  * The upstream answered 429; `retryAfterSeconds` is its `Retry-After` (5 s when it sent none). An
@@ -23,8 +22,9 @@ export class UpstreamRateLimitedError extends UpstreamFailureError {
  * The call never reached the upstream: the fleet's request budget, the concurrency cap or a pause
  * after a 429 left no room within the wait bound. `retryAfterSeconds` is when room is expected.
  */
-export class UpstreamBusyError extends DataSourceError {
-  constructor(message: string, retryAfterSeconds: number) {
-    super(message, { retryAfterSeconds });
+export class UpstreamBusyError extends UpstreamHeldBackError {
+  /** `holdReason`: `paused` when a pause after a 429 held the call, `budget` otherwise. */
+  constructor(message: string, retryAfterSeconds: number, holdReason: 'budget' | 'paused' = 'budget') {
+    super(holdReason, message, retryAfterSeconds);
   }
 }

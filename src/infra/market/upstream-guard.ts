@@ -18,7 +18,10 @@ export { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-er
 export interface UpstreamGuardOptions {
   /** The upstream's name (`yahoo`), part of every key of its budget and pause (`keys.upstream`). */
   name: string;
-  /** Upstream requests per second for the whole fleet (UPSTREAM_MAX_RPS); 0 = no budget. */
+  /**
+   * Upstream requests per second for the whole fleet (UPSTREAM_MAX_RPS, `<P>_MAX_RPS`); 0 = no budget.
+   * A fraction is counted over a longer window: 0.083 (5 a minute) allows 5 calls per minute.
+   */
   maxRps: number;
   /** Upstream requests in flight at once from this instance (UPSTREAM_MAX_CONCURRENCY), at least 1. */
   maxConcurrency: number;
@@ -71,6 +74,10 @@ export class UpstreamGuard {
   readonly #name: string;
   /** Each counter serves one epoch second; two seconds of life outlast any clock skew between instances. */
   readonly #secondWindow: CounterWindow;
+  /** The budget's window in seconds: 1, or a minute or an hour for rates under one a second. */
+  readonly #windowS: number;
+  /** Calls allowed per window. */
+  readonly #perWindow: number;
   readonly #pauseKey: string;
   readonly #queue: Waiter[] = [];
   #active = 0;
@@ -81,15 +88,18 @@ export class UpstreamGuard {
     if (!Number.isInteger(options.maxConcurrency) || options.maxConcurrency < 1) {
       throw new RangeError(`maxConcurrency must be a whole number of at least 1 (got ${options.maxConcurrency})`);
     }
-    if (!Number.isInteger(options.maxRps) || options.maxRps < 0) throw new RangeError(`maxRps must be a whole number of at least 0 (got ${options.maxRps})`);
+    if (!Number.isFinite(options.maxRps) || options.maxRps < 0) throw new RangeError(`maxRps must be a number of at least 0 (got ${options.maxRps})`);
     this.#maxRps = options.maxRps;
+    // Free tiers speak in calls a minute or an hour (Polygon 5/min, Tiingo 50/hour): count in that window.
+    this.#windowS = options.maxRps === 0 || Number.isInteger(options.maxRps) ? 1 : options.maxRps * 60 >= 1 ? 60 : 3600;
+    this.#perWindow = Math.max(1, Math.floor(options.maxRps * this.#windowS + 1e-9));
     this.#maxConcurrency = options.maxConcurrency;
     this.#maxWaitMs = options.maxWaitMs;
     this.#counters = options.counters;
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
     this.#name = options.name;
-    this.#secondWindow = { limit: Math.max(1, this.#maxRps), windowMs: 2000 };
+    this.#secondWindow = { limit: this.#perWindow, windowMs: 2000 * this.#windowS };
     this.#pauseKey = keys.upstream.pauseUntil(options.name);
   }
 
@@ -158,6 +168,17 @@ export class UpstreamGuard {
           continue;
         }
         if (this.#queue.length === 0) break;
+        // Waiters this wait outlasts are told now rather than at their deadline: with a next provider
+        // to ask, a used-up budget costs nothing.
+        const resumeAt = this.#now() + waitMs;
+        for (let i = this.#queue.length - 1; i >= 0; i--) {
+          const waiter = this.#queue[i];
+          if (waiter && waiter.deadline < resumeAt) {
+            this.#queue.splice(i, 1);
+            waiter.refuse(this.#busy(`the upstream request budget has no room within ${this.#maxWaitMs} ms`, waitMs / 1000));
+          }
+        }
+        if (this.#queue.length === 0) break;
         await sleep(waitMs);
       }
     } catch (err) {
@@ -179,25 +200,26 @@ export class UpstreamGuard {
         const waiter = this.#queue[i];
         if (waiter && waiter.deadline < pausedUntil) {
           this.#queue.splice(i, 1);
-          waiter.refuse(this.#busy(`upstream calls are paused for ${Math.ceil(remainingS)} s after the upstream answered 429`, remainingS));
+          waiter.refuse(this.#busy(`upstream calls are paused for ${Math.ceil(remainingS)} s after the upstream answered 429`, remainingS, 'paused'));
         }
       }
       return pausedUntil - now;
     }
     if (this.#maxRps === 0) return 0;
-    const second = Math.floor(now / 1000);
-    const msLeftInSecond = (second + 1) * 1000 - now;
+    const windowMs = this.#windowS * 1000;
+    const second = Math.floor(now / windowMs) * this.#windowS;
+    const msLeftInSecond = second * 1000 + windowMs - now;
     // A call admitted at the very end of a second reaches the upstream in the next one, which may be
     // full already: the last moments of each second are left unused.
     if (msLeftInSecond <= SECOND_END_MARGIN_MS) return msLeftInSecond + 1;
     const taken = await this.#counters.consume(keys.upstream.rps(this.#name, second), this.#secondWindow);
     if (!taken.allowed) {
       // +1 ms: land inside the next second, not on the last millisecond of this one.
-      return Math.max(1, (second + 1) * 1000 - this.#now() + 1);
+      return Math.max(1, second * 1000 + windowMs - this.#now() + 1);
     }
     // The k-th call of a second starts (k-1)/maxRps of the usable second after its start, so the
     // budget reaches the upstream as an even stream rather than a burst at the top of each second.
-    const slotAt = second * 1000 + ((taken.used - 1) * (1000 - SECOND_END_MARGIN_MS)) / this.#maxRps;
+    const slotAt = second * 1000 + ((taken.used - 1) * (windowMs - SECOND_END_MARGIN_MS)) / this.#perWindow;
     const early = slotAt - this.#now();
     if (early > 0) await sleep(early);
     return 0;
@@ -223,8 +245,8 @@ export class UpstreamGuard {
     return Math.max(1, pausedS, queueS);
   }
 
-  #busy(reason: string, retryAfterSeconds: number): UpstreamBusyError {
-    return new UpstreamBusyError(`Market data source is busy: ${reason}`, Math.max(1, retryAfterSeconds));
+  #busy(reason: string, retryAfterSeconds: number, holdReason: 'budget' | 'paused' = 'budget'): UpstreamBusyError {
+    return new UpstreamBusyError(`Market data source is busy: ${reason}`, Math.max(1, retryAfterSeconds), holdReason);
   }
 }
 

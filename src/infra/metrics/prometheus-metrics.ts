@@ -43,6 +43,8 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
   readonly #cacheReads = new Map<string, Map<CacheResult, { labels: { kind: string; result: CacheResult }; count: number }>>();
   readonly #upstream: Histogram<'outcome'>;
   readonly #rateLimited: Counter<'policy'>;
+  readonly #providerCalls: Counter<'provider' | 'outcome'>;
+  readonly #failovers: Counter<'from' | 'to'>;
   readonly #streamClients: Gauge;
   readonly #streamEvents: Counter;
 
@@ -81,6 +83,18 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
       name: 'mds_rate_limit_rejections_total',
       help: 'Requests refused with 429 by a rate limit, by policy.',
       labelNames: ['policy'],
+      registers,
+    });
+    this.#providerCalls = new Counter({
+      name: 'mds_upstream_calls_total',
+      help: 'Reads the provider router put to each provider, by provider and outcome (success, unknown, timeout, refused, server_error, throttled, unauthorized, limit_reached, garbage, breaker_open, paused, budget, error).',
+      labelNames: ['provider', 'outcome'],
+      registers,
+    });
+    this.#failovers = new Counter({
+      name: 'mds_upstream_failovers_total',
+      help: 'Reads one provider could not answer that moved on to the next, by from and to provider (to="none" when none was left).',
+      labelNames: ['from', 'to'],
       registers,
     });
     this.#streamClients = new Gauge({ name: 'mds_stream_clients', help: 'Connected stream (Server-Sent Events) clients.', registers });
@@ -146,6 +160,14 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
 
   upstreamRequest(outcome: UpstreamOutcome, seconds: number): void {
     this.#upstream.observe({ outcome }, seconds);
+  }
+
+  upstreamCall(provider: string, outcome: string): void {
+    this.#providerCalls.inc({ provider, outcome });
+  }
+
+  failover(from: string, to: string): void {
+    this.#failovers.inc({ from, to });
   }
 
   rateLimitRejected(policy: string): void {
