@@ -2,7 +2,7 @@
  * The web console (DESIGN.md section 17) in Debian's headless Chromium, against the real service:
  * every page loads without a console error and without a serious or critical axe-core violation,
  * the chart draws candles, a watchlist row follows a price move, keys are created (shown once),
- * used and revoked from the admin page, every control is reachable by keyboard, the JavaScript
+ * used and revoked from the admin page, which lists the configured provider, every control is reachable by keyboard, the JavaScript
  * budget and the markets board's first paint hold, and the console works in memory mode and with
  * DATA_REQUIRES_AUTH=true. Screenshots of each page go to test-results/ (and, with
  * MDS_SCREENSHOT_DOCS=1, the symbol page to docs/console-symbol.png for the README).
@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../src/domain/ports.js';
 import { SimulatedMarketDataProvider } from '../../src/infra/market/simulated-market-data-provider.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
@@ -32,13 +32,17 @@ const ADMIN_KEY = 'console-e2e-admin-key-0123456789abcdef';
 const JS_BUDGET_BYTES = 150 * 1024;
 const LIVE = 'MSFT';
 
+// The console suite's own database on the shared test Redis: its provider goes by the contract's
+// name `simulated` (GET /api/admin/providers answers only names the contract knows), and its moved
+// prices and cache flushes must not reach other suites' `simulated` entries in database 0.
+const CONSOLE_REDIS_DB = 9;
+
 /**
- * The simulated provider under its own name (its own cache namespace on the shared test Redis),
- * with prices a test may move and a dividend and a split added to every history, so the chart's
- * markers have something to show.
+ * The simulated provider with prices a test may move and a dividend and a split added to every
+ * history, so the chart's markers have something to show.
  */
 class ConsoleProvider implements MarketDataProvider {
-  readonly name = 'console-e2e';
+  readonly name = 'simulated';
   readonly local = true;
   readonly #simulated = new SimulatedMarketDataProvider();
   readonly #prices = new Map<string, number>();
@@ -161,7 +165,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
   beforeAll(async () => {
     mkdirSync(RESULTS, { recursive: true });
     noteSecrets(ADMIN_KEY);
-    svc = await startTestService({ API_KEYS: ADMIN_KEY }, { provider, init: true });
+    svc = await startTestService({ API_KEYS: ADMIN_KEY, CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/${CONSOLE_REDIS_DB}` }, { provider, init: true });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
@@ -339,7 +343,21 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     await page.getByLabel('Password', { exact: true }).fill(ADMIN.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator('[data-panel="cache"]').waitFor();
-    expect(await page.locator('[data-panel="providers"]').count()).toBe(1);
+
+    // The providers panel lists the configured provider, in the API's words, in place of the placeholder.
+    const providerRow = page.locator('[data-panel="providers"] tr[data-provider="simulated"]');
+    await providerRow.waitFor();
+    expect(await page.locator('[data-placeholder]').count()).toBe(0);
+    const chain = (await (await svc.fetch('/api/admin/providers', { headers: { 'X-API-Key': ADMIN_KEY } })).json()) as { data: Array<{ name: string; healthy: boolean; breaker: string }> };
+    expect(chain.data.map((p) => p.name)).toEqual(['simulated']);
+    expect(await page.locator('[data-panel="providers"] tbody tr').count()).toBe(chain.data.length);
+    expect(await providerRow.getAttribute('data-healthy')).toBe('true');
+    expect(await providerRow.getAttribute('data-breaker')).toBe('closed');
+    expect(await providerRow.locator('th[scope="row"]').textContent()).toBe('simulated');
+    expect(await providerRow.locator('td').nth(1).textContent()).toBe('healthy');
+    expect(await providerRow.locator('td').nth(2).textContent()).toBe('closed');
+    expect(await page.locator('[data-panel="providers"] table caption').count()).toBe(1);
+    expect(await providerRow.locator('td').last().textContent()).toBe('none needed');
 
     const name = `console-key-${Date.now()}`;
     await page.locator('input[name="key-name"]').fill(name);
@@ -493,6 +511,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console witho
     await page.getByLabel('Password', { exact: true }).fill(ADMIN.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator('[data-panel="cache"] [data-cache-mode="memory"]').waitFor();
+    await page.locator('[data-panel="providers"] tr[data-provider="simulated"][data-healthy="true"]').waitFor();
     expect(errors).toEqual([]);
     await context.close();
   });

@@ -1,6 +1,6 @@
 /**
  * The admin page: after a login (the bearer token stays in memory) or with an admin API key, the
- * service's status and cache, managed API keys, users and usage.
+ * service's status and cache, the market-data providers, managed API keys, users and usage.
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../src/generated/api.ts';
@@ -9,6 +9,7 @@ import { onSession, session } from '../session.ts';
 import { formatNumber, Page, Problem, SignIn, useApi } from '../ui.tsx';
 
 type ApiKey = components['schemas']['ApiKey'];
+type Provider = components['schemas']['ProviderStatus'];
 
 /** Runs an admin action, showing its failure in the envelope's words. */
 function useAction(): [ApiError | undefined, (action: () => Promise<void>) => Promise<void>] {
@@ -68,13 +69,86 @@ function StatusPanel() {
   );
 }
 
-function ProvidersPanel() {
-  // PLACEHOLDER (issue #24): the providers panel (health, breaker, budget use; DESIGN 15) waits for
-  // the providers admin endpoint, being added to the contract on its own branch.
+const BREAKER_WORDS: Record<Provider['breaker'], string> = { closed: 'closed', open: 'open', half_open: 'half open' };
+const BREAKER_CLASS: Record<Provider['breaker'], string> = { closed: 'state-ok', open: 'state-bad', half_open: 'state-warn' };
+
+/** The pool's use today against its limit: the limit is per key, so a pool of n keys has n times it. */
+function budgetUse({ budget, keys }: Provider): string {
+  if (budget.daily_limit === null) return `${formatNumber(budget.used_today)} (no daily limit)`;
+  return `${formatNumber(budget.used_today)} of ${formatNumber(budget.daily_limit * Math.max(1, keys.length))}`;
+}
+
+function ProviderKeys({ provider }: { provider: Provider }) {
+  if (provider.keys.length === 0) return <span class="muted">none needed</span>;
   return (
-    <section aria-labelledby="providers-title" class="panel" data-panel="providers" data-placeholder="true">
+    <ul class="key-list">
+      {provider.keys.map((key, i) => (
+        <li key={`${i} ${key.last4}`} data-key-last4={key.last4} data-key-state={key.state}>
+          <span class="sr-only">key ending </span>
+          <code>…{key.last4}</code>{' '}
+          <span class={`state ${key.state === 'active' ? 'state-ok' : 'state-bad'}`}>{key.state === 'active' ? 'active' : 'set aside'}</span>{' '}
+          {formatNumber(key.used_today)}
+          {provider.budget.daily_limit === null ? '' : ` of ${formatNumber(provider.budget.daily_limit)}`} today
+          {key.set_aside_until ? `, back ${new Date(key.set_aside_until).toLocaleString()}` : ''}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function ProvidersPanel() {
+  const providers = useApi((signal) => call(api.GET('/api/admin/providers', { signal })), []);
+  const answer = providers.data;
+  return (
+    <section aria-labelledby="providers-title" class="panel" data-panel="providers">
       <h2 id="providers-title">Providers</h2>
-      <p class="muted">Provider health, breakers and budgets will show here once the service reports them.</p>
+      <button type="button" onClick={providers.reload}>
+        Refresh providers
+      </button>
+      {providers.error ? <Problem error={providers.error} onRetry={providers.reload} /> : null}
+      {answer ? (
+        <table>
+          <caption class="sr-only">Market-data providers, first asked first, as of {new Date(answer.updated_at).toLocaleString()}</caption>
+          <thead>
+            <tr>
+              <th scope="col" class="num">Order</th>
+              <th scope="col">Provider</th>
+              <th scope="col">Health</th>
+              <th scope="col">Breaker</th>
+              <th scope="col" class="num">Calls</th>
+              <th scope="col" class="num">Failures</th>
+              <th scope="col" class="num">Failovers</th>
+              <th scope="col" class="num">Used today</th>
+              <th scope="col" class="num">Max per second</th>
+              <th scope="col">Keys</th>
+            </tr>
+          </thead>
+          <tbody>
+            {answer.data.map((p) => (
+              <tr key={p.name} data-provider={p.name} data-healthy={String(p.healthy)} data-breaker={p.breaker}>
+                <td class="num">{p.position}</td>
+                <th scope="row">{p.name}</th>
+                <td>
+                  <span class={`state ${p.healthy ? 'state-ok' : 'state-bad'}`}>{p.healthy ? 'healthy' : 'unhealthy'}</span>
+                  {p.paused_until ? <span class="detail">paused until {new Date(p.paused_until).toLocaleString()}</span> : null}
+                  {p.last_error ? <span class="detail muted">last error: {p.last_error}</span> : null}
+                </td>
+                <td>
+                  <span class={`state ${BREAKER_CLASS[p.breaker]}`}>{BREAKER_WORDS[p.breaker]}</span>
+                </td>
+                <td class="num">{formatNumber(p.calls)}</td>
+                <td class="num">{formatNumber(p.failures)}</td>
+                <td class="num">{formatNumber(p.failovers)}</td>
+                <td class="num">{budgetUse(p)}</td>
+                <td class="num">{p.budget.max_rps === null ? 'unlimited' : formatNumber(p.budget.max_rps)}</td>
+                <td>
+                  <ProviderKeys provider={p} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
     </section>
   );
 }
