@@ -50,6 +50,12 @@ function usageOf(res: RateLimiterRes, limit: number, allowed: boolean): CounterU
   return { allowed, used, remaining: allowed ? Math.max(0, res.remainingPoints) : 0, resetMs: Math.max(0, res.msBeforeNext) };
 }
 
+/** How long rate-limiter-flexible's in-memory block of `key` still lasts (0 when none); its store limiters have it. */
+function inMemoryBlockMs(limiter: RateLimiterAbstract, key: string): number {
+  const store = limiter as RateLimiterAbstract & { getKey?(key: string): string; getInMemoryBlockMsBeforeExpire?(rlKey: string): number };
+  return store.getInMemoryBlockMsBeforeExpire && store.getKey ? store.getInMemoryBlockMsBeforeExpire(store.getKey(key)) : 0;
+}
+
 /** The two limiters (Redis, memory) of one window shape. */
 interface Limiters {
   shared: RateLimiterAbstract | undefined;
@@ -66,6 +72,7 @@ export class RedisSharedCounters implements SharedCounters {
   readonly #now: () => number;
   /** One pair per window shape (rate-limiter-flexible fixes points and durations per limiter). */
   readonly #limiters = new Map<string, Limiters>();
+  readonly #byWindow = new WeakMap<CounterWindow, Limiters>();
   /** Pauses as this instance knows them: a copy of every pause it recorded, the only record in memory mode. */
   readonly #pauses = new Map<string, number>();
 
@@ -79,6 +86,10 @@ export class RedisSharedCounters implements SharedCounters {
 
   async consume(key: string, window: CounterWindow, points = 1): Promise<CounterUsage> {
     const limiters = this.#limitersOf(window);
+    // A key this instance already knows to be over its limit is refused here: a flood of refused
+    // requests costs neither a Redis call nor the timer that bounds one.
+    const blockedMs = limiters.shared === undefined ? 0 : inMemoryBlockMs(limiters.shared, key);
+    if (blockedMs > 0 && this.#useRedis()) return this.#dayAware({ allowed: false, used: window.limit + 1, remaining: 0, resetMs: blockedMs }, window);
     let usage = await this.#run(limiters, async (limiter) => {
       try {
         return usageOf(await limiter.consume(key, points), window.limit, true);
@@ -147,9 +158,15 @@ export class RedisSharedCounters implements SharedCounters {
   }
 
   #limitersOf(window: CounterWindow): Limiters {
+    // Callers keep their window objects: one lookup by identity, no key string per call.
+    const known = this.#byWindow.get(window);
+    if (known) return known;
     const id = `${window.limit}:${window.windowMs}:${window.blockMs ?? ''}`;
     let limiters = this.#limiters.get(id);
-    if (limiters) return limiters;
+    if (limiters) {
+      this.#byWindow.set(window, limiters);
+      return limiters;
+    }
     if (!Number.isInteger(window.limit) || window.limit < 1) throw new RangeError(`limit must be a whole number of at least 1 (got ${window.limit})`);
     const blockSeconds = window.blockMs === undefined ? undefined : seconds(window.blockMs);
     // Keys come whole from the key space: no prefix of rate-limiter-flexible's own.
@@ -173,6 +190,7 @@ export class RedisSharedCounters implements SharedCounters {
       : undefined;
     limiters = { shared, memory: new RateLimiterMemory(shape), blockSeconds };
     this.#limiters.set(id, limiters);
+    this.#byWindow.set(window, limiters);
     return limiters;
   }
 
