@@ -114,9 +114,14 @@ async function httpRead(dir: string): Promise<Record<string, unknown>> {
       const start = new Date(START - 1000 * (i + 1)).toISOString();
       const started = performance.now();
       const res = await fetch(`${server.url}/api/history/AAPL?interval=1d&start=${start}&end=${end}`);
-      const body = (await res.json()) as { data?: { candles: unknown[] } };
+      // The answer as bytes: what the service spent, not the bench's own JSON parsing (checked once below).
+      const bytes = await res.arrayBuffer();
       times.push(performance.now() - started);
-      if (res.status !== 200 || body.data?.candles.length !== TEN_YEARS_DAILY) throw new Error(`history read answered ${res.status} with ${body.data?.candles.length} candles`);
+      if (res.status !== 200) throw new Error(`history read answered ${res.status}`);
+      if (i === 0) {
+        const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as { data?: { candles: unknown[] } };
+        if (body.data?.candles.length !== TEN_YEARS_DAILY) throw new Error(`history read answered ${body.data?.candles.length} candles`);
+      }
     }
     times.sort((a, b) => a - b);
     return { store: 'http (sqlite, representation cache missed)', tenYearsDaily: { p50Ms: percentile(times, 50), p99Ms: percentile(times, 99) } };
