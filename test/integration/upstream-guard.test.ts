@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DataSourceError } from '../../src/domain/errors.js';
-import { createMarketDataProvider, type ResilientMarketDataProvider } from '../../src/infra/market/index.js';
+import { createMarketDataProvider, UpstreamGuard, type ResilientMarketDataProvider } from '../../src/infra/market/index.js';
 import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from '../../src/infra/market/upstream-guard-errors.js';
 import { createLogger } from '../../src/infra/logger.js';
@@ -157,6 +157,26 @@ describe('concurrency cap (UPSTREAM_MAX_CONCURRENCY)', () => {
 
     expect(answers).toHaveLength(12);
     expect(upstream.peakInFlight).toBe(3);
+  });
+
+  it('when every slot is taken and another provider could be asked, then a call is refused at once instead of waiting', async () => {
+    upstream.setLatencyMs(300);
+    const guard = new UpstreamGuard({ name: 'yahoo', maxRps: 0, maxConcurrency: 2, maxWaitMs: 10_000, refuseWhenFull: true, counters: new RedisSharedCounters() });
+    const slow = () => guard.run(() => fetch(`${upstream.baseUrl}/v8/finance/chart/AAPL?interval=1d&range=1d`).then((r) => r.text()));
+    const held = [slow(), slow()];
+
+    const started = performance.now();
+    const refused = await slow().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+
+    expect(refused).toBeInstanceOf(UpstreamBusyError);
+    expect(performance.now() - started).toBeLessThan(100);
+    // The two held calls hold (or are about to take) both slots; the refused one took none.
+    expect(guard.load.queued + guard.load.active).toBe(2);
+    await Promise.all(held);
+    expect(guard.load).toEqual({ queued: 0, active: 0 });
   });
 
   it('when calls wait for a slot, then they reach the upstream in the order they were made', async () => {

@@ -132,7 +132,7 @@ function buildLink(
     const maxWaitMs = waitFor(timeoutMs);
     logger.info({ provider: 'yahoo', baseUrl, timeoutMs, maxRps, maxConcurrency, sharedBudget: shared }, 'Market data: live quotes from Yahoo Finance');
     const yahoo = new YahooMarketDataProvider({ baseUrl, timeoutMs, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
-    const guard = new UpstreamGuard({ name: 'yahoo', maxRps, maxConcurrency, maxWaitMs, counters, logger });
+    const guard = new UpstreamGuard({ name: 'yahoo', maxRps, maxConcurrency, maxWaitMs, refuseWhenFull: chainLength > 1, counters, logger });
     return new GuardedProviderLink({
       adapter: asProviderAdapter(yahoo, YAHOO_CAPABILITIES),
       resilient: new ResilientMarketDataProvider(new GuardedMarketDataProvider(yahoo, guard), { ...breaker, timeoutMs: timeoutMs + maxWaitMs, logger }),
@@ -150,7 +150,7 @@ function buildLink(
   );
   const sharedKeys = new SharedKeyPool({ provider: name, keys: settings.apiKeys, dailyLimit: settings.dailyLimit, counters });
   const adapter = createProviderAdapter(name, settings, { keys: sharedKeys, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
-  const guard = new UpstreamGuard({ name, maxRps: settings.maxRps, maxConcurrency, maxWaitMs, counters, logger });
+  const guard = new UpstreamGuard({ name, maxRps: settings.maxRps, maxConcurrency, maxWaitMs, refuseWhenFull: chainLength > 1, counters, logger });
   return new GuardedProviderLink({
     adapter,
     resilient: new ResilientMarketDataProvider(new GuardedMarketDataProvider(adapter, guard), { ...breaker, timeoutMs: settings.timeoutMs + maxWaitMs, logger }),

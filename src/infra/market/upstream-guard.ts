@@ -27,6 +27,11 @@ export interface UpstreamGuardOptions {
   maxConcurrency: number;
   /** How long a call may wait for room before failing with `UpstreamBusyError`, in milliseconds. */
   maxWaitMs: number;
+  /**
+   * Refuse at once, instead of waiting, when every concurrent slot is taken or spoken for: with another provider to
+   * ask, a slot freed by a hanging call (after its whole timeout) is not worth waiting for.
+   */
+  refuseWhenFull?: boolean;
   /** Where the budget and the pause are shared between instances. */
   counters: SharedCounters;
   /** Where pauses are logged. */
@@ -68,6 +73,7 @@ export class UpstreamGuard {
   readonly #maxRps: number;
   readonly #maxConcurrency: number;
   readonly #maxWaitMs: number;
+  readonly #refuseWhenFull: boolean;
   readonly #counters: SharedCounters;
   readonly #logger: Logger | undefined;
   readonly #now: () => number;
@@ -95,6 +101,7 @@ export class UpstreamGuard {
     this.#perWindow = Math.max(1, Math.floor(options.maxRps * this.#windowS + 1e-9));
     this.#maxConcurrency = options.maxConcurrency;
     this.#maxWaitMs = options.maxWaitMs;
+    this.#refuseWhenFull = options.refuseWhenFull ?? false;
     this.#counters = options.counters;
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
@@ -128,6 +135,9 @@ export class UpstreamGuard {
 
   #admission(): Promise<void> {
     const now = this.#now();
+    if (this.#refuseWhenFull && this.#active + this.#queue.length >= this.#maxConcurrency) {
+      return Promise.reject(this.#busy(`every one of the ${this.#maxConcurrency} upstream request slots is taken`, 1));
+    }
     // A queue longer than the budget can serve within the wait bound: refuse now rather than at the deadline.
     if (this.#maxRps > 0 && Math.floor(this.#queue.length / this.#maxRps) * 1000 > this.#maxWaitMs) {
       return Promise.reject(this.#busy('the upstream request budget is used up for longer than the wait bound', this.#queue.length / this.#maxRps));
