@@ -271,7 +271,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     const movedAt = Date.now();
     await page.waitForFunction(([s, p]) => document.querySelector(`tr[data-symbol="${s}"]`)?.dataset.price === String(p), [LIVE, moved] as const, { timeout: 2000 });
     figures.watchlistChangeMs = Date.now() - movedAt;
-    expect(await row.getAttribute('class')).toMatch(/flash-up/);
+    await page.waitForFunction((s) => document.querySelector(`tr[data-symbol="${s}"]`)?.classList.contains('flash-up') === true, LIVE, { timeout: 2000 });
     expect(await row.locator('td.price').textContent()).toBe(new Intl.NumberFormat('en-US', { maximumFractionDigits: 4 }).format(moved));
 
     expect(await axeViolations(page)).toEqual([]);

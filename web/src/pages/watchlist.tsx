@@ -2,7 +2,7 @@
  * The watchlist: symbols added from a search box with suggestions, each row updated live from the
  * stream (a change flashes), the list remembered in localStorage.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { components } from '../../../src/generated/api.ts';
 import { api, ApiError, call } from '../api.ts';
 import { symbolPath } from '../router.ts';
@@ -108,7 +108,8 @@ function SymbolSearch({ onAdd }: { onAdd: (symbol: string) => void }) {
 function Row({ symbol, quote, onRemove }: { symbol: string; quote: Quote | undefined; onRemove: () => void }) {
   const previous = useRef<number | undefined>(undefined);
   const row = useRef<HTMLTableRowElement>(null);
-  useEffect(() => {
+  // In the same commit as the new price, so the change and its flash are painted together.
+  useLayoutEffect(() => {
     const price = quote?.price;
     if (price === undefined) return;
     const before = previous.current;
