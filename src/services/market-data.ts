@@ -4,6 +4,7 @@
  * canonical key and a lifetime that follows the data (a quote lives longer while its market is
  * closed); this file only says what to load and how long it stays true.
  */
+import { rangeStartMs } from '../domain/history-ranges.js';
 import { parseInstant } from '../domain/instant.js';
 import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violation } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
@@ -51,18 +52,6 @@ export class TooManyCandlesError extends InvalidRequestError {
   }
 }
 const INTRADAY: ReadonlySet<HistoryInterval> = new Set(['1m', '5m', '15m', '30m', '1h']);
-/** Span of each named range (calendar time; `ytd` and `max` are computed). */
-const RANGE_MS: Record<Exclude<HistoryRange, 'ytd' | 'max'>, number> = {
-  '1d': DAY_MS,
-  '5d': 5 * DAY_MS,
-  '1mo': 31 * DAY_MS,
-  '3mo': 92 * DAY_MS,
-  '6mo': 183 * DAY_MS,
-  '1y': 366 * DAY_MS,
-  '2y': 731 * DAY_MS,
-  '5y': 1827 * DAY_MS,
-  '10y': 3653 * DAY_MS,
-};
 
 /** The raw history query as validated by the contract. */
 export interface HistoryParams {
@@ -457,7 +446,7 @@ export class MarketDataService {
     if (violations.length > 0) throw new InvalidRequestError(violations);
 
     const range = startMs === undefined ? (params.range ?? '1mo') : undefined;
-    const spanMs = range !== undefined ? rangeSpanMs(range, now) : Math.min(endMs ?? now, now) - (startMs ?? now);
+    const spanMs = range !== undefined ? now - rangeStartMs(range, now) : Math.min(endMs ?? now, now) - (startMs ?? now);
     if (interval === '1m' && spanMs > 7 * DAY_MS) {
       violations.push({ path: 'query.interval', message: '1m candles cover at most 7 days: choose a shorter range (1d, 5d) or window' });
     } else if (INTRADAY.has(interval) && spanMs > 60 * DAY_MS) {
@@ -478,8 +467,7 @@ export class MarketDataService {
   #spanOf(query: HistoryQuery): TimeSpan {
     const now = this.#now();
     if (query.range === undefined) return { startMs: query.startMs!, endMs: Math.min(query.endMs ?? now + INTERVAL_MS[query.interval], now + INTERVAL_MS[query.interval]) };
-    const spanMs = rangeSpanMs(query.range, now);
-    return { startMs: Number.isFinite(spanMs) ? now - spanMs : 0, endMs: now + INTERVAL_MS[query.interval] };
+    return { startMs: rangeStartMs(query.range, now), endMs: now + INTERVAL_MS[query.interval] };
   }
 
   async #loadHistory(query: HistoryQuery, adjust: Adjustment): Promise<Loaded> {
@@ -616,11 +604,6 @@ export function serializedAs(quote: Quote, json: string): void {
 }
 
 /** `2020-08-31` (midnight UTC) or an ISO 8601 date-time with offset -> epoch ms; `undefined` when invalid. */
-function rangeSpanMs(range: HistoryRange, now: number): number {
-  if (range === 'max') return Infinity;
-  if (range === 'ytd') return now - Date.UTC(new Date(now).getUTCFullYear(), 0, 1);
-  return RANGE_MS[range];
-}
 
 /** A stored bar as the contract spells it. */
 function toCandle(c: StoredCandle): Candle {

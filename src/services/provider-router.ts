@@ -6,6 +6,7 @@
  */
 import QuickLRU from 'quick-lru';
 import { DataSourceError, ProvidersUnavailableError, type ProviderAttempt } from '../domain/errors.js';
+import { rangeStartMs } from '../domain/history-ranges.js';
 import type { components } from '../generated/api.js';
 import {
   NO_METRICS,
@@ -29,18 +30,6 @@ type Source = components['schemas']['Source'];
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
-/** Calendar days a named range reaches back, to check a provider's retention (`max` is never refused for it). */
-const RANGE_DAYS: Readonly<Record<Exclude<HistoryRange, 'max' | 'ytd'>, number>> = {
-  '1d': 1,
-  '5d': 7,
-  '1mo': 31,
-  '3mo': 92,
-  '6mo': 183,
-  '1y': 366,
-  '2y': 731,
-  '5y': 1827,
-  '10y': 3653,
-};
 
 /** How each failure reads in the 503 message and the admin endpoint (never a key, never a URL). */
 const REASON_WORDS: Readonly<Record<string, string>> = {
@@ -234,7 +223,7 @@ export class ProviderRouter implements MarketDataProvider {
     if (retentionDays === null || retentionDays === undefined) return true;
     const now = this.#now();
     const startMs =
-      query.startMs ?? (query.range === undefined || query.range === 'max' ? undefined : query.range === 'ytd' ? Date.UTC(new Date(now).getUTCFullYear(), 0, 1) : now - RANGE_DAYS[query.range] * DAY_MS);
+      query.startMs ?? (query.range === undefined || query.range === 'max' ? undefined : rangeStartMs(query.range, now));
     // A day of slack: a window that starts on the retention's first day is still served.
     return startMs === undefined || startMs >= now - (retentionDays + 1) * DAY_MS;
   }

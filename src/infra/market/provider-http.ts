@@ -4,6 +4,7 @@
  * through as data, and the rules that make every provider's bars and quotes look alike (bar times,
  * rounding, market state).
  */
+import { rangeStartMs } from '../../domain/history-ranges.js';
 import { MARKETS, marketStatus, tradingSessions, type MarketCode } from '../../domain/market-calendar.js';
 import type { HistoryQuery, HistoryRange, MarketState, ProviderKey, ProviderKeyPool } from '../../domain/ports.js';
 import { UpstreamFailureError, type UpstreamFailureReason } from '../../domain/upstream-failure.js';
@@ -228,25 +229,11 @@ export function sessionEndMs(market: MarketCode, date: string): number {
   return session?.segments[session.segments.length - 1]?.endMs ?? midnight + DAY_MS;
 }
 
-/** Calendar days a named range reaches back (`ytd` and `max` are handled by `windowOf`). */
-const RANGE_DAYS: Readonly<Record<Exclude<HistoryRange, 'ytd' | 'max'>, number>> = {
-  '1d': 1,
-  '5d': 7,
-  '1mo': 31,
-  '3mo': 92,
-  '6mo': 183,
-  '1y': 366,
-  '2y': 731,
-  '5y': 1827,
-  '10y': 3653,
-};
 
 /** The window `[startMs, endMs)` a history query asks for, in epoch ms. */
 export function windowOf(query: HistoryQuery, nowMs: number): { startMs: number; endMs: number } {
   if (query.range === undefined) return { startMs: query.startMs ?? 0, endMs: query.endMs ?? nowMs };
-  if (query.range === 'max') return { startMs: 0, endMs: nowMs };
-  if (query.range === 'ytd') return { startMs: Date.UTC(new Date(nowMs).getUTCFullYear(), 0, 1), endMs: nowMs };
-  return { startMs: nowMs - RANGE_DAYS[query.range] * DAY_MS, endMs: nowMs };
+  return { startMs: rangeStartMs(query.range, nowMs), endMs: nowMs };
 }
 
 /** `YYYY-MM-DD` (UTC) of an instant. */
