@@ -94,7 +94,6 @@ export async function startFakeUpstream(options: FakeUpstreamOptions): Promise<F
   const notFoundBody = fixtures.notFound ?? DEFAULT_404;
   let retryAfter = String(options.retryAfterSeconds ?? 7);
   let mode: FakeUpstreamMode = 'replay';
-  let listening = false;
   let notFound = new Set<string>();
   let latencyMs = 0;
   let inFlight = 0;
@@ -151,25 +150,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions): Promise<F
     if (latencyMs > 0) setTimeout(() => answer(req, res), latencyMs);
     else answer(req, res);
   });
-  const listen = (port: number) =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        listening = true;
-        resolve();
-      });
-    });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (!listening) return resolve();
-      listening = false;
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-
-  await listen(0);
-  const port = (server.address() as AddressInfo).port;
+  const listener = await switchableListener(server);
+  const port = listener.port;
 
   return {
     baseUrl: `http://127.0.0.1:${port}`,
@@ -178,8 +160,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions): Promise<F
     },
     async setMode(next) {
       mode = next;
-      if (next === 'refuse') await stop();
-      else if (!listening) await listen(port);
+      if (next === 'refuse') await listener.stop();
+      else if (!listener.listening) await listener.listen();
     },
     get requests() {
       return requestLog.length;
@@ -204,9 +186,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions): Promise<F
     },
     async restart() {
       if (mode === 'refuse') mode = 'replay';
-      if (!listening) await listen(port);
+      if (!listener.listening) await listener.listen();
     },
-    close: stop,
+    close: () => listener.stop(),
   };
 }
 
@@ -285,4 +267,37 @@ function safeDecode(text: string): string {
   } catch {
     return text;
   }
+}
+
+/**
+ * Listens on an ephemeral loopback port, and can stop listening (connections are refused, open ones
+ * dropped) and listen again on the same port: how the stand-in upstreams play a host that is down.
+ */
+export async function switchableListener(server: Server): Promise<{ readonly port: number; readonly listening: boolean; listen(): Promise<void>; stop(): Promise<void> }> {
+  let listening = false;
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        listening = true;
+        resolve();
+      });
+    });
+  await listen(0);
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    get listening() {
+      return listening;
+    },
+    listen: () => listen(port),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (!listening) return resolve();
+        listening = false;
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }

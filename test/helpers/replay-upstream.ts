@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { switchableListener } from './fake-upstream.js';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
@@ -88,7 +88,6 @@ export async function startReplayUpstream(options: ReplayUpstreamOptions): Promi
   let custom: ReplayAnswer | undefined;
   let refusedKeys = new Set<string>();
   let retryAfter = String(options.retryAfterSeconds ?? 7);
-  let listening = false;
   const requests: ReplayRequest[] = [];
 
   const send = (res: ServerResponse, answer: ReplayAnswer, acceptsGzip: boolean) => {
@@ -132,24 +131,8 @@ export async function startReplayUpstream(options: ReplayUpstreamOptions): Promi
       }
     }
   });
-  const listen = (port: number) =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        listening = true;
-        resolve();
-      });
-    });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (!listening) return resolve();
-      listening = false;
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  await listen(0);
-  const port = (server.address() as AddressInfo).port;
+  const listener = await switchableListener(server);
+  const port = listener.port;
 
   return {
     baseUrl: `http://127.0.0.1:${port}`,
@@ -158,13 +141,13 @@ export async function startReplayUpstream(options: ReplayUpstreamOptions): Promi
     },
     async setMode(next) {
       mode = next;
-      if (next === 'refuse') await stop();
-      else if (!listening) await listen(port);
+      if (next === 'refuse') await listener.stop();
+      else if (!listener.listening) await listener.listen();
     },
     async answerWith(answer) {
       custom = answer;
       mode = 'custom';
-      if (!listening) await listen(port);
+      if (!listener.listening) await listener.listen();
     },
     refuseKeys(keys) {
       refusedKeys = new Set(keys);
@@ -175,6 +158,6 @@ export async function startReplayUpstream(options: ReplayUpstreamOptions): Promi
     addRoutes(more) {
       routes.unshift(...more);
     },
-    close: stop,
+    close: () => listener.stop(),
   };
 }
