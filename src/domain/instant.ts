@@ -33,3 +33,38 @@ export function parseInstant(text: string): number | undefined {
   const offsetMs = (sign === '-' ? -1 : 1) * (Number(oh) * HOUR_MS + Number(om) * MINUTE_MS);
   return day + Number(h) * HOUR_MS + Number(mi) * MINUTE_MS + Number(s) * 1000 + ms - offsetMs;
 }
+
+const DAY_MS = 24 * HOUR_MS;
+/** `00`..`99` and `000`..`999`: the fields of an instant, padded once. */
+const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
+const THREE_DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+
+/**
+ * `new Date(ms).toISOString()`, character for character, for the instants of years 0000 to 9999
+ * (others, and invalid ones, go to `toISOString` itself). A history answer formats one per candle:
+ * this one builds no Date and is about three times faster on 10 years of daily bars. The civil date
+ * is Howard Hinnant's days-to-civil arithmetic (proleptic Gregorian, eras of 400 years).
+ */
+export function isoInstant(ms: number): string {
+  if (!Number.isSafeInteger(ms)) return new Date(ms).toISOString();
+  const days = Math.floor(ms / DAY_MS);
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const dayOfEra = z - era * 146_097;
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365);
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const shiftedMonth = Math.floor((5 * dayOfYear + 2) / 153);
+  const day = dayOfYear - Math.floor((153 * shiftedMonth + 2) / 5) + 1;
+  const month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  if (!(year >= 0 && year <= 9999)) return new Date(ms).toISOString();
+  let rest = ms - days * DAY_MS;
+  const hours = Math.floor(rest / HOUR_MS);
+  rest -= hours * HOUR_MS;
+  const minutes = Math.floor(rest / MINUTE_MS);
+  rest -= minutes * MINUTE_MS;
+  const seconds = Math.floor(rest / 1000);
+  const millis = rest - seconds * 1000;
+  const digits = (n: number) => TWO_DIGITS[n]!;
+  return `${digits(Math.floor(year / 100))}${digits(year % 100)}-${digits(month)}-${digits(day)}T${digits(hours)}:${digits(minutes)}:${digits(seconds)}.${THREE_DIGITS[millis]!}Z`;
+}

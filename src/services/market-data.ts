@@ -5,7 +5,7 @@
  * closed); this file only says what to load and how long it stays true.
  */
 import { rangeStartMs } from '../domain/history-ranges.js';
-import { parseInstant } from '../domain/instant.js';
+import { isoInstant, parseInstant } from '../domain/instant.js';
 import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violation } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
 import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../domain/ports.js';
@@ -607,7 +607,7 @@ export function serializedAs(quote: Quote, json: string): void {
 
 /** A stored bar as the contract spells it. */
 function toCandle(c: StoredCandle): Candle {
-  return { time: new Date(c.timeMs).toISOString(), open: c.open, high: c.high, low: c.low, close: c.close, adj_close: c.adjClose, volume: c.volume === null ? null : Math.round(c.volume) };
+  return { time: isoInstant(c.timeMs), open: c.open, high: c.high, low: c.low, close: c.close, adj_close: c.adjClose, volume: c.volume === null ? null : Math.round(c.volume) };
 }
 
 /** The dividends and splits of `span`, as the contract spells them. */

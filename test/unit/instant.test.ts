@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseInstant } from '../../src/domain/instant.js';
+import { isoInstant, parseInstant } from '../../src/domain/instant.js';
 
 describe('parseInstant', () => {
   it('when a date or a date-time exists, then it is its epoch ms (a date is midnight UTC)', () => {
@@ -47,5 +47,22 @@ describe('parseInstant across years 0000 to 9999', () => {
 
   it('when a five-digit or signed year is sent, then undefined (outside ISO 8601 without an agreed expansion)', () => {
     for (const text of ['10000-01-01', '+002026-01-01', '-0001-01-01']) expect(parseInstant(text), text).toBeUndefined();
+  });
+});
+
+describe('isoInstant', () => {
+  it('when the instant is in years 0000 to 9999, then it is toISOString character for character', () => {
+    const edges = [0, 1, -1, 999, 86_399_999, 86_400_000, -62_167_219_200_000, -62_167_219_200_001, 253_402_300_799_999, Date.UTC(2000, 1, 29), Date.UTC(2100, 1, 28, 23, 59, 59, 999), Date.UTC(1900, 2, 1)];
+    // Every day of 1600 to 2400 at a time of day that walks the fields, and a spread over the whole range.
+    for (let day = Date.UTC(1600, 0, 1) / 86_400_000, i = 0; day < Date.UTC(2400, 0, 1) / 86_400_000; day++, i++) edges.push(day * 86_400_000 + ((i * 7_777_777) % 86_400_000));
+    for (let i = 0; i < 20_000; i++) edges.push(-62_167_219_200_000 + Math.floor(((i * 2_654_435_761) % 1_000_003) / 1_000_003 * 315_569_519_999_999));
+    const wrong = edges.filter((ms) => isoInstant(ms) !== new Date(ms).toISOString());
+    expect(edges.length).toBeGreaterThan(300_000);
+    expect(wrong.map((ms) => [ms, isoInstant(ms), new Date(ms).toISOString()])).toEqual([]);
+  });
+
+  it('when the instant is outside years 0000 to 9999 or not a whole millisecond, then it is what toISOString says (throws for none)', () => {
+    for (const ms of [-62_167_219_200_001 - 86_400_000, 253_402_300_800_000, 8.64e15, 1.5, -0.5]) expect(isoInstant(ms)).toBe(new Date(ms).toISOString());
+    expect(() => isoInstant(Number.NaN)).toThrow(RangeError);
   });
 });
