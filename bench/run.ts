@@ -16,7 +16,7 @@ import autocannon from 'autocannon';
 import { createParser } from 'eventsource-parser';
 import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisProcess } from '../test/helpers/redis-server.js';
-import { ADMIN, API_KEY, benchEnv, initService } from './setup.js';
+import { ADMIN, API_KEY, benchEnv, initService, startBaseline, type BaselineRoute } from './setup.js';
 import { spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
 import { quoteEventsChannel } from '../src/services/quote-stream.js';
 
@@ -136,35 +136,6 @@ function measure(load: Load, dir: string): Promise<Measured> {
 /** Starts `mds serve` on a free port and resolves once it listens. */
 async function startServer(env: NodeJS.ProcessEnv, extraArgs: string[] = [], prefix: string[] = SERVER_CPU): Promise<ServeProcess> {
   return spawnServe(['--port', String(await freePort()), ...extraArgs], { env, stdout: 'ignore', prefix });
-}
-
-/** What the baseline answers on one path: the exact bytes and headers of a cached answer of the service. */
-interface BaselineRoute {
-  body: Buffer;
-  headers: Record<string, string>;
-}
-
-/**
- * The bare node:http baseline: on each path, the same bytes and headers as the service's cached
- * answer of that path, nothing else; unknown paths get the first route's answer.
- */
-async function startBaseline(routes: Record<string, BaselineRoute>): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const script = `
-    const http = require('node:http');
-    const routes = JSON.parse(process.env.ROUTES);
-    const table = new Map(Object.entries(routes).map(([p, r]) => [p, { body: Buffer.from(r.body, 'base64'), headers: r.headers }]));
-    const first = table.values().next().value;
-    http.createServer((req, res) => { const r = table.get(req.url) || first; res.writeHead(200, r.headers); res.end(r.body); })
-      .listen(${port}, '127.0.0.1', () => process.stdout.write('ready\\n'));`;
-  const [command, ...rest] = [...SERVER_CPU, process.execPath, '-e', script];
-  const encoded = Object.fromEntries(Object.entries(routes).map(([p, r]) => [p, { body: r.body.toString('base64'), headers: r.headers }]));
-  const child = spawn(command!, rest, {
-    env: { ...process.env, ROUTES: JSON.stringify(encoded) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((done) => child.stdout!.once('data', () => done()));
-  return { url: `http://127.0.0.1:${port}`, child };
 }
 
 /** The service's cached answer of `path` (read twice, so the second is a hit), as a baseline route. */
@@ -357,7 +328,7 @@ async function main(): Promise<void> {
     for (const path of Object.values(CACHED_PATHS)) routes[path] = await cachedAnswer(redisMode.url, path);
     const etag = routes[CACHED_PATHS.indices]!.headers.ETag ?? '';
     const body = routes[CACHED_PATHS.indices]!.body;
-    const baseline = await startBaseline(routes);
+    const baseline = await startBaseline(routes, SERVER_CPU);
     children.push(baseline.child);
     await fetch(`${memoryMode.url}/api/indices`);
     await fetch(`${limited.url}/api/indices`);

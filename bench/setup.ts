@@ -2,8 +2,9 @@
  * What every bench program starts `mds serve` with: one environment and one `mds init`, so the
  * profile and the bench measure the same service.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { freePort } from '../test/helpers/redis-server.js';
 import { MDS_BIN } from '../test/helpers/serve-process.js';
 
 export const API_KEY = 'bench-api-key-0123456789';
@@ -37,4 +38,36 @@ export function benchEnv(dir: string, redisUrl: string): NodeJS.ProcessEnv {
 export function initService(env: NodeJS.ProcessEnv): void {
   const init = spawnSync(process.execPath, [MDS_BIN, 'init'], { env, encoding: 'utf8' });
   if (init.status !== 0) throw new Error(`mds init failed: ${init.stderr}`);
+}
+
+/** What the baseline answers on one path: the exact bytes and headers of a cached answer of the service. */
+export interface BaselineRoute {
+  body: Buffer;
+  headers: Record<string, string>;
+}
+
+/**
+ * The bare node:http baseline: on each path, the same bytes and headers as the service's cached
+ * answer of that path, nothing else; unknown paths (and query strings) get the first route's answer.
+ * `prefix` runs it under e.g. `taskset -c 1`, as the service it is compared with.
+ */
+export async function startBaseline(routes: Record<string, BaselineRoute>, prefix: string[] = []): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  // The routes come on stdin: a body of a few hundred KB is over what one environment variable may hold.
+  const script = `
+    const http = require('node:http');
+    const chunks = [];
+    process.stdin.on('data', (c) => chunks.push(c)).on('end', () => {
+      const routes = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const table = new Map(Object.entries(routes).map(([p, r]) => [p, { body: Buffer.from(r.body, 'base64'), headers: r.headers }]));
+      const first = table.values().next().value;
+      http.createServer((req, res) => { const r = table.get(req.url) || first; res.writeHead(200, r.headers); res.end(r.body); })
+        .listen(${port}, '127.0.0.1', () => process.stdout.write('ready\\n'));
+    });`;
+  const [command, ...rest] = [...prefix, process.execPath, '-e', script];
+  const encoded = Object.fromEntries(Object.entries(routes).map(([p, r]) => [p, { body: r.body.toString('base64'), headers: r.headers }]));
+  const child = spawn(command!, rest, { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin!.end(JSON.stringify(encoded));
+  await new Promise<void>((done) => child.stdout!.once('data', () => done()));
+  return { url: `http://127.0.0.1:${port}`, child };
 }

@@ -5,7 +5,8 @@
  * SQLite, >= 50,000 on PostgreSQL, reads under 10 ms at p99. Results go to bench/results/store.json.
  * PostgreSQL is the machine's (127.0.0.1:5432, database `test`), in a schema of its own, dropped after.
  * The HTTP figure is `mds serve` answering GET /api/history for 10 years of stored daily bars with
- * the representation cache missed (every request a window of its own), one request at a time.
+ * the representation cache missed (every request a window of its own), one request at a time, beside
+ * a bare node:http server sending the same bytes to the same client in the same run.
  * BENCH_STORE_CANDLES sets the size of the large PostgreSQL table (default 10,000,000).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { openUserStore, type OpenedUserStore } from '../src/infra/db/typeorm-use
 import { createTestSchema, findPostgres } from '../test/helpers/postgres.js';
 import { freePort } from '../test/helpers/redis-server.js';
 import { spawnServe } from '../test/helpers/serve-process.js';
-import { benchEnv, initService } from './setup.js';
+import { benchEnv, initService, startBaseline } from './setup.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DAY_MS = 86_400_000;
@@ -94,7 +95,33 @@ async function measure(name: string, db: OpenedUserStore, large: boolean) {
   return row;
 }
 
-/** 10 years of daily bars of one symbol in a fresh SQLite file, served by `mds serve`: latency of reads that miss the cache. */
+/**
+ * `READS` sequential GETs of `path(i)` on `url`, each timed to its last byte; the bytes of the first
+ * answer, whose status and candle count are checked (the others' status only).
+ */
+async function timedReads(url: string, path: (i: number) => string): Promise<{ times: number[]; first: Buffer }> {
+  const times: number[] = [];
+  let first = Buffer.alloc(0);
+  for (let i = 0; i < READS; i++) {
+    const started = performance.now();
+    const res = await fetch(`${url}${path(i)}`);
+    // The answer as bytes: what the server spent, not the bench's own JSON parsing (checked once below).
+    const bytes = await res.arrayBuffer();
+    times.push(performance.now() - started);
+    if (res.status !== 200) throw new Error(`history read answered ${res.status}`);
+    if (i === 0) first = Buffer.from(bytes);
+  }
+  const body = JSON.parse(first.toString('utf8')) as { data?: { candles: unknown[] } };
+  if (body.data?.candles.length !== TEN_YEARS_DAILY) throw new Error(`history read answered ${body.data?.candles.length} candles`);
+  return { times: times.sort((a, b) => a - b), first };
+}
+
+/**
+ * 10 years of daily bars of one symbol in a fresh SQLite file, served by `mds serve`: latency of reads
+ * that miss the representation cache, and, in the same run, of a bare node:http server sending the
+ * same bytes to the same client (before and after; the worse p99 of the two counts, as in run.ts):
+ * what this machine allows for a 320 KB answer at all.
+ */
 async function httpRead(dir: string): Promise<Record<string, unknown>> {
   const env = { ...benchEnv(dir, 'redis://127.0.0.1:1/0'), DATABASE_URL: `sqlite:${join(dir, 'http.sqlite')}`, LOG_LEVEL: 'warn' };
   initService(env);
@@ -105,29 +132,35 @@ async function httpRead(dir: string): Promise<Record<string, unknown>> {
   await db.candles.putInstrument('AAPL', { currency: 'USD', timezone: 'America/New_York' }, SOURCE);
   await db.candles.markCovered('AAPL', '1d', span, SOURCE);
   await db.close();
+  const end = new Date(span.endMs).toISOString();
+  // A window a second earlier each time: the same bars, a key the representation cache has not seen.
+  const path = (i: number) => `/api/history/AAPL?interval=1d&start=${new Date(START - 1000 * (i + 1)).toISOString()}&end=${end}`;
   const server = await spawnServe(['--port', String(await freePort())], { env, stdout: 'ignore' });
+  let measured: { times: number[]; first: Buffer };
   try {
-    const times: number[] = [];
-    const end = new Date(span.endMs).toISOString();
-    for (let i = 0; i < READS; i++) {
-      // A window a second later each time: the same bars, a key the representation cache has not seen.
-      const start = new Date(START - 1000 * (i + 1)).toISOString();
-      const started = performance.now();
-      const res = await fetch(`${server.url}/api/history/AAPL?interval=1d&start=${start}&end=${end}`);
-      // The answer as bytes: what the service spent, not the bench's own JSON parsing (checked once below).
-      const bytes = await res.arrayBuffer();
-      times.push(performance.now() - started);
-      if (res.status !== 200) throw new Error(`history read answered ${res.status}`);
-      if (i === 0) {
-        const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as { data?: { candles: unknown[] } };
-        if (body.data?.candles.length !== TEN_YEARS_DAILY) throw new Error(`history read answered ${body.data?.candles.length} candles`);
-      }
-    }
-    times.sort((a, b) => a - b);
-    return { store: 'http (sqlite, representation cache missed)', tenYearsDaily: { p50Ms: percentile(times, 50), p99Ms: percentile(times, 99) } };
+    measured = await timedReads(server.url, path);
   } finally {
     await server.stop();
   }
+  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(measured.first.length) };
+  const bare = async () => {
+    const baseline = await startBaseline({ '/': { body: measured.first, headers } });
+    try {
+      return (await timedReads(baseline.url, path)).times;
+    } finally {
+      baseline.child.kill();
+    }
+  };
+  const [before, after] = [await bare(), await bare()];
+  const baseline = percentile(before, 99) >= percentile(after, 99) ? before : after;
+  const p99 = percentile(measured.times, 99);
+  return {
+    store: 'http (sqlite, representation cache missed)',
+    bodyBytes: measured.first.length,
+    tenYearsDaily: { p50Ms: percentile(measured.times, 50), p99Ms: p99 },
+    bareNodeHttpSameBytes: { p50Ms: percentile(baseline, 50), p99Ms: percentile(baseline, 99) },
+    p99OverBaselineMs: p99 - percentile(baseline, 99),
+  };
 }
 
 const rows: Array<Record<string, unknown>> = [];
