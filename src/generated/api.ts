@@ -2531,8 +2531,8 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     /** @description On an export too large to be cached whole, the parts of the window the upstream could not give, as comma-separated ISO 8601 intervals (`start/end`). */
                     "X-History-Missing"?: string;
-                    /** @description `Accept`: the same URL answers JSON, CSV or Arrow by the `Accept` header. */
-                    Vary?: "Accept";
+                    /** @description Names `Accept` on every answer, JSON too: the same URL answers JSON, CSV or Arrow by the `Accept` header. `Origin` comes first when CORS answered for a listed origin. */
+                    Vary?: "Accept" | "Origin, Accept";
                     [name: string]: unknown;
                 };
                 content: {

@@ -18,7 +18,7 @@ import type { Request } from 'express';
 import { requestIdOf, routeOf } from './app.js';
 import { createCors } from './cors.js';
 import { toErrorResponse, writeEnvelope } from './envelope.js';
-import { representationReply } from './handlers/representation.js';
+import { representationReply, varyByAccept } from './handlers/representation.js';
 import { LocalMemory } from '../domain/local-memory.js';
 import type { Logger } from '../domain/ports.js';
 import { NO_METRICS, type Metrics } from '../domain/ports.js';
@@ -107,6 +107,7 @@ export class FastPath {
       const extra: Record<string, string> = { 'X-Request-Id': reqId };
       const send = () => {
         const reply = representationReply(rep, req.headers['if-none-match']);
+        varyByAccept(res, rep.key);
         res.writeHead(reply.status, Object.assign(reply.headers, extra));
         res.end(reply.body);
         if (this.#metrics !== NO_METRICS) this.#metrics.httpRequest(req.method ?? 'GET', route, reply.status, (performance.now() - startedAt) / 1000);

@@ -65,6 +65,23 @@ describe('GET /api/history/{symbol} as CSV', () => {
     expect(explicit.headers.get('content-type')).toMatch(/^application\/json/);
   });
 
+  it('when history is answered as JSON (a miss through Express, a hit from the fast path, a 304), then it too says Vary: Accept', async () => {
+    const target = '/api/history/MSFT?interval=1d&range=1mo';
+    const miss = await svc.fetch(target);
+    expect(miss.headers.get('x-cache')).toBe('MISS');
+    expect(miss.headers.get('vary')).toBe('Accept');
+    const hit = await svc.fetch(target);
+    expect(hit.headers.get('x-cache')).toBe('HIT');
+    expect(hit.headers.get('vary')).toBe('Accept');
+    const fastPathHit = await svc.fetch(target);
+    expect(fastPathHit.headers.get('vary')).toBe('Accept');
+    const notModified = await svc.fetch(target, { headers: { 'If-None-Match': hit.headers.get('etag')! } });
+    expect(notModified.status).toBe(304);
+    expect(notModified.headers.get('vary')).toBe('Accept');
+    // Other reads answer one format only: no Vary of theirs.
+    expect((await svc.fetch('/api/indices')).headers.get('vary')).toBeNull();
+  });
+
   it('when the CSV ETag is sent back, then 304; the JSON ETag does not match the CSV, nor the CSV one the JSON', async () => {
     const target = '/api/history/AAPL?interval=1d&range=3mo';
     const jsonEtag = (await svc.fetch(target)).headers.get('etag')!;
@@ -84,5 +101,29 @@ describe('GET /api/history/{symbol} as CSV', () => {
     const bad = await svc.fetch('/api/history/AAPL?format=xlsx');
     expect(bad.status).toBe(422);
     expect(((await bad.json()) as { violations: Array<{ path: string }> }).violations[0]?.path).toBe('query.format');
+  });
+});
+
+describe('GET /api/history/{symbol} with CORS on', () => {
+  const APP = 'https://app.example.com';
+  let cors: TestService;
+  beforeAll(async () => {
+    cors = await startTestService({ CACHE_URL: 'redis://127.0.0.1:1/0', CORS_ORIGINS: APP });
+  });
+  afterAll(async () => {
+    await cors?.close();
+  });
+
+  it('when a listed origin reads history as JSON (Express, then the fast path) or CSV, then Vary keeps Origin and adds Accept', async () => {
+    const target = '/api/history/AAPL?interval=1d&range=1mo';
+    for (let i = 0; i < 3; i++) {
+      const res = await cors.fetch(target, { headers: { Origin: APP } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('access-control-allow-origin')).toBe(APP);
+      expect(res.headers.get('vary'), `read ${i + 1}`).toBe('Origin, Accept');
+    }
+    const csv = await cors.fetch(`${target}&format=csv`, { headers: { Origin: APP } });
+    expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(csv.headers.get('vary')).toBe('Origin, Accept');
   });
 });

@@ -3,7 +3,7 @@ import type { components } from '../../generated/api.js';
 import { TooManyCandlesError, type HistoryParams, type MarketDataService } from '../../services/market-data.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
 import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv } from '../history-export.js';
-import { etagMatches, representationReply } from './representation.js';
+import { etagMatches, representationReply, varyByAccept } from './representation.js';
 import type { Handler, JsonResponse } from './types.js';
 
 /** Tells the fast path that this request target was validated and answered from `key`. */
@@ -11,6 +11,7 @@ export type RememberTarget = (req: Request, key: string) => void;
 
 function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
   const reply = representationReply(rep, req.headers['if-none-match']);
+  varyByAccept(res, rep.key);
   res.status(reply.status).set(reply.headers);
   if (reply.body) res.end(reply.body);
   else res.end();
@@ -35,7 +36,8 @@ function historyFormat(req: Request, format: HistoryFormat | undefined): History
  */
 async function sendExport(req: Request, res: Response, rep: CachedRepresentation, format: 'csv' | 'arrow'): Promise<void> {
   const etag = rep.etag.replace(/"$/, `-${format}"`);
-  res.set({ 'X-Cache': rep.cacheStatus, ETag: etag, 'Cache-Control': `public, max-age=${rep.maxAgeSeconds}`, Vary: 'Accept' });
+  res.set({ 'X-Cache': rep.cacheStatus, ETag: etag, 'Cache-Control': `public, max-age=${rep.maxAgeSeconds}` });
+  varyByAccept(res);
   if (etagMatches(req.headers['if-none-match'], etag)) {
     res.status(304).end();
     return;
@@ -58,7 +60,8 @@ async function sendExport(req: Request, res: Response, rep: CachedRepresentation
  */
 async function streamExport(res: Response, market: MarketDataService, params: HistoryParams, format: 'csv' | 'arrow'): Promise<void> {
   const exported = await market.exportHistory(params);
-  res.status(200).set({ 'Cache-Control': 'no-store', Vary: 'Accept' });
+  res.status(200).set({ 'Cache-Control': 'no-store' });
+  varyByAccept(res);
   if (exported.missing.length > 0) res.set('X-History-Missing', exported.missing.map((m) => `${new Date(m.startMs).toISOString()}/${new Date(m.endMs).toISOString()}`).join(', '));
   if (format === 'csv') {
     res.type(CSV_CONTENT_TYPE);
