@@ -27,6 +27,13 @@ import type { Broadcast } from './ports.js';
  */
 export const UNCONFIRMED_MAX_AGE_MS = 100;
 
+/**
+ * How many of the oldest entries each `set` looks at, dropping those that may no longer be served:
+ * an expired value (a cached history body of a few hundred KB) goes soon after its age, not only
+ * when the LRU bound pushes it out. Stops at the first entry still good; a few per write keep up.
+ */
+const SWEEP_PER_SET = 4;
+
 /** One remembered value. The memory hands out the stored object itself (no copy per read). */
 export interface MemoryEntry<V> {
   readonly value: V;
@@ -103,9 +110,13 @@ export class LocalMemory<K, V> {
    */
   entry(key: K, now = this.#now()): MemoryEntry<V> | undefined {
     const entry = this.#entries.get(key);
-    if (entry === undefined) return undefined;
-    if (now >= entry.expiresAt || now - entry.storedAt >= this.maxAgeMs(entry)) return undefined;
+    if (entry === undefined || this.#spent(entry, now)) return undefined;
     return entry;
+  }
+
+  /** Whether `entry` may no longer be served at `now`. */
+  #spent(entry: MemoryEntry<V>, now: number): boolean {
+    return now >= entry.expiresAt || now - entry.storedAt >= this.maxAgeMs(entry);
   }
 
   /** The value of `key` when it may be served now, else `undefined`. */
@@ -126,6 +137,11 @@ export class LocalMemory<K, V> {
     if (version !== this.#version || this.#maxAgeMs === 0) return false;
     const now = this.#now();
     this.#entries.set(key, { value, storedAt: now, expiresAt: now + ttlMs, heard: this.#broadcast === undefined || this.#broadcast.live() });
+    let looked = 0;
+    for (const [oldKey, old] of this.#entries.entriesAscending()) {
+      if (looked++ === SWEEP_PER_SET || !this.#spent(old, now)) break;
+      this.#entries.delete(oldKey);
+    }
     return true;
   }
 
@@ -176,7 +192,7 @@ export class LocalMemory<K, V> {
     this.#inFlight.clear();
   }
 
-  /** Entries held, including expired ones not yet pushed out. */
+  /** Entries held, including expired ones not yet swept or pushed out. */
   get size(): number {
     return this.#entries.size;
   }

@@ -85,6 +85,26 @@ describe('LocalMemory', () => {
     expect(memory.get('k0')).toBeUndefined();
   });
 
+  it('when entries have outlived their age, then later writes drop them (a few each, oldest first) before the bound would', () => {
+    const clock = { now: 1000 };
+    const memory = memoryAt(clock, 1000, 1000);
+    for (let i = 0; i < 100; i++) memory.set(`old${i}`, 'a body');
+    clock.now += 500;
+    memory.set('young', 'still good');
+    // Nothing has outlived its age yet: nothing is dropped.
+    expect(memory.size).toBe(101);
+
+    clock.now += 600;
+    for (let i = 0; i < 30; i++) memory.set(`new${i}`, 'v');
+
+    // 30 writes look at up to 4 of the oldest each: the 100 expired entries are gone, the rest stay.
+    expect(memory.size).toBe(31);
+    expect(memory.peek('old0')).toBeUndefined();
+    expect(memory.peek('old99')).toBeUndefined();
+    expect(memory.get('young')).toBe('still good');
+    expect(memory.get('new29')).toBe('v');
+  });
+
   it('when its age is 0, then it keeps nothing', () => {
     const memory = memoryAt({ now: 1000 }, 0);
 
