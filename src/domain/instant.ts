@@ -39,6 +39,10 @@ const DAY_MS = 24 * HOUR_MS;
 const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
 const THREE_DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
 
+function digits(n: number): string {
+  return TWO_DIGITS[n]!;
+}
+
 /**
  * `new Date(ms).toISOString()`, character for character, for the instants of years 0000 to 9999
  * (others, and invalid ones, go to `toISOString` itself). A history answer formats one per candle:
@@ -65,6 +69,5 @@ export function isoInstant(ms: number): string {
   rest -= minutes * MINUTE_MS;
   const seconds = Math.floor(rest / 1000);
   const millis = rest - seconds * 1000;
-  const digits = (n: number) => TWO_DIGITS[n]!;
   return `${digits(Math.floor(year / 100))}${digits(year % 100)}-${digits(month)}-${digits(day)}T${digits(hours)}:${digits(minutes)}:${digits(seconds)}.${THREE_DIGITS[millis]!}Z`;
 }

@@ -16,10 +16,12 @@ export function isUniqueViolation(err: unknown): boolean {
   return code === PG_UNIQUE_VIOLATION || code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
-/** The table does not exist (migrations have not run); from TypeORM, or from better-sqlite3 used directly (the candle store). */
+/** The table does not exist (migrations have not run); from TypeORM, or from better-sqlite3 or pg used directly (the candle store). */
 export function isMissingTable(err: unknown): boolean {
   if (err instanceof QueryFailedError) return driverCode(err) === PG_UNDEFINED_TABLE || /no such table/i.test(err.message);
-  return err instanceof Error && (err as { code?: unknown }).code === 'SQLITE_ERROR' && /^no such table/i.test(err.message);
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  return code === PG_UNDEFINED_TABLE || (code === 'SQLITE_ERROR' && /^no such table/i.test(err.message));
 }
 
 /** The first useful line of a failure; pg reports some connection failures as an AggregateError without a message. */
