@@ -8,12 +8,12 @@ import { rangeStartMs } from '../domain/history-ranges.js';
 import { isoInstant, parseInstant } from '../domain/instant.js';
 import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violation } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
-import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../domain/ports.js';
+import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../domain/ports/market-data.js';
 import { allMarketStatuses, marketOf, marketStatus } from '../domain/market-calendar.js';
 import { canonical, canonicalSymbol, parseSymbolList } from '../domain/symbols.js';
 import type { CachedRepresentation, CacheRead, CacheStats, Loaded, ReadOutcome, RepresentationCache, Unknown } from './representation-cache.js';
 import { adjustCandles, type Adjustment } from '../domain/history-adjustment.js';
-import type { CorporateAction, StoredCandle, TimeSpan } from '../domain/ports.js';
+import type { CorporateAction, StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
 import { INTERVAL_MS, type HistoryStore, type StoredHistory } from './history-store.js';
 import type { UnknownSymbols } from './unknown-symbols.js';
 

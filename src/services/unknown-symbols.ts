@@ -17,7 +17,8 @@
  * the next ask goes upstream once more. Writes from this process to one bucket are serialized.
  */
 import { LocalMemory } from '../domain/local-memory.js';
-import type { Broadcast, CacheStore, Logger } from '../domain/ports.js';
+import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
+import type { Logger } from '../domain/ports/logger.js';
 import { channels, keys } from '../domain/key-space.js';
 
 /** How many store keys hold one provider's negative answers. */

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { CacheUnavailableError } from '../../domain/errors.js';
-import type { CacheEntry, CacheStore } from '../../domain/ports.js';
+import type { CacheEntry, CacheStore } from '../../domain/ports/cache.js';
 
 /** A host and port of a sentinel or cluster node. */
 export interface RedisNodeAddress {

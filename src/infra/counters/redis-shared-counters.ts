@@ -10,7 +10,7 @@
  * cache then falls back for every caller at once) and is answered from memory instead.
  */
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { CounterUsage, CounterWindow, SharedCounters } from '../../domain/ports.js';
+import type { CounterUsage, CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
 import { within, type RedisClient } from '../cache/redis-cache-store.js';
 
 export interface RedisSharedCountersOptions {
