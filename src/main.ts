@@ -22,7 +22,7 @@ import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
 import { PasswordHasher } from './infra/auth/passwords.js';
-import { RevocationCache } from './infra/auth/revocation-cache.js';
+import { RevocationCache } from './services/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';

@@ -15,7 +15,7 @@ import type { ActionContext, AuditLog } from '../domain/ports/audit.js';
 import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier } from '../domain/ports/api-keys.js';
 import type { Broadcast } from '../domain/ports/cache.js';
 import type { Principal } from '../domain/ports/accounts.js';
-import { LocalMemory } from '../domain/local-memory.js';
+import { LocalMemory } from './local-memory.js';
 
 /** What a managed key past its `expires_at` is told (401). */
 export const EXPIRED_KEY_MESSAGE = 'API key has expired';
