@@ -325,7 +325,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   } else logger.info('metrics off (METRICS_PORT=0)');
   await new Promise<void>((resolveListen, reject) => {
     const refused = (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new StartupError(`${config.server.host}:${config.server.port} is already in use (another mds on this machine?): set PORT (or serve --port) to a free port`) : err);
+      reject(err.code === 'EADDRINUSE' ? new StartupError(`${config.server.host}:${config.server.port} is already in use (EADDRINUSE: another mds on this machine?): set PORT (or serve --port) to a free port`) : err);
     server.once('error', refused);
     server.listen(config.server.port, config.server.host, () => {
       server.off('error', refused);

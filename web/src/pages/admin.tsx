@@ -378,7 +378,7 @@ export function Admin() {
   const current = session();
   const signedIn = Boolean(current.token || current.apiKey);
   // Nothing is asked before a sign-in: the answer could only be a 401.
-  const keys = useApi((signal) => (signedIn ? call(api.GET('/api/admin/api-keys', { signal })) : Promise.resolve([])), [signedIn]);
+  const keys = useApi((signal) => (signedIn ? call(api.GET('/api/admin/api-keys', { signal })).then((answer) => answer.data) : Promise.resolve([])), [signedIn]);
   if (!signedIn) {
     return (
       <Page title="Admin">
