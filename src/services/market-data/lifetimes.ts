@@ -3,7 +3,7 @@
  * while its market is closed, history by its interval and its market's session.
  */
 import { marketOf, marketStatus } from '../../domain/market-calendar.js';
-import { marketOfSymbol } from '../../domain/provider-symbols.js';
+import { listedMarketOfSymbol } from '../../domain/provider-symbols.js';
 import type { HistoryInterval, HistoryQuery, Quote } from '../../domain/ports/market-data.js';
 
 export const MINUTE_MS = 60_000;
@@ -45,7 +45,9 @@ export function quoteLifetime(quote: Quote, lifetimes: QuoteLifetimes, now: numb
  */
 export function historyLifetime(query: HistoryQuery, now: number): number {
   if (INTRADAY.has(query.interval)) return MINUTE_MS;
-  const status = marketStatus(marketOfSymbol(query.symbol), now);
+  const market = listedMarketOfSymbol(query.symbol);
+  if (market === undefined) return HOUR_MS;
+  const status = marketStatus(market, now);
   if (status.state === 'open' || status.nextOpen === null) return HOUR_MS;
   return Math.min(3 * DAY_MS, Math.max(HOUR_MS, status.nextOpen.getTime() - now));
 }
