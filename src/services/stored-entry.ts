@@ -14,6 +14,11 @@
  * - `!unknown` is what the release before stored for an unknown symbol: still read as unknown until
  *   those entries expire. Any other string (the release before's `!too-many:` refusals among them) is a
  *   miss, and the next read loads it again.
+ *
+ * The release before reads only bodies and `!` strings: while both releases share one Redis (an upgrade
+ * instance by instance), an old instance would send a new entry with a header as it is. Upgrade the
+ * fleet together, or flush the cache once the last old instance is gone and expect old instances to
+ * answer quotes and refused windows wrongly until then.
  */
 import { isTooManyCandles, type TooManyCandles } from '../domain/candle-limits.js';
 
