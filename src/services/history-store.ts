@@ -24,6 +24,8 @@ import type {
 } from '../domain/ports.js';
 import { marketOf, tradingSessions } from '../domain/market-calendar.js';
 import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
+import type { QualityCounts, QualityFlag } from '../domain/quality/data-issues.js';
+import type { DataQuality } from './data-quality.js';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -66,6 +68,8 @@ export interface HistoryStoreOptions {
   provider: (answer: History) => string;
   reach?: (interval: HistoryInterval) => UpstreamReach;
   now?: () => number;
+  /** The data-quality checks every fetched answer passes before it is stored (none: kept as given). */
+  quality?: DataQuality | undefined;
 }
 
 /** A window of history as the store can give it. */
@@ -86,6 +90,10 @@ export interface StoredHistory {
   failure?: unknown;
   /** The provider that answered the last window fetched by this read; absent when nothing was fetched. */
   source?: string;
+  /** Flags of the bars the data-quality checks repaired or suspect, by bar start; absent when none. */
+  flags?: Map<number, QualityFlag[]>;
+  /** What the data-quality checks did to the window's bars; absent when nothing. */
+  quality?: QualityCounts;
 }
 
 function splitsOf(actions: readonly CorporateAction[]): Array<Extract<CorporateAction, { kind: 'split' }>> {
@@ -114,8 +122,10 @@ export class HistoryStore {
   readonly #provider: (answer: History) => string;
   readonly #reach: (interval: HistoryInterval) => UpstreamReach;
   readonly #now: () => number;
+  readonly #quality: DataQuality | undefined;
 
   constructor(options: HistoryStoreOptions) {
+    this.#quality = options.quality;
     this.#store = options.store;
     this.#fetch = options.fetch;
     this.#provider = options.provider;
@@ -167,19 +177,32 @@ export class HistoryStore {
           unknown = true;
           break;
         }
-        fetchedInfo = { currency: history.currency, timezone: history.timezone };
         source = this.#provider(history);
-        written += await this.#keep(symbol, interval, chunk, history, now);
+        const kept = await this.#keep(symbol, interval, chunk, history, now);
+        fetchedInfo = { currency: kept.currency, timezone: history.timezone };
+        written += kept.written;
       }
     }
-    const [candles, actions, storedInfo] = await Promise.all([
+    const [candles, actions, storedInfo, quality] = await Promise.all([
       this.#store.getCandles(symbol, interval, window, limit),
       this.#store.getActions(symbol, { startMs: window.startMs, endMs: Math.max(window.endMs, now + 1) }),
       fetchedInfo === undefined ? this.#store.getInstrument(symbol) : Promise.resolve(fetchedInfo),
+      this.#quality?.window(symbol, interval, window),
     ]);
     if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
-    return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}), ...(source !== undefined ? { source } : {}) };
+    const judged = quality !== undefined && quality.counts.repaired + quality.counts.dropped + quality.counts.suspect > 0;
+    return {
+      info,
+      candles,
+      actions,
+      missing: mergeSpans(missing),
+      fetched,
+      written,
+      ...(failure !== undefined ? { failure } : {}),
+      ...(source !== undefined ? { source } : {}),
+      ...(judged ? { flags: quality.flags, quality: quality.counts } : {}),
+    };
   }
 
   /**
@@ -232,10 +255,19 @@ export class HistoryStore {
   }
 
   /** Writes what one call answered: new splits re-base older stored bars first, then bars, events and coverage. */
-  async #keep(symbol: string, interval: HistoryInterval, chunk: TimeSpan, history: History, now: number): Promise<number> {
+  async #keep(symbol: string, interval: HistoryInterval, chunk: TimeSpan, history: History, now: number): Promise<{ written: number; currency: string }> {
     const source = { provider: this.#provider(history), fetchedAtMs: now };
-    const { candles, actions } = toStored(history, chunk);
+    const stored = toStored(history, chunk);
+    const { actions } = stored;
+    let { candles } = stored;
+    let currency = history.currency;
     const newSplits = splitsOf(actions);
+    if (this.#quality !== undefined) {
+      const knownSplits = [...newSplits, ...splitsOf(await this.#store.getActions(symbol, chunk))];
+      const checked = await this.#quality.check({ symbol, interval, span: chunk, currency, timezone: history.timezone, candles, splits: knownSplits, provider: source.provider });
+      candles = checked.candles;
+      currency = checked.currency;
+    }
     if (newSplits.length > 0) {
       const known = new Set(splitsOf(await this.#store.getActions(symbol, { startMs: chunk.startMs, endMs: chunk.endMs })).map((s) => s.timeMs));
       for (const split of newSplits.sort((a, b) => a.timeMs - b.timeMs)) {
@@ -244,13 +276,13 @@ export class HistoryStore {
         await this.#store.rescale(symbol, { barsBeforeMs: split.timeMs, fetchedBeforeMs: split.timeMs }, split.denominator / split.numerator);
       }
     }
-    await this.#store.putInstrument(symbol, { currency: history.currency, timezone: history.timezone }, source);
+    await this.#store.putInstrument(symbol, { currency, timezone: history.timezone }, source);
     await this.#store.putActions(symbol, actions, source);
     await this.#store.putCandles(symbol, interval, candles, source);
     // Bars that may still be forming are stored but not covered: they are asked for again until finished.
     const settledBefore = now - INTERVAL_MS[interval];
     const finished = { startMs: chunk.startMs, endMs: Math.min(chunk.endMs, settledBefore) };
     if (finished.endMs > finished.startMs) await this.#store.markCovered(symbol, interval, finished, source);
-    return candles.length;
+    return { written: candles.length, currency };
   }
 }

@@ -503,11 +503,13 @@ export class MarketDataService {
     let ttlMs = this.#historyLifetime(query, history);
     if (read.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}over ${MAX_CANDLES}`, ttlMs };
     history.candles = adjustCandles(read.candles, read.actions, adjust).map(toCandle);
+    if (read.flags !== undefined) flagCandles(history.candles, read.candles, read.flags);
     if (read.missing.length > 0) {
       history.partial = true;
       history.missing = read.missing.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString() }));
       ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     }
+    if (read.quality !== undefined) history.quality = read.quality;
     const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? this.source, updated_at: this.#iso() };
     return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
@@ -608,6 +610,15 @@ export function serializedAs(quote: Quote, json: string): void {
 /** A stored bar as the contract spells it. */
 function toCandle(c: StoredCandle): Candle {
   return { time: isoInstant(c.timeMs), open: c.open, high: c.high, low: c.low, close: c.close, adj_close: c.adjClose, volume: c.volume === null ? null : Math.round(c.volume) };
+}
+
+/** Gives each served candle the flags the data-quality checks left on its stored bar (candles and stored bars align one to one). */
+function flagCandles(candles: Candle[], stored: readonly StoredCandle[], flags: ReadonlyMap<number, readonly string[]>): void {
+  stored.forEach((bar, i) => {
+    const found = flags.get(bar.timeMs);
+    const candle = candles[i];
+    if (found !== undefined && candle !== undefined) candle.flags = [...found] as Candle['flags'];
+  });
 }
 
 /** The dividends and splits of `span`, as the contract spells them. */
