@@ -14,7 +14,7 @@ import { canonical } from '../domain/symbols.js';
 import { marketOf } from '../domain/market-calendar.js';
 import type { History, HistoryInterval, HistoryQuery, Logger, StoredCandle, TimeSpan } from '../domain/ports.js';
 import type { DataIssue, DataIssueStore, QualityCounts, QualityFlag, QualityIssue } from '../domain/quality/data-issues.js';
-import { validateHistory, type ValidationResult } from '../domain/quality/validate-history.js';
+import { validateHistory, type ValidationInput, type ValidationResult } from '../domain/quality/validate-history.js';
 
 /** Counts of findings, by rule, action and the provider that gave the bar (Prometheus). */
 export type CountDataIssue = (rule: string, action: string, provider: string) => void;
@@ -48,8 +48,10 @@ export interface AnswerToCheck {
   currency: string;
   timezone: string;
   candles: readonly StoredCandle[];
-  /** Splits known for the symbol: this answer's and the store's. */
+  /** Splits this answer carries. */
   splits: ReadonlyArray<{ timeMs: number; numerator: number; denominator: number }>;
+  /** Splits the store knows of in the window: read only when a step in the prices needs them. */
+  storedSplits?: () => Promise<ReadonlyArray<{ timeMs: number; numerator: number; denominator: number }>>;
   provider: string;
 }
 
@@ -88,8 +90,12 @@ export class DataQuality {
     const nowMs = this.#now();
     const assetClass = assetClassOf(answer.symbol);
     const market = assetClass === 'fx' || assetClass === 'crypto' ? undefined : marketOf({ instrument_type: 'equity', timezone: answer.timezone });
-    const input = { interval: answer.interval, currency: answer.currency, market, candles: answer.candles, splits: answer.splits, provider: answer.provider, nowMs };
+    const input: ValidationInput = { interval: answer.interval, currency: answer.currency, market, candles: answer.candles, splits: answer.splits, provider: answer.provider, nowMs };
     let result: ValidationResult = validateHistory(input);
+    if (answer.storedSplits !== undefined && result.issues.some((i) => i.rule === 'spike')) {
+      input.splits = [...answer.splits, ...(await answer.storedSplits())];
+      result = validateHistory(input);
+    }
     if (this.#reference !== undefined && result.issues.some((i) => NEEDS_REFERENCE.has(i.rule))) {
       const other = await this.#reference({ symbol: answer.symbol, interval: answer.interval, startMs: answer.span.startMs, endMs: answer.span.endMs }, answer.provider).catch((err: unknown) => {
         this.#logger?.warn({ symbol: answer.symbol, err: err instanceof Error ? err.message : String(err) }, 'Data quality: no second provider could be asked');

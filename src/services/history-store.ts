@@ -263,8 +263,17 @@ export class HistoryStore {
     let currency = history.currency;
     const newSplits = splitsOf(actions);
     if (this.#quality !== undefined) {
-      const knownSplits = [...newSplits, ...splitsOf(await this.#store.getActions(symbol, chunk))];
-      const checked = await this.#quality.check({ symbol, interval, span: chunk, currency, timezone: history.timezone, candles, splits: knownSplits, provider: source.provider });
+      const checked = await this.#quality.check({
+        symbol,
+        interval,
+        span: chunk,
+        currency,
+        timezone: history.timezone,
+        candles,
+        splits: newSplits,
+        storedSplits: async () => splitsOf(await this.#store.getActions(symbol, { startMs: chunk.startMs - INTERVAL_MS[interval], endMs: chunk.endMs + INTERVAL_MS[interval] })),
+        provider: source.provider,
+      });
       candles = checked.candles;
       currency = checked.currency;
     }

@@ -13,7 +13,7 @@
  * falls on it or a second provider's bars confirm it; a zero or non-finite price rebuilt from a second
  * provider's bar of the same session. Anything else that fails is dropped.
  */
-import { calendarCoverage, tradingSessions, type MarketCode } from '../market-calendar.js';
+import { calendarCoverage, sessionsBetween, type MarketCode } from '../market-calendar.js';
 import type { HistoryInterval, StoredCandle } from '../ports.js';
 import type { BarValues, QualityFlag, QualityIssue, QualityRule } from './data-issues.js';
 
@@ -122,41 +122,70 @@ function median(values: number[]): number {
  */
 type SessionOf = (timeMs: number) => number | undefined;
 
-function sessionLocator(interval: HistoryInterval, market: MarketCode | undefined, candles: readonly StoredCandle[]): { of: SessionOf; checks: (timeMs: number) => boolean } {
+/** Every session a market's calendar vouches for, as sorted arrays (built once per market, about 9,000 sessions each). */
+interface SessionIndex {
+  starts: Float64Array;
+  ends: Float64Array;
+  days: Int32Array;
+  firstMs: number;
+  lastMs: number;
+}
+
+const sessionIndexes = new Map<MarketCode, SessionIndex>();
+
+function sessionIndex(market: MarketCode): SessionIndex {
+  let index = sessionIndexes.get(market);
+  if (index === undefined) {
+    const coverage = calendarCoverage(market);
+    const sessions = sessionsBetween(market, coverage.first, coverage.last);
+    index = {
+      starts: Float64Array.from(sessions, (s) => s.segments[0]!.startMs),
+      ends: Float64Array.from(sessions, (s) => s.segments[s.segments.length - 1]!.endMs),
+      days: Int32Array.from(sessions, (s) => s.dayNumber),
+      firstMs: Date.parse(`${coverage.first}T00:00:00Z`) + DAY_MS,
+      lastMs: Date.parse(`${coverage.last}T00:00:00Z`) - DAY_MS,
+    };
+    sessionIndexes.set(market, index);
+  }
+  return index;
+}
+
+function sessionLocator(interval: HistoryInterval, market: MarketCode | undefined): { of: SessionOf; checks: (timeMs: number) => boolean } {
   const utcDay: SessionOf = (t) => Math.floor(t / DAY_MS);
   const daily = interval === '1d';
   const intraday = INTRADAY_GRID_MS[interval] !== undefined;
-  if (market === undefined || market === 'CRYPTO' || market === 'FX' || candles.length === 0 || (!daily && !intraday)) return { of: utcDay, checks: () => false };
-  let minMs = Infinity;
-  let maxMs = -Infinity;
-  for (const c of candles) {
-    if (c.timeMs < minMs) minMs = c.timeMs;
-    if (c.timeMs > maxMs) maxMs = c.timeMs;
-  }
-  const coverage = calendarCoverage(market);
-  const firstMs = Date.parse(`${coverage.first}T00:00:00Z`) + DAY_MS;
-  const lastMs = Date.parse(`${coverage.last}T00:00:00Z`) - DAY_MS;
-  const sessions = tradingSessions(market, Math.max(minMs, firstMs) - 2 * DAY_MS, Math.min(maxMs, lastMs) + 2 * DAY_MS);
-  const starts = sessions.map((s) => s.segments[0]!.startMs);
-  const ends = sessions.map((s) => s.segments[s.segments.length - 1]!.endMs);
+  if (market === undefined || market === 'CRYPTO' || market === 'FX' || (!daily && !intraday)) return { of: utcDay, checks: () => false };
+  const { starts, ends, days, firstMs, lastMs } = sessionIndex(market);
+  const last = starts.length - 1;
+  // Bars come in time order: the next one's session is almost always at or just after the last one found.
+  let hint = 0;
+  /** The session whose open is nearest `t`. */
   const nearest = (t: number): number => {
     let lo = 0;
-    let hi = starts.length - 1;
+    let hi = last;
+    if ((starts[hint] as number) <= t) {
+      while (hint < last && (starts[hint + 1] as number) <= t) hint++;
+      if (hint === last || (starts[hint + 1] as number) > t) {
+        lo = hint;
+        hi = Math.min(last, hint + 1);
+      }
+    }
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       if ((starts[mid] as number) < t) lo = mid + 1;
       else hi = mid;
     }
-    if (lo > 0 && Math.abs((starts[lo - 1] as number) - t) <= Math.abs((starts[lo] as number) - t)) return lo - 1;
-    return lo;
+    const found = lo > 0 && t - (starts[lo - 1] as number) <= (starts[lo] as number) - t ? lo - 1 : lo;
+    hint = found;
+    return found;
   };
   const of: SessionOf = (t) => {
-    if (starts.length === 0) return undefined;
+    if (last < 0) return undefined;
     const i = nearest(t);
-    if (daily) return Math.abs((starts[i] as number) - t) <= DAILY_STAMP_REACH ? sessions[i]!.dayNumber : undefined;
+    if (daily) return Math.abs((starts[i] as number) - t) <= DAILY_STAMP_REACH ? days[i] : undefined;
     // Intraday: the session whose extended hours hold the bar (the one before may still be in its post-market).
     for (const j of [i, i - 1]) {
-      if (j >= 0 && t >= (starts[j] as number) - EXTENDED_HOURS && t < (ends[j] as number) + EXTENDED_HOURS) return sessions[j]!.dayNumber;
+      if (j >= 0 && t >= (starts[j] as number) - EXTENDED_HOURS && t < (ends[j] as number) + EXTENDED_HOURS) return days[j];
     }
     return undefined;
   };
@@ -201,16 +230,8 @@ export function validateHistory(input: ValidationInput): ValidationResult {
 
   // Time: nothing in the future, intraday bars on the grid, listed markets' bars in a session.
   const grid = INTRADAY_GRID_MS[interval];
-  const sessions = sessionLocator(interval, input.market, bars);
+  const sessions = sessionLocator(interval, input.market);
   const formingFromMs = input.nowMs - INTERVAL_MS[interval];
-  bars = bars.filter((c, i) => {
-    if (c.timeMs > input.nowMs + MINUTE_MS) return note(c, c.timeMs, 'future', 'dropped', null), false;
-    const forming = i === bars.length - 1 && c.timeMs >= formingFromMs;
-    if (grid !== undefined && c.timeMs % grid !== 0 && !forming) return note(c, c.timeMs, 'off_grid', 'dropped', null), false;
-    if (sessions.checks(c.timeMs) && sessions.of(c.timeMs) === undefined) return note(c, c.timeMs, 'outside_session', 'dropped', null), false;
-    return true;
-  });
-
   // A second provider's bars by session, to fill and to confirm.
   const reference = new Map<number, StoredCandle>();
   if (input.reference !== undefined && (SUB_UNIT_CURRENCIES[input.reference.currency] ?? input.reference.currency) === currency) {
@@ -226,41 +247,75 @@ export function validateHistory(input: ValidationInput): ValidationResult {
   };
   const others = input.reference !== undefined ? [input.reference.provider] : [];
 
-  // Single bars: volume, bad prices (filled or dropped), high/low order.
-  bars = bars.flatMap((c) => {
-    let bar = c;
-    if (bar.volume !== null && !(Number.isFinite(bar.volume) && bar.volume >= 0)) {
-      const after = { ...bar, volume: null };
-      note(bar, bar.timeMs, 'negative_volume', 'repaired', after);
-      bar = after;
+  // Time (nothing in the future, intraday bars on the grid, listed markets' bars in a session), then
+  // single bars: volume, bad prices (filled or dropped), high/low order. One pass.
+  const checked: StoredCandle[] = [];
+  const futureFromMs = input.nowMs + MINUTE_MS;
+  for (let i = 0; i < bars.length; i++) {
+    const c = bars[i] as StoredCandle;
+    const t = c.timeMs;
+    if (t > futureFromMs) {
+      note(c, t, 'future', 'dropped', null);
+      continue;
     }
-    if (!pricesGood(bar)) {
-      const other = referenceOf(bar);
-      if (other === undefined) return note(bar, bar.timeMs, 'non_positive_price', 'dropped', null, undefined, others), [];
-      const after: StoredCandle = { ...other, timeMs: bar.timeMs, adjClose: bar.adjClose !== null && goodPrice(bar.adjClose) ? bar.adjClose : other.adjClose, volume: other.volume ?? bar.volume };
-      note(bar, bar.timeMs, 'filled_price', 'repaired', after, `filled_from_${input.reference!.provider}`, others);
-      bar = after;
+    if (grid !== undefined && t % grid !== 0 && !(i === bars.length - 1 && t >= formingFromMs)) {
+      note(c, t, 'off_grid', 'dropped', null);
+      continue;
     }
-    if (bar.high < bar.low) {
-      const swapped = { ...bar, high: bar.low, low: bar.high };
-      if (envelopeHolds(swapped, 0)) {
-        note(bar, bar.timeMs, 'swapped_high_low', 'repaired', swapped, 'repaired_ohlc');
-        return [swapped];
-      }
+    if (sessions.checks(t) && sessions.of(t) === undefined) {
+      note(c, t, 'outside_session', 'dropped', null);
+      continue;
     }
-    if (envelopeHolds(bar, 0)) return [bar];
-    if (envelopeHolds(bar, ENVELOPE_SLACK)) {
-      const after = { ...bar, high: Math.max(bar.high, bar.open, bar.close), low: Math.min(bar.low, bar.open, bar.close) };
-      note(bar, bar.timeMs, 'ohlc_envelope', 'repaired', after, 'repaired_ohlc');
-      return [after];
+    // The common case, kept cheap: nothing in judgeBar applies to a bar that passes this.
+    if (c.low > 0 && c.low <= c.open && c.low <= c.close && c.open <= c.high && c.close <= c.high && c.high < Infinity && (c.volume === null || c.volume >= 0)) {
+      checked.push(c);
+      continue;
     }
-    return note(bar, bar.timeMs, 'ohlc_order', 'dropped', null), [];
-  });
+    const kept = judgeBar(c, input, referenceOf, others, note);
+    if (kept !== undefined) checked.push(kept);
+  }
+  bars = checked;
 
-  bars = repairUnits(bars, note);
-  bars = repairSteps(bars, input.splits, referenceOf, input.reference?.provider, note);
-  markSpikes(bars, note);
+  // Rules between neighbours: only when some bar strays more than 20 % from an adjacent one.
+  let calm = true;
+  for (let i = 0; i < bars.length && calm; i++) calm = plain(bars, i) && ((bars[i] as StoredCandle).adjClose === null || plainAdj(bars, i));
+  if (!calm) {
+    bars = repairUnits(bars, note);
+    bars = repairSteps(bars, input.splits, referenceOf, input.reference?.provider, note);
+    markSpikes(bars, note);
+  }
   return { candles: bars, currency, issues };
+}
+
+/** One bar that failed the quick check: volume, bad prices (filled or dropped), high/low order. Undefined when dropped. */
+function judgeBar(c: StoredCandle, input: ValidationInput, referenceOf: (c: StoredCandle) => StoredCandle | undefined, others: string[], note: Note): StoredCandle | undefined {
+  let bar = c;
+  if (bar.volume !== null && !(Number.isFinite(bar.volume) && bar.volume >= 0)) {
+    const after = { ...bar, volume: null };
+    note(bar, bar.timeMs, 'negative_volume', 'repaired', after);
+    bar = after;
+  }
+  if (!pricesGood(bar)) {
+    const other = referenceOf(bar);
+    if (other === undefined) return note(bar, bar.timeMs, 'non_positive_price', 'dropped', null, undefined, others), undefined;
+    const after: StoredCandle = { ...other, timeMs: bar.timeMs, adjClose: bar.adjClose !== null && goodPrice(bar.adjClose) ? bar.adjClose : other.adjClose, volume: other.volume ?? bar.volume };
+    note(bar, bar.timeMs, 'filled_price', 'repaired', after, `filled_from_${input.reference!.provider}`, others);
+    bar = after;
+  }
+  if (bar.high < bar.low) {
+    const swapped = { ...bar, high: bar.low, low: bar.high };
+    if (envelopeHolds(swapped, 0)) {
+      note(bar, bar.timeMs, 'swapped_high_low', 'repaired', swapped, 'repaired_ohlc');
+      return swapped;
+    }
+  }
+  if (envelopeHolds(bar, 0)) return bar;
+  if (envelopeHolds(bar, ENVELOPE_SLACK)) {
+    const after = { ...bar, high: Math.max(bar.high, bar.open, bar.close), low: Math.min(bar.low, bar.open, bar.close) };
+    note(bar, bar.timeMs, 'ohlc_envelope', 'repaired', after, 'repaired_ohlc');
+    return after;
+  }
+  return note(bar, bar.timeMs, 'ohlc_order', 'dropped', null), undefined;
 }
 
 function envelopeHolds(c: StoredCandle, slack: number): boolean {
@@ -288,22 +343,16 @@ function plain(bars: readonly StoredCandle[], i: number): boolean {
   const c = bars[i] as StoredCandle;
   const lo = Math.min(c.open, c.low, c.close);
   const hi = Math.max(c.open, c.high, c.close);
-  for (const j of [i - 1, i + 1]) {
-    const n = bars[j];
-    if (n === undefined) continue;
-    if (lo < n.close * 0.8 || hi > n.close * 1.2) return false;
-  }
-  return true;
+  const p = bars[i - 1];
+  const n = bars[i + 1];
+  return (p === undefined || (lo >= p.close * 0.8 && hi <= p.close * 1.2)) && (n === undefined || (lo >= n.close * 0.8 && hi <= n.close * 1.2));
 }
 
 function plainAdj(bars: readonly StoredCandle[], i: number): boolean {
   const v = (bars[i] as StoredCandle).adjClose as number;
-  for (const j of [i - 1, i + 1]) {
-    const n = bars[j]?.adjClose;
-    if (n === undefined || n === null) continue;
-    if (v < n * 0.8 || v > n * 1.2) return false;
-  }
-  return true;
+  const p = bars[i - 1]?.adjClose;
+  const n = bars[i + 1]?.adjClose;
+  return (p === undefined || p === null || (v >= p * 0.8 && v <= p * 1.2)) && (n === undefined || n === null || (v >= n * 0.8 && v <= n * 1.2));
 }
 
 /** A price 100x or 0.01x its agreeing neighbours' level, scaled back (each field on its own). */
@@ -353,6 +402,8 @@ function repairSteps(
     const before = out[i - 1] as StoredCandle;
     const after = out[i] as StoredCandle;
     const step = before.close / after.open;
+    // No split ratio lies within a third of 1: the common case ends here.
+    if (step > 0.6 && step < 1.6) continue;
     const ratio = SPLIT_RATIOS.find((k) => near(step, k, SPLIT_TOLERANCE));
     if (ratio === undefined) continue;
     // Lasting: the bars around the step stay at their own side's level.
