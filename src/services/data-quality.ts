@@ -12,7 +12,9 @@ import { parseInstant } from '../domain/instant.js';
 import { assetClassOf } from '../domain/provider-symbols.js';
 import { canonical } from '../domain/symbols.js';
 import { marketOf } from '../domain/market-calendar.js';
-import type { History, HistoryInterval, HistoryQuery, Logger, StoredCandle, TimeSpan } from '../domain/ports.js';
+import type { StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
+import type { Logger } from '../domain/ports/logger.js';
+import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/market-data.js';
 import type { DataIssue, DataIssueStore, QualityCounts, QualityFlag, QualityIssue } from '../domain/quality/data-issues.js';
 import { validateHistory, type ValidationInput, type ValidationResult } from '../domain/quality/validate-history.js';
 

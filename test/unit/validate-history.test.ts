@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { StoredCandle } from '../../src/domain/ports.js';
+import type { StoredCandle } from '../../src/domain/ports/history-store.js';
 import { validateHistory, type ValidationInput } from '../../src/domain/quality/validate-history.js';
 
 /** US sessions of early September 2020 (Labor Day, the 7th, closed), bars stamped at the open as Yahoo does. */

@@ -2,7 +2,8 @@
  * What the data-quality checks record (DESIGN 20): each bar an upstream answer gave that was repaired,
  * dropped or is suspect, with the rule that judged it, the bar before and after, and who gave it.
  */
-import type { HistoryInterval, StoredCandle } from '../ports.js';
+import type { StoredCandle } from '../ports/history-store.js';
+import type { HistoryInterval } from '../ports/market-data.js';
 
 /**
  * The named rules. Repairs: `sub_unit_currency`, `unit_100x`, `unannounced_split`, `swapped_high_low`,

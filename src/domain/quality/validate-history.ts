@@ -14,7 +14,8 @@
  * provider's bar of the same session. Anything else that fails is dropped.
  */
 import { calendarCoverage, sessionsBetween, type MarketCode } from '../market-calendar.js';
-import type { HistoryInterval, StoredCandle } from '../ports.js';
+import type { StoredCandle } from '../ports/history-store.js';
+import type { HistoryInterval } from '../ports/market-data.js';
 import type { BarValues, QualityFlag, QualityIssue, QualityRule } from './data-issues.js';
 
 const MINUTE_MS = 60_000;

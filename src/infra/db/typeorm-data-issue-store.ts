@@ -4,7 +4,7 @@
  */
 import type { DataSource } from 'typeorm';
 import { AppError } from '../../domain/errors.js';
-import type { HistoryInterval } from '../../domain/ports.js';
+import type { HistoryInterval } from '../../domain/ports/market-data.js';
 import type { BarValues, DataIssue, DataIssueStore, QualityAction, QualityFlag, QualityRule } from '../../domain/quality/data-issues.js';
 import { reasonOf } from './db-errors.js';
 
