@@ -226,7 +226,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger: logger.child({ component: 'data-quality' }),
     ...(options.now ? { now: options.now } : {}),
   });
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, ...(options.now ? { now: options.now } : {}) });
+  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, chain: links.map((link) => link.name), ...(options.now ? { now: options.now } : {}) });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({

@@ -53,15 +53,26 @@ export async function openHistory(config: Config, logger: Logger): Promise<{ bac
   try {
     const db = await openUserStore(config.database.url, { runMigrations: true });
     shutdown.add('database', () => db.close());
-    const provider = new ProviderRouter({ links: createProviderChain(config.market, logger), logger });
+    const links = createProviderChain(config.market, logger);
+    const provider = new ProviderRouter({ links, logger });
     shutdown.add('market data provider', () => provider.close());
     const quality = new DataQuality({ store: db.dataIssues, reference: (query, except) => provider.getHistoryElsewhere(query, except), logger });
-    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality });
+    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, chain: links.map((link) => link.name) });
     const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
     shutdown.add('history backfill', () => backfill.close());
     return { backfill, description: db.description, close: () => shutdown.close() };
   } catch (err) {
     await shutdown.close().catch(() => undefined);
     throw err;
+  }
+}
+
+/** Drops every stored bar and covered span `provider` gave (`mds history purge`); resolves to how many bars went. */
+export async function purgeProviderBars(config: Config, provider: string): Promise<{ removed: number; description: string }> {
+  const db = await openUserStore(config.database.url, { runMigrations: true });
+  try {
+    return { removed: await db.candles.purgeProvider(provider), description: db.description };
+  } finally {
+    await db.close();
   }
 }

@@ -62,7 +62,15 @@ export interface HistoryStoreOptions {
   now?: () => number;
   /** The data-quality checks every fetched answer passes before it is stored (none: kept as given). */
   quality?: DataQuality | undefined;
+  /**
+   * The providers of the chain. Bars a provider outside it gave (the simulated demo's, once a real
+   * provider is configured) are never served as the chain's: they are dropped and the span fetched again.
+   */
+  chain?: readonly string[] | undefined;
 }
+
+/** Series checked for bars of providers outside the chain, at most (then the memory starts over). */
+const CHECKED_SERIES_MAX = 50_000;
 
 /** A window of history as the store can give it. */
 export interface StoredHistory {
@@ -115,8 +123,12 @@ export class HistoryStore {
   readonly #reach: (interval: HistoryInterval) => UpstreamReach;
   readonly #now: () => number;
   readonly #quality: DataQuality | undefined;
+  readonly #chain: ReadonlySet<string> | undefined;
+  /** Series whose stored bars were found to be the chain's own since this process started. */
+  readonly #checked = new Set<string>();
 
   constructor(options: HistoryStoreOptions) {
+    this.#chain = options.chain === undefined ? undefined : new Set(options.chain);
     this.#quality = options.quality;
     this.#store = options.store;
     this.#fetch = options.fetch;
@@ -133,6 +145,7 @@ export class HistoryStore {
   async read(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredHistory> {
     const now = this.#now();
     const window = { startMs: span.startMs, endMs: Math.min(span.endMs, now + INTERVAL_MS[interval]) };
+    await this.#dropForeign(symbol, interval);
     const covered = window.endMs > window.startMs ? await this.#store.coverage(symbol, interval, window) : [];
     const gaps = subtractSpans(window, covered);
     const reach = this.#reach(interval);
@@ -222,6 +235,19 @@ export class HistoryStore {
       read++;
     }
     return read;
+  }
+
+  /** Drops, once per series and process, what providers outside the chain stored of `symbol` and `interval`. */
+  async #dropForeign(symbol: string, interval: HistoryInterval): Promise<void> {
+    const chain = this.#chain;
+    if (chain === undefined) return;
+    const key = `${symbol}\u0000${interval}`;
+    if (this.#checked.has(key)) return;
+    for (const provider of await this.#store.coverageProviders(symbol, interval)) {
+      if (!chain.has(provider)) await this.#store.purgeProvider(provider, { symbol, interval });
+    }
+    if (this.#checked.size >= CHECKED_SERIES_MAX) this.#checked.clear();
+    this.#checked.add(key);
   }
 
   /** True when the store has covered all of `span` (what it holds is served even beyond the upstream's reach). */

@@ -165,3 +165,43 @@ describe('data quality over HTTP, Yahoo replayed with injected faults', () => {
     expect(body.error).toMatch(/since/);
   });
 });
+
+describe('provenance: the demo, then Yahoo on the same database', () => {
+  const store = mkdtempSync(join(tmpdir(), 'mds-provenance-'));
+  let upstream: FakeUpstream;
+  let svc: TestService | undefined;
+
+  beforeAll(async () => {
+    upstream = await startFakeUpstream({ fixturesDir: resolve(import.meta.dirname, '..', 'fixtures', 'yahoo') });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    await upstream?.close();
+    rmSync(store, { recursive: true, force: true });
+  });
+
+  it('when the simulated provider stored a window and Yahoo is configured next, then the window is fetched from Yahoo and named yahoo, never the simulated bars', async () => {
+    const window = '/api/history/AAPL?interval=1d&start=2020-09-01&end=2020-10-01';
+    svc = await startTestService({ MARKET_DATA_PROVIDER: 'simulated', CACHE_URL: 'redis://127.0.0.1:1/0' }, { init: true, dir: store });
+    const demo = (await (await svc.fetch(window)).json()) as HistoryBody;
+    expect(demo.source).toBe('simulated');
+    expect(demo.data.candles.length).toBeGreaterThan(15);
+    await svc.close();
+    svc = undefined;
+
+    const before = upstream.requests;
+    svc = await startTestService({ MARKET_DATA_PROVIDER: 'yahoo', MARKET_DATA_BASE_URL: upstream.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' }, { dir: store });
+    const res = await svc.fetch(window);
+    expect(res.status).toBe(200);
+    const real = (await res.json()) as HistoryBody;
+    expect(real.source).toBe('yahoo');
+    expect(upstream.requests).toBeGreaterThan(before);
+    const recording = JSON.parse(readFileSync(RECORDING, 'utf8')) as Exchange;
+    const result = recording.response.body.chart.result[0]!;
+    const yahooClose = new Map<string, number>(result.timestamp.map((t: number, i: number) => [new Date(t * 1000).toISOString(), result.indicators.quote[0].close[i]]));
+    expect(real.data.candles).toHaveLength(21);
+    for (const c of real.data.candles) expect(c.close).toBeCloseTo(yahooClose.get(c.time)!, 2);
+    const simulatedTimes = new Set(demo.data.candles.map((c) => `${c.time}:${c.close}`));
+    expect(real.data.candles.some((c) => simulatedTimes.has(`${c.time}:${c.close}`))).toBe(false);
+  });
+});
