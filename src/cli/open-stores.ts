@@ -17,6 +17,7 @@ import type { ApiKeyService } from '../services/api-keys.js';
 import { DataQuality } from '../services/data-quality.js';
 import { HistoryBackfill } from '../services/history-backfill.js';
 import { HistoryStore } from '../services/history-store.js';
+import { HistoryVerify } from '../services/history-verify.js';
 import { ProviderRouter } from '../services/provider-router.js';
 import { ShutdownList } from '../services/shutdown-list.js';
 
@@ -48,7 +49,7 @@ export async function openAccounts(
  * The history store and its backfill over the configured database and upstream, for the CLI:
  * migrations run first; the upstream budget is this process's own (no shared counters).
  */
-export async function openHistory(config: Config, logger: Logger): Promise<{ backfill: HistoryBackfill; description: string; close(): Promise<void> }> {
+export async function openHistory(config: Config, logger: Logger): Promise<{ backfill: HistoryBackfill; verify: HistoryVerify; description: string; close(): Promise<void> }> {
   const shutdown = new ShutdownList(logger);
   try {
     const db = await openUserStore(config.database.url, { runMigrations: true });
@@ -60,7 +61,14 @@ export async function openHistory(config: Config, logger: Logger): Promise<{ bac
     const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, chain: links.map((link) => link.name) });
     const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
     shutdown.add('history backfill', () => backfill.close());
-    return { backfill, description: db.description, close: () => shutdown.close() };
+    const verify = new HistoryVerify({
+      store: db.candles,
+      quality,
+      providers: links.map((link) => link.name),
+      fetchFrom: (name, query) => provider.getHistoryFrom(query, name),
+      divergenceBps: config.quality.divergenceBps,
+    });
+    return { backfill, verify, description: db.description, close: () => shutdown.close() };
   } catch (err) {
     await shutdown.close().catch(() => undefined);
     throw err;

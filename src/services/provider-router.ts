@@ -124,6 +124,12 @@ export class ProviderRouter implements MarketDataProvider {
     return routed.value;
   }
 
+  /** Candles from `provider` alone (when it serves the read); `undefined` when it does not, or does not know the symbol. */
+  async getHistoryFrom(query: HistoryQuery, provider: string): Promise<History | undefined> {
+    const routed = await this.#route(`history:${query.symbol}`, (link) => link.name === provider && this.#servesHistory(link, query), (link) => link.getHistory(query));
+    return routed?.value;
+  }
+
   /**
    * Candles from the first eligible provider other than `except` that answers, and who gave them: a
    * second opinion for the data-quality checks. `undefined` when no other provider serves the read
