@@ -98,7 +98,7 @@ export class DataQuality {
       input.splits = [...answer.splits, ...(await answer.storedSplits())];
       result = validateHistory(input);
     }
-    if (this.#reference !== undefined && result.issues.some((i) => NEEDS_REFERENCE.has(i.rule))) {
+    if (this.#reference !== undefined && (result.missingSessions > 0 || result.issues.some((i) => NEEDS_REFERENCE.has(i.rule)))) {
       const other = await this.#reference({ symbol: answer.symbol, interval: answer.interval, startMs: answer.span.startMs, endMs: answer.span.endMs }, answer.provider).catch((err: unknown) => {
         this.#logger?.warn({ symbol: answer.symbol, err: err instanceof Error ? err.message : String(err) }, 'Data quality: no second provider could be asked');
         return undefined;

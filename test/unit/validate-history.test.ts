@@ -23,7 +23,7 @@ describe('validateHistory', () => {
   it('when the answer is clean, then it comes back unchanged with no findings', () => {
     const candles = series();
     const result = validateHistory(input(candles));
-    expect(result).toEqual({ candles, currency: 'USD', issues: [] });
+    expect(result).toEqual({ candles, currency: 'USD', issues: [], missingSessions: 0 });
   });
 
   it('when one bar is 100x its agreeing neighbours, then it is scaled back and flagged repaired_unit', () => {
@@ -122,5 +122,22 @@ describe('validateHistory', () => {
     const result = validateHistory(input(candles));
     expect(result.candles).toHaveLength(DAYS.length - 1);
     expect(result.issues.map((i) => i.rule)).toEqual(['ohlc_order']);
+  });
+
+  it('when a session between the first and last bar is missing and no second provider is given, then it is counted, not invented', () => {
+    const candles = series().filter((c) => c.timeMs !== OPEN(10));
+    const result = validateHistory(input(candles));
+    expect(result.candles).toEqual(candles);
+    expect(result.missingSessions).toBe(1);
+    expect(result.issues).toEqual([]);
+  });
+
+  it('when a session is missing and a second provider has it, then its bar is taken, flagged filled_from_<provider> and recorded', () => {
+    const candles = series().filter((c) => c.timeMs !== OPEN(10));
+    const polygon = series();
+    const result = validateHistory(input(candles, { reference: { provider: 'polygon', candles: polygon, currency: 'USD' } }));
+    expect(result.candles).toEqual(polygon);
+    expect(result.missingSessions).toBe(0);
+    expect(result.issues).toEqual([{ timeMs: OPEN(10), rule: 'missing_session', action: 'repaired', before: null, after: expect.objectContaining({ close: 106 }), flag: 'filled_from_polygon', providers: ['yahoo', 'polygon'] }]);
   });
 });

@@ -7,7 +7,7 @@ import type { HistoryInterval } from '../ports/market-data.js';
 
 /**
  * The named rules. Repairs: `sub_unit_currency`, `unit_100x`, `unannounced_split`, `swapped_high_low`,
- * `ohlc_envelope`, `filled_price`, `negative_volume`, `out_of_order`. Drops: `non_positive_price`,
+ * `ohlc_envelope`, `filled_price`, `missing_session` (filled from a second provider), `negative_volume`, `out_of_order`. Drops: `non_positive_price`,
  * `ohlc_order`, `duplicate`, `future`, `off_grid`, `outside_session`. Suspect: `spike`, `divergent`.
  */
 export type QualityRule =
@@ -19,6 +19,7 @@ export type QualityRule =
   | 'filled_price'
   | 'negative_volume'
   | 'out_of_order'
+  | 'missing_session'
   | 'non_positive_price'
   | 'ohlc_order'
   | 'duplicate'

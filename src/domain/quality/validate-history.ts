@@ -79,6 +79,8 @@ export interface ValidationResult {
   candles: StoredCandle[];
   currency: string;
   issues: QualityIssue[];
+  /** Sessions the calendar expects between the first and last bar that the answer lacks (and no second provider filled). */
+  missingSessions: number;
 }
 
 /** A bar's prices without its time. */
@@ -151,11 +153,21 @@ function sessionIndex(market: MarketCode): SessionIndex {
   return index;
 }
 
-function sessionLocator(interval: HistoryInterval, market: MarketCode | undefined): { of: SessionOf; checks: (timeMs: number) => boolean } {
+interface SessionLocator {
+  of: SessionOf;
+  /** True when the calendar vouches for the date of `timeMs` (and the bars of this interval are checked against it). */
+  checks: (timeMs: number) => boolean;
+  /** For daily bars: the position of the session `timeMs` belongs to in the market's calendar, or undefined. */
+  indexOf: (timeMs: number) => number | undefined;
+  /** The day number of the session at `index`. */
+  dayAt: (index: number) => number;
+}
+
+function sessionLocator(interval: HistoryInterval, market: MarketCode | undefined): SessionLocator {
   const utcDay: SessionOf = (t) => Math.floor(t / DAY_MS);
   const daily = interval === '1d';
   const intraday = INTRADAY_GRID_MS[interval] !== undefined;
-  if (market === undefined || market === 'CRYPTO' || market === 'FX' || (!daily && !intraday)) return { of: utcDay, checks: () => false };
+  if (market === undefined || market === 'CRYPTO' || market === 'FX' || (!daily && !intraday)) return { of: utcDay, checks: () => false, indexOf: () => undefined, dayAt: () => 0 };
   const { starts, ends, days, firstMs, lastMs } = sessionIndex(market);
   const last = starts.length - 1;
   // Bars come in time order: the next one's session is almost always at or just after the last one found.
@@ -190,7 +202,12 @@ function sessionLocator(interval: HistoryInterval, market: MarketCode | undefine
     }
     return undefined;
   };
-  return { of, checks: (t) => t >= firstMs && t <= lastMs };
+  const indexOf = (t: number): number | undefined => {
+    if (!daily || last < 0) return undefined;
+    const i = nearest(t);
+    return Math.abs((starts[i] as number) - t) <= DAILY_STAMP_REACH ? i : undefined;
+  };
+  return { of, checks: (t) => t >= firstMs && t <= lastMs, indexOf, dayAt: (i) => days[i] as number };
 }
 
 /** Validates and repairs one answer; see the module comment. Never throws. */
@@ -285,7 +302,31 @@ export function validateHistory(input: ValidationInput): ValidationResult {
     bars = repairSteps(bars, input.splits, referenceOf, input.reference?.provider, note);
     markSpikes(bars, note);
   }
-  return { candles: bars, currency, issues };
+  // Sessions the calendar expects between the first and the last bar, absent from the answer: filled
+  // from a second provider's bar of that session when one was given, else counted (the caller may ask one).
+  let missingSessions = 0;
+  const firstIndex = bars.length > 1 && sessions.checks((bars[0] as StoredCandle).timeMs) ? sessions.indexOf((bars[0] as StoredCandle).timeMs) : undefined;
+  const lastIndex = firstIndex === undefined ? undefined : sessions.indexOf((bars[bars.length - 1] as StoredCandle).timeMs);
+  if (firstIndex !== undefined && lastIndex !== undefined && lastIndex - firstIndex + 1 > bars.length) {
+    const whole: StoredCandle[] = [];
+    let previous = firstIndex - 1;
+    for (const c of bars) {
+      const index = sessions.indexOf(c.timeMs);
+      for (let k = previous + 1; index !== undefined && k < index; k++) {
+        const other = reference.get(sessions.dayAt(k));
+        if (other === undefined) {
+          missingSessions++;
+          continue;
+        }
+        note(null, other.timeMs, 'missing_session', 'repaired', other, `filled_from_${input.reference!.provider}`, others);
+        whole.push(other);
+      }
+      if (index !== undefined) previous = index;
+      whole.push(c);
+    }
+    bars = whole;
+  }
+  return { candles: bars, currency, issues, missingSessions };
 }
 
 /** One bar that failed the quick check: volume, bad prices (filled or dropped), high/low order. Undefined when dropped. */
