@@ -155,7 +155,18 @@ export class DataQuality {
     });
   }
 
-  async #record(symbol: string, interval: HistoryInterval, issues: readonly QualityIssue[], nowMs: number): Promise<void> {
+  async #record(symbol: string, interval: HistoryInterval, found: readonly QualityIssue[], nowMs: number): Promise<void> {
+    // A bar judged the same way before (a forming bar asked again, a GBp series read on) is recorded once:
+    // the table grows with the bars judged, not with the reads.
+    let firstMs = Infinity;
+    let lastMs = -Infinity;
+    for (const i of found) {
+      firstMs = Math.min(firstMs, i.timeMs);
+      lastMs = Math.max(lastMs, i.timeMs);
+    }
+    const known = new Set((await this.#store.forBars(symbol, interval, firstMs, lastMs + 1)).map((i) => `${i.timeMs} ${i.rule} ${i.action} ${JSON.stringify(i.after)}`));
+    const issues = found.filter((i) => !known.has(`${i.timeMs} ${i.rule} ${i.action} ${JSON.stringify(i.after)}`));
+    if (issues.length === 0) return;
     await this.#store.record(issues.map((i) => ({ ...i, symbol, interval, recordedAtMs: nowMs })));
     for (const issue of issues) this.#count(issue.rule, issue.action, issue.providers[0] ?? 'unknown');
     this.#logger?.info({ symbol, interval, issues: issues.length, rules: [...new Set(issues.map((i) => i.rule))] }, `Data quality: ${issues.length} finding(s) on ${symbol} ${interval}`);

@@ -49,6 +49,8 @@ describe('history verify, Yahoo replayed', () => {
       expect(report.providers).toEqual(['yahoo']);
       expect(report.checked).toBe(21);
       expect(report.divergences).toEqual([{ timeMs: WRONG_AT, stored: right!.close * 1.1, fetched: { yahoo: right!.close }, repaired: false }]);
+      // Reported again, recorded once.
+      expect((await opened.verify.verify('AAPL', '1d', SEPT, false)).divergences).toHaveLength(1);
 
       const repaired = await opened.verify.verify('AAPL', '1d', SEPT, true);
       expect(repaired.divergences.map((d) => d.repaired)).toEqual([true]);
@@ -62,6 +64,7 @@ describe('history verify, Yahoo replayed', () => {
       const [fixed] = await after.candles.getCandles('AAPL', '1d', { startMs: WRONG_AT, endMs: WRONG_AT + 1 });
       expect(fixed).toEqual(right);
       const issues = await after.dataIssues.list({ symbol: 'AAPL', limit: 10 });
+      expect(issues.filter((i) => i.action === 'suspect')).toHaveLength(1);
       const repairedIssue = issues.find((i) => i.action === 'repaired');
       expect(repairedIssue).toMatchObject({ rule: 'divergent', timeMs: WRONG_AT, providers: ['yahoo'] });
       expect(repairedIssue!.before!.close).toBeCloseTo(right!.close * 1.1, 6);
