@@ -50,6 +50,9 @@ import { StatusService } from './services/status.js';
 import { UsageMeter } from './services/usage-meter.js';
 import { HistoryBackfill } from './services/history-backfill.js';
 import { HistoryStore } from './services/history-store.js';
+import { chainReach } from './services/history-reach.js';
+import { indexRefreshSchedule } from './services/background-budget.js';
+import { inBackground } from './domain/background-work.js';
 
 export interface StartOptions {
   /** Validate every response against the contract and report violations (tests). */
@@ -74,6 +77,8 @@ export interface RunningService {
   url: string;
   /** The live-quote streams: how many are open now. */
   streams: { readonly size: number };
+  /** Runs a scheduled job now, as its timer would (`refresh-indices`); tests drive the schedule with it. */
+  runJob(name: string): Promise<void>;
   /** `http://host:port/metrics` when this process serves metrics itself; undefined otherwise. */
   metricsUrl?: string;
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
@@ -294,7 +299,15 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     metrics,
   });
   const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, ...(options.now ? { now: options.now } : {}) });
+  const history = new HistoryStore({
+    store: db.candles,
+    fetch: (query) => provider.getHistory(query),
+    provider: (answer) => provider.sourceOf(answer) ?? provider.name,
+    // How far back the chain reaches (the provider plans), with Yahoo's window sizes per call.
+    reach: (interval, symbol) => chainReach(provider.reachDays(symbol, interval), interval),
+    beyondReach: (symbol, interval) => provider.beyondReach(symbol, interval),
+    ...(options.now ? { now: options.now } : {}),
+  });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
@@ -319,14 +332,19 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {
     // The same run keeps the stored daily history of the indices and the streamed symbols current once their market closes.
+    // Background work: within BACKGROUND_BUDGET_SHARE of each provider's budget, less often on a small one.
+    const refresh = indexRefreshSchedule(links, config.market.symbols, config.market.refreshIntervalMs, config.market.backgroundShare);
+    if (refresh.reason !== undefined) logger.info({ intervalMs: refresh.intervalMs, backgroundShare: config.market.backgroundShare }, `Market data: ${refresh.reason}`);
     let historyCheckedAt = Date.now();
-    scheduler.add('refresh-indices', config.market.refreshIntervalMs, async () => {
-      const result = await market.refreshIndices(config.market.refreshIntervalMs * 2);
-      const since = historyCheckedAt;
-      historyCheckedAt = Date.now();
-      await history.keepCurrent([...config.market.symbols, ...streams.subscribedSymbols()], since);
-      return result;
-    });
+    scheduler.add('refresh-indices', refresh.intervalMs, () =>
+      inBackground(async () => {
+        const result = await market.refreshIndices(refresh.intervalMs * 2);
+        const since = historyCheckedAt;
+        historyCheckedAt = Date.now();
+        await history.keepCurrent([...config.market.symbols, ...streams.subscribedSymbols()], since);
+        return result;
+      }),
+    );
     scheduler.start();
   } else {
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
@@ -443,5 +461,5 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
       logger.info('stopped');
     })());
 
-  return { server, url, streams, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
+  return { server, url, streams, runJob: (name) => scheduler.trigger(name), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
 }

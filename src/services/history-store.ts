@@ -64,7 +64,13 @@ export interface HistoryStoreOptions {
   fetch: (query: HistoryQuery) => Promise<History | undefined>;
   /** The name of the upstream that gave `answer` (a router knows it per answer), recorded with it. */
   provider: (answer: History) => string;
-  reach?: (interval: HistoryInterval) => UpstreamReach;
+  /** How far back the upstream keeps bars of `interval` of `symbol` (the provider plans' reach); default Yahoo's. */
+  reach?: (interval: HistoryInterval, symbol: string) => UpstreamReach;
+  /**
+   * The error of a window wholly beyond the upstream's reach of which the store holds nothing (a 422
+   * naming how to reach it); without it such a window answers as the store has it (empty, all missing).
+   */
+  beyondReach?: (symbol: string, interval: HistoryInterval) => Error;
   now?: () => number;
 }
 
@@ -112,7 +118,8 @@ export class HistoryStore {
   readonly #store: CandleStore;
   readonly #fetch: HistoryStoreOptions['fetch'];
   readonly #provider: (answer: History) => string;
-  readonly #reach: (interval: HistoryInterval) => UpstreamReach;
+  readonly #reach: (interval: HistoryInterval, symbol: string) => UpstreamReach;
+  readonly #beyondReach: ((symbol: string, interval: HistoryInterval) => Error) | undefined;
   readonly #now: () => number;
 
   constructor(options: HistoryStoreOptions) {
@@ -120,6 +127,7 @@ export class HistoryStore {
     this.#fetch = options.fetch;
     this.#provider = options.provider;
     this.#reach = options.reach ?? defaultReach;
+    this.#beyondReach = options.beyondReach;
     this.#now = options.now ?? Date.now;
   }
 
@@ -133,7 +141,7 @@ export class HistoryStore {
     const window = { startMs: span.startMs, endMs: Math.min(span.endMs, now + INTERVAL_MS[interval]) };
     const covered = window.endMs > window.startMs ? await this.#store.coverage(symbol, interval, window) : [];
     const gaps = subtractSpans(window, covered);
-    const reach = this.#reach(interval);
+    const reach = this.#reach(interval, symbol);
     const oldestKept = now - reach.retentionMs;
     const missing: TimeSpan[] = [];
     let fetched = false;
@@ -142,6 +150,7 @@ export class HistoryStore {
     let fetchedInfo: InstrumentInfo | undefined;
     let source: string | undefined;
     let written = 0;
+    let beyondReach = false;
     for (const gap of gaps) {
       if (failure !== undefined || unknown) {
         if (failure !== undefined) missing.push(gap);
@@ -149,6 +158,7 @@ export class HistoryStore {
       }
       if (gap.endMs <= oldestKept) {
         missing.push(gap);
+        beyondReach = true;
         continue;
       }
       if (gap.startMs < oldestKept) missing.push({ startMs: gap.startMs, endMs: oldestKept });
@@ -178,6 +188,8 @@ export class HistoryStore {
       fetchedInfo === undefined ? this.#store.getInstrument(symbol) : Promise.resolve(fetchedInfo),
     ]);
     if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
+    // Nothing of the window is stored and none of it is within reach: say how to reach it, never "unknown".
+    if (beyondReach && !fetched && candles.length === 0 && this.#beyondReach !== undefined) throw this.#beyondReach(symbol, interval);
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
     return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}), ...(source !== undefined ? { source } : {}) };
   }

@@ -6,7 +6,7 @@
  */
 import { rangeStartMs } from '../domain/history-ranges.js';
 import { isoInstant, parseInstant } from '../domain/instant.js';
-import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violation } from '../domain/errors.js';
+import { DataSourceError, InvalidRequestError, SymbolNotServedError, UnknownSymbolError, type Violation } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
 import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote } from '../domain/ports.js';
 import { allMarketStatuses, marketOf, marketStatus } from '../domain/market-calendar.js';
@@ -356,7 +356,19 @@ export class MarketDataService {
    * quote is parsed and serialized again.
    */
   async #loadBatch(symbols: readonly string[]): Promise<Loaded> {
-    const parts = await Promise.all(symbols.map(async (symbol) => ({ symbol, rep: await this.#engine.read(this.#quoteRead(symbol)) })));
+    // A symbol no configured provider serves is left out like an unknown one, but is never remembered as unknown.
+    let notServed: SymbolNotServedError | undefined;
+    const parts = await Promise.all(
+      symbols.map(async (symbol) => {
+        try {
+          return { symbol, rep: await this.#engine.read(this.#quoteRead(symbol)) };
+        } catch (err) {
+          if (!(err instanceof SymbolNotServedError)) throw err;
+          notServed ??= err;
+          return { symbol, rep: { outcome: 'unknown', cacheStatus: 'MISS' } as const };
+        }
+      }),
+    );
     const data: string[] = [];
     // A batch may mix providers (each quote names its own then): the response names the first's.
     let source: string | undefined;
@@ -378,6 +390,7 @@ export class MarketDataService {
     }
     // Answered as a HIT when no part had to be fetched.
     const fetched = parts.some(({ rep }) => rep.cacheStatus !== 'HIT');
+    if (data.length === 0 && notServed !== undefined) throw notServed;
     if (data.length === 0) return { outcome: 'unknown', fetched };
     const value = `{"success":true,"data":[${data.join(',')}],"missing":${JSON.stringify(missing)},"source":${JSON.stringify(source ?? this.source)},"updated_at":${JSON.stringify(oldest ?? this.#iso())}}`;
     return { outcome: 'found', value, ttlMs, stale, fetched };
@@ -397,6 +410,8 @@ export class MarketDataService {
     let failure: unknown;
     let stale = false;
     for (const outcome of outcomes) {
+      // An index no configured provider serves is left out; it is no failure of the upstream.
+      if (outcome.status === 'rejected' && outcome.reason instanceof SymbolNotServedError) continue;
       if (outcome.status === 'rejected') {
         failure ??= outcome.reason;
         continue;
@@ -415,7 +430,7 @@ export class MarketDataService {
     }
     if (failure !== undefined) ttlMs = Math.min(ttlMs, 5000);
     const value = `{"success":true,"data":[${data.join(',')}],"source":${JSON.stringify(source ?? this.source)},"updated_at":${JSON.stringify(this.#iso())}}`;
-    const fetched = outcomes.some((outcome) => outcome.status === 'rejected' || outcome.value.cacheStatus !== 'HIT');
+    const fetched = outcomes.some((outcome) => outcome.status === 'rejected' ? !(outcome.reason instanceof SymbolNotServedError) : outcome.value.cacheStatus !== 'HIT');
     return { outcome: 'found', value, ttlMs, stale, fetched };
   }
 
