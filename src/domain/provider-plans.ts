@@ -5,7 +5,8 @@
  * confirmed is marked there. `<P>_PLAN` picks a tier; `<P>_HISTORY_DAYS`, `<P>_INTRADAY_DAYS`,
  * `<P>_MAX_RPS` and `<P>_DAILY_LIMIT` override its figures. Pure data and arithmetic, no I/O.
  */
-import type { HistoryInterval, ProviderCapabilities, RetentionDays } from './ports.js';
+import type { HistoryInterval } from './ports/market-data.js';
+import type { ProviderCapabilities, RetentionDays } from './ports/providers.js';
 
 /** One tier of one provider. */
 export interface PlanFigures {

@@ -4,7 +4,7 @@
  * minute, Alpha Vantage's 25 a day) the refresh runs less often, so that its calls fit in
  * BACKGROUND_BUDGET_SHARE of each provider's rate and daily limit and callers keep the rest.
  */
-import type { ProviderLink } from '../domain/ports.js';
+import type { ProviderLink } from '../domain/ports/providers.js';
 
 const DAY_S = 86_400;
 

@@ -3,7 +3,7 @@
  * of the providers that serve an interval of a symbol (their plans), in the window sizes of one call
  * that the reference upstream (Yahoo) takes.
  */
-import type { HistoryInterval } from '../domain/ports.js';
+import type { HistoryInterval } from '../domain/ports/market-data.js';
 import { defaultReach, type UpstreamReach } from './history-store.js';
 
 const DAY_MS = 86_400_000;

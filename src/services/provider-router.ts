@@ -9,21 +9,10 @@ import { BeyondReachError, DataSourceError, ProvidersUnavailableError, SymbolNot
 import { PROVIDER_COVERAGE, reachVariables } from '../domain/provider-plans.js';
 import { rangeStartMs } from '../domain/history-ranges.js';
 import type { components } from '../generated/api.js';
-import {
-  NO_METRICS,
-  type AssetClass,
-  type History,
-  type HistoryInterval,
-  type HistoryQuery,
-  type HistoryRange,
-  type Logger,
-  type MarketDataProvider,
-  type Metrics,
-  type ProviderBreakerState,
-  type ProviderLink,
-  type Quote,
-  type SearchResult,
-} from '../domain/ports.js';
+import { NO_METRICS, type Metrics } from '../domain/ports/metrics.js';
+import type { AssetClass, ProviderBreakerState, ProviderLink } from '../domain/ports/providers.js';
+import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote, SearchResult } from '../domain/ports/market-data.js';
+import type { Logger } from '../domain/ports/logger.js';
 import { UpstreamFailureError, UpstreamHeldBackError } from '../domain/upstream-failure.js';
 
 type DatasourceStatus = components['schemas']['DatasourceStatus'];

@@ -5,9 +5,9 @@
  */
 import { keys as keySpace } from '../../domain/key-space.js';
 import type { ProviderPlan } from '../../domain/provider-plans.js';
-import type {
-  History, HistoryQuery, ProviderAdapter, ProviderBreakerState, ProviderCapabilities, ProviderHealth, ProviderKeyStatus, ProviderLink, ProviderUsage, Quote, SearchResult, SharedCounters,
-} from '../../domain/ports.js';
+import type { History, HistoryQuery, Quote, SearchResult } from '../../domain/ports/market-data.js';
+import type { ProviderAdapter, ProviderBreakerState, ProviderCapabilities, ProviderHealth, ProviderKeyStatus, ProviderLink, ProviderUsage } from '../../domain/ports/providers.js';
+import type { SharedCounters } from '../../domain/ports/counters.js';
 import type { ResilientMarketDataProvider } from './resilient-market-data-provider.js';
 import type { SharedKeyPool } from './shared-key-pool.js';
 

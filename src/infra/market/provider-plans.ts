@@ -4,7 +4,7 @@
  */
 import type { ProviderSettings } from '../../config.js';
 import { withPlanReach, type ProviderPlan } from '../../domain/provider-plans.js';
-import type { ProviderCapabilities } from '../../domain/ports.js';
+import type { ProviderCapabilities } from '../../domain/ports/providers.js';
 
 /** The adapter's capabilities with the plan's reach (unchanged without a plan). */
 export function planCapabilities(capabilities: ProviderCapabilities, plan: ProviderPlan | undefined): ProviderCapabilities {
