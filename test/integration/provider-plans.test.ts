@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis';
 import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { fixture, startReplayUpstream, type ReplayRoute, type ReplayUpstream } from '../helpers/replay-upstream.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const JSON_TYPE = 'application/json';
 const POLYGON_KEY = 'polygon-plan-key-0001';
@@ -97,7 +98,10 @@ describe('Polygon on its free (basic) plan with the default indices and refresh 
     // Run now, unless the timer's first run holds the job's lock (then that run was the refresh).
     await svc.runJob('refresh-indices');
     // Background work took at most half of the 5 calls a minute (2): the three indices Polygon spells compete for them.
-    const indexCalls = polygon.requests.slice(startedAt).filter((r) => r.path.startsWith('/v2/aggs/ticker/I:'));
+    const indexRequests = () => polygon.requests.slice(startedAt).filter((r) => r.path.startsWith('/v2/aggs/ticker/I:'));
+    // When the timer's first run holds the job's lock, runJob returns at once: wait for that run's calls.
+    await waitFor(() => indexRequests().length > 0, { timeoutMs: 10_000, message: 'the index refresh asking Polygon' });
+    const indexCalls = indexRequests();
     // The exact share (2 of 5) is the guard's unit test; here the counters may fall back to memory for a moment when
     // Redis answers slowly on a loaded host, so the bound is the three calls one refresh asks at most.
     expect(indexCalls.length, JSON.stringify(indexCalls.map((r) => r.path))).toBeLessThanOrEqual(3);
