@@ -57,6 +57,8 @@ import { HistoryStore } from './services/history-store.js';
 import { DataQuality } from './services/data-quality.js';
 import { refreshJob } from './services/refresh-job.js';
 import { ShutdownList } from './services/shutdown-list.js';
+import { chainReach } from './services/history-reach.js';
+import { indexRefreshSchedule } from './services/background-budget.js';
 
 export interface StartOptions {
   /** Validate every response against the contract and report violations (tests). */
@@ -81,6 +83,8 @@ export interface RunningService {
   url: string;
   /** The live-quote streams: how many are open now. */
   streams: { readonly size: number };
+  /** Runs a scheduled job now, as its timer would (`refresh-indices`); tests drive the schedule with it. */
+  runJob(name: string): Promise<void>;
   /** `http://host:port/metrics` when this process serves metrics itself; undefined otherwise. */
   metricsUrl?: string;
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
@@ -226,7 +230,17 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger: logger.child({ component: 'data-quality' }),
     ...(options.now ? { now: options.now } : {}),
   });
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, chain: links.map((link) => link.name), ...(options.now ? { now: options.now } : {}) });
+  const history = new HistoryStore({
+    store: db.candles,
+    fetch: (query) => provider.getHistory(query),
+    provider: (answer) => provider.sourceOf(answer) ?? provider.name,
+    // How far back the chain reaches (the provider plans), with Yahoo's window sizes per call.
+    reach: (interval, symbol) => chainReach(provider.reachDays(symbol, interval), interval),
+    beyondReach: (symbol, interval) => provider.beyondReach(symbol, interval),
+    quality,
+    chain: links.map((link) => link.name),
+    ...(options.now ? { now: options.now } : {}),
+  });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
@@ -250,8 +264,11 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   shutdown.add('scheduler', () => scheduler.stop());
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {
-    const job = refreshJob({ market, history, horizonMs: config.market.refreshIntervalMs * 2, symbols: () => [...config.market.symbols, ...streams.subscribedSymbols()] });
-    scheduler.add('refresh-indices', config.market.refreshIntervalMs, job);
+    // Background work: within BACKGROUND_BUDGET_SHARE of each provider's budget, less often on a small one (said once).
+    const refresh = indexRefreshSchedule(links, config.market.symbols, config.market.refreshIntervalMs, config.market.backgroundShare);
+    if (refresh.reason !== undefined) logger.info({ intervalMs: refresh.intervalMs, backgroundShare: config.market.backgroundShare }, `Market data: ${refresh.reason}`);
+    const job = refreshJob({ market, history, horizonMs: refresh.intervalMs * 2, symbols: () => [...config.market.symbols, ...streams.subscribedSymbols()] });
+    scheduler.add('refresh-indices', refresh.intervalMs, job);
     scheduler.start();
   } else {
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
@@ -368,5 +385,5 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
       logger.info('stopped');
     })());
 
-  return { server, url, streams, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
+  return { server, url, streams, runJob: (name) => scheduler.trigger(name), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
 }

@@ -87,6 +87,11 @@ export const keys = {
      * `account` names the key without revealing it (its last four characters, or a digest).
      */
     daily: (provider: string, account: string, day: string): string => `${UPSTREAM_KEY_PREFIX}${provider}:daily:${account}:${day}`,
+    /**
+     * Background calls (index refresh, keep-current, backfill) in one budget window (`w<epoch s>`) or
+     * one UTC day (`d<YYYY-MM-DD>`): `mds:v1:upstream:<provider>:background:<window>`.
+     */
+    background: (provider: string, window: string): string => `${UPSTREAM_KEY_PREFIX}${provider}:background:${window}`,
   },
 } as const;
 

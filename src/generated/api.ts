@@ -735,6 +735,26 @@ export interface components {
              */
             set_aside_until: string | null;
         };
+        /** @description The plan a keyed provider is configured on and how far back it reaches. */
+        ProviderPlan: {
+            /**
+             * @description The tier named by `<P>_PLAN` (its default is the free tier).
+             * @example basic
+             */
+            name: string;
+            /**
+             * Format: int32
+             * @description Days back of daily, weekly and monthly bars it reaches; null when unbounded.
+             * @example 730
+             */
+            history_days: number | null;
+            /**
+             * Format: int32
+             * @description Days back of intraday bars it reaches; null when unbounded.
+             * @example 730
+             */
+            intraday_days: number | null;
+        };
         /** @description One provider of the chain and how it is doing. */
         ProviderStatus: {
             name: components["schemas"]["Source"];
@@ -745,6 +765,8 @@ export interface components {
              */
             position: number;
             capabilities: components["schemas"]["ProviderCapabilities"];
+            /** @description A keyed provider's plan (`<P>_PLAN`) and the reach it gives after `<P>_HISTORY_DAYS` and `<P>_INTRADAY_DAYS`; null for providers without plans (yahoo, ecb, simulated). */
+            plan: components["schemas"]["ProviderPlan"] | null;
             /**
              * @description False while its breaker is open, it is paused after a 429, or its last call failed.
              * @example true
@@ -1362,15 +1384,15 @@ export interface components {
              */
             price: number;
             /**
-             * @description Price minus previous close.
+             * @description Price minus previous close; null when the previous close is not known (the ECB's 90-day file unavailable).
              * @example 49.28
              */
-            change: number;
+            change: number | null;
             /**
-             * @description Change as a percentage of the previous close.
+             * @description Change as a percentage of the previous close; null when the previous close is not known.
              * @example 0.86
              */
-            change_percent: number;
+            change_percent: number | null;
             /**
              * @description The session's opening price, when known.
              * @example 5718.08
@@ -1387,10 +1409,10 @@ export interface components {
              */
             low: number | null;
             /**
-             * @description The previous session's close.
+             * @description The previous session's close; null when the provider could not say it (the ECB's 90-day file unavailable).
              * @example 5718.29
              */
-            prev_close: number;
+            prev_close: number | null;
             /**
              * Format: int64
              * @description The session's traded volume, when known.
