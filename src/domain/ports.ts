@@ -365,14 +365,22 @@ export interface TokenIssuer {
   sign(user: Pick<User, 'username' | 'isAdmin' | 'passwordHash'>, options?: { ttlMs?: number }): IssuedAccessToken;
 }
 
-/** Counts failed logins and refuses attempts while a username or address is blocked. */
+/** One login attempt's failure slot, taken before the password is checked. */
+export interface LoginSlot {
+  /** The password was right: the slot is given back and the username's failures from that address forgotten. */
+  succeeded(): Promise<void>;
+  /** The password was never checked (hashing was busy): the slot is given back. */
+  abandoned(): Promise<void>;
+}
+
+/** Counts failed logins before the work, and refuses attempts while an address (for a username, or at all) is blocked. */
 export interface LoginAttempts {
-  /** Throws `TooManyRequestsError` (with `retryAfterSeconds`) while `username` or `ip` is blocked. */
-  check(username: string, ip: string): Promise<void>;
-  /** Counts one failure against the username and the address. */
-  recordFailure(username: string, ip: string): Promise<void>;
-  /** Clears the username's failures after a correct login. */
-  recordSuccess(username: string, ip: string): Promise<void>;
+  /**
+   * Takes a failure slot for `username` from `ip` (an address group), kept as a failure unless given
+   * back; may wait first (a username failing from elsewhere). Throws `TooManyRequestsError` (with
+   * `retryAfterSeconds`) while that address is blocked.
+   */
+  begin(username: string, ip: string): Promise<LoginSlot>;
 }
 
 /** Where a security-relevant action came from, for the audit log. */
@@ -469,6 +477,8 @@ export interface SharedCounters {
   peek(key: string, window: CounterWindow): Promise<CounterUsage>;
   /** Forgets the key's count (a block included). */
   reset(key: string, window: CounterWindow): Promise<void>;
+  /** Takes back `points` (default 1) counted by `consume` (a block already started stays). */
+  release(key: string, window: CounterWindow, points?: number): Promise<void>;
   /** The end (epoch ms) of the pause recorded under `key`, or 0 when none is in force. */
   pausedUntil(key: string): Promise<number>;
   /** Records a pause until `untilMs` (epoch ms) under `key`; never shortens a longer one already recorded. */
