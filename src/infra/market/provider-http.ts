@@ -154,6 +154,17 @@ export function parseRetryAfter(header: string | null, nowMs: number): number | 
   return Number.isNaN(date) ? undefined : Math.max(0, (date - nowMs) / 1000);
 }
 
+/**
+ * `value` as exactly one path segment of an upstream URL, or undefined when no encoding can make it one:
+ * `.` and `..` are dot segments URL parsers resolve away (their `%2e` spellings too, so encoding the
+ * dots would not help), and an empty one merges with its neighbour. Everything else is percent-encoded whole (`/`, `?`, `#`, `%` included).
+ * The symbol rule refuses all of these already; this keeps every adapter honest on its own.
+ */
+export function pathSegment(value: string): string | undefined {
+  if (value === '' || value === '.' || value === '..') return undefined;
+  return encodeURIComponent(value);
+}
+
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
