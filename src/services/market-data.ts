@@ -5,6 +5,8 @@
  * closed); this file only says what to load and how long it stays true.
  */
 import { rangeStartMs } from '../domain/history-ranges.js';
+import { snapWindow } from '../domain/history-grid.js';
+import { marketOfSymbol } from '../domain/provider-symbols.js';
 import { isoInstant, parseInstant } from '../domain/instant.js';
 import { DataSourceError, InvalidRequestError, UnknownSymbolError, type Violation } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
@@ -458,7 +460,8 @@ export class MarketDataService {
         violations.push({ path: 'query.start', message: `${interval} candles reach back ${backDays} days at most: start after ${new Date(now - backDays * DAY_MS).toISOString().slice(0, 10)}, or choose a daily interval` });
       }
     }
-    const query: HistoryQuery = range !== undefined ? { symbol, interval, range } : { symbol, interval, startMs: startMs as number, ...(endMs !== undefined ? { endMs } : {}) };
+    // The window's bounds snapped to the interval's grid: the cache key and the store query name bars, not milliseconds.
+    const query: HistoryQuery = range !== undefined ? { symbol, interval, range } : { symbol, interval, ...snapWindow(marketOfSymbol(symbol), interval, { startMs: startMs as number, endMs }) };
     if (violations.length > 0 && !(await this.#history?.holds(symbol, interval, this.#spanOf(query)))) throw new InvalidRequestError(violations);
     return query;
   }
