@@ -13,7 +13,7 @@
  */
 import { parseIsoDate } from './civil-date.js';
 import { tradingSessions, type MarketCode } from './market-calendar.js';
-import type { HistoryInterval } from './ports.js';
+import type { HistoryInterval } from './ports/market-data.js';
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;

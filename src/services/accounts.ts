@@ -6,9 +6,10 @@
  */
 import { BusinessRuleError, ConfigError, InvalidCredentialsError, InvalidRequestError, TooManyRequestsError, UsernameTakenError } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
-import type { Logger } from '../domain/ports.js';
-import type { ActionContext, AuditLog, LoginAttempts, LoginSlot, Passwords, Principal, TokenIssuer, User, UserStore } from '../domain/ports.js';
 import { createHash } from 'node:crypto';
+import type { Logger } from '../domain/ports/logger.js';
+import type { ActionContext, AuditLog } from '../domain/ports/audit.js';
+import type { LoginAttempts, LoginSlot, Passwords, Principal, TokenIssuer, User, UserStore } from '../domain/ports/accounts.js';
 import { addressGroup } from '../domain/address-group.js';
 
 export type LoginResult = components['schemas']['LoginResult'];

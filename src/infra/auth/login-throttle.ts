@@ -17,7 +17,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TooManyRequestsError } from '../../domain/errors.js';
 import { keys } from '../../domain/key-space.js';
-import type { CounterWindow, LoginAttempts, LoginSlot, Metrics, SharedCounters } from '../../domain/ports.js';
+import type { CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
+import type { LoginAttempts, LoginSlot } from '../../domain/ports/accounts.js';
+import type { Metrics } from '../../domain/ports/metrics.js';
 import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
 
 export interface LoginThrottleOptions {
