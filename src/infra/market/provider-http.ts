@@ -9,7 +9,7 @@ import { MARKETS, marketStatus, tradingSessions, type MarketCode } from '../../d
 import type { HistoryQuery, HistoryRange, MarketState } from '../../domain/ports/market-data.js';
 import type { ProviderKey, ProviderKeyPool } from '../../domain/ports/providers.js';
 import { UpstreamFailureError, type UpstreamFailureReason } from '../../domain/upstream-failure.js';
-import { UpstreamRateLimitedError } from './upstream-guard-errors.js';
+import { UpstreamRateLimitedError, UpstreamRequestRefusedError } from './upstream-guard-errors.js';
 
 /** Options every HTTP adapter takes. */
 export interface ProviderHttpOptions {
@@ -91,7 +91,8 @@ export class ProviderHttp {
 
   /**
    * The failure a status other than the expected one stands for: 429 `throttled` (with the
-   * `Retry-After`), 401/403 `unauthorized` (naming the key), 5xx `server_error`, anything else `garbage`.
+   * `Retry-After`), 401/403 `unauthorized` (naming the key), 5xx `server_error`, anything else `garbage`
+   * (another 4xx as `UpstreamRequestRefusedError`, which the breaker does not count).
    * `limitMessage` is the provider's "daily limit" wording, found in the body when the adapter knows it.
    */
   statusFailure(what: string, response: ProviderResponse, key: ProviderKey | undefined, limitMessage?: string): UpstreamFailureError {
@@ -104,6 +105,8 @@ export class ProviderHttp {
     }
     if (response.status === 401 || response.status === 403) return this.failure('unauthorized', what, `${detail}: key #${key?.index ?? '-'} refused`, keyIndex);
     if (response.status >= 500) return this.failure('server_error', what, detail, keyIndex);
+    // Another 4xx refuses this one request, not the service: a `garbage` failure the breaker does not count.
+    if (response.status >= 400) return new UpstreamRequestRefusedError(`${this.label} ${what}: unexpected ${detail}`, { provider: this.provider, ...keyIndex });
     return this.failure('garbage', what, `unexpected ${detail}`, keyIndex);
   }
 
