@@ -14,7 +14,7 @@ export type RememberTarget = (req: Request, key: string) => void;
 function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
   const scope = cacheScopeOf(req);
   const reply = representationReply(rep, req.headers['if-none-match'], scope);
-  varyByAccept(res, rep.key);
+  varyByAccept(res, rep.kind);
   if (scope === 'private') varyByCredentials(res);
   res.status(reply.status).set(reply.headers);
   if (reply.body) res.end(reply.body);
