@@ -117,6 +117,14 @@ export class HistoryStore {
   }
 
   /**
+   * The oldest instant the upstream still serves bars of `interval` for (`-Infinity` when it keeps all):
+   * a read or backfill reaching further back gets only what the store already holds before it.
+   */
+  oldestFetchableMs(interval: HistoryInterval): number {
+    return this.#now() - this.#reach(interval).retentionMs;
+  }
+
+  /**
    * The bars of `symbol` in `span`, fetching what the store lacks. Resolves with `info` undefined when
    * the symbol is unknown upstream and nothing is stored; rejects with the upstream's failure only
    * when nothing of the window could be served.
