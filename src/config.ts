@@ -17,6 +17,9 @@ export const PLACEHOLDERS = {
   adminPassword: 'admin123456',
 } as const;
 
+/** The shortest SECRET_KEY production accepts: 256 bits of HMAC key for HS256. */
+export const MIN_SECRET_BYTES = 32;
+
 export const DEFAULT_INDICES = ['^GSPC', '^DJI', '^IXIC', '^FTSE', '^GDAXI', '^N225', '^HSI', '000001.SS', '000300.SS', '^STOXX50E'];
 
 const int = (min: number, max: number) => z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
@@ -192,6 +195,8 @@ const schema = z.object({
   DEFAULT_ADMIN_USERNAME: z.string().min(1).max(64).default('admin'),
   DEFAULT_ADMIN_PASSWORD: z.string().min(1).default(PLACEHOLDERS.adminPassword),
   BCRYPT_ROUNDS: int(4, 15).default(12),
+  /** Unset: four per hashing worker. Logins past it are answered 503 with Retry-After at once. */
+  BCRYPT_MAX_QUEUE: int(1, 100_000).optional(),
   LOGIN_MAX_FAILURES: int(1, 1000).default(5),
   /** Unset: four times LOGIN_MAX_FAILURES (one address may be many users behind one NAT). */
   LOGIN_MAX_FAILURES_PER_ADDRESS: int(1, 100_000).optional(),
@@ -388,6 +393,10 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
   if (v.NODE_ENV === 'production' && !v.SECRET_KEY) {
     throw new ConfigError('Invalid configuration: SECRET_KEY must be set when NODE_ENV=production (a long random string)');
   }
+  // A short or shipped secret lets anyone who reads the example (or tries a few guesses offline) forge tokens.
+  if (v.NODE_ENV === 'production' && v.SECRET_KEY !== undefined && (Buffer.byteLength(v.SECRET_KEY, 'utf8') < MIN_SECRET_BYTES || v.SECRET_KEY === PLACEHOLDERS.secretKey)) {
+    throw new ConfigError(`Invalid configuration: SECRET_KEY must be at least ${MIN_SECRET_BYTES} bytes of random text when NODE_ENV=production, not the example value`);
+  }
 
   const topology = cacheTopology(v, input);
   const providers = providerChain(input, v, v as unknown as Record<string, unknown>);
@@ -430,6 +439,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       apiKeys: v.API_KEYS,
       defaultAdmin: { username: v.DEFAULT_ADMIN_USERNAME, password: v.DEFAULT_ADMIN_PASSWORD },
       bcryptRounds: v.BCRYPT_ROUNDS,
+      /** Logins that may wait for a hashing thread; undefined: four per thread. */
+      bcryptMaxQueue: v.BCRYPT_MAX_QUEUE,
       loginMaxFailures: v.LOGIN_MAX_FAILURES,
       loginMaxFailuresPerAddress: v.LOGIN_MAX_FAILURES_PER_ADDRESS ?? v.LOGIN_MAX_FAILURES * 4,
       loginBlockMs: v.LOGIN_BLOCK_SECONDS * 1000,

@@ -22,6 +22,7 @@ import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
 import { PasswordHasher } from './infra/auth/passwords.js';
+import { sharedBcryptPool } from './infra/auth/bcrypt-pool.js';
 import { RevocationCache } from './services/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
@@ -134,11 +135,14 @@ interface AccountParts {
 /** The accounts and API-key services, built the same way for the CLI and the service. */
 export function accountServices(config: Config, logger: Logger, parts: AccountParts) {
   const audit = new PinoAuditLog(parts.auditLogger);
+  // One pool of hashing threads per process; how many logins may wait for it is BCRYPT_MAX_QUEUE.
+  const pool = sharedBcryptPool();
+  pool.limitQueue(config.auth.bcryptMaxQueue);
   const accounts = new AccountService({
     userStore: parts.users,
     tokens: parts.tokens,
     throttle: parts.throttle,
-    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds }),
+    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds, pool }),
     audit,
     defaultAdmin: config.auth.defaultAdmin,
     tokenTtlMs: config.auth.tokenTtlMs,

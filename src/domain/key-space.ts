@@ -73,6 +73,8 @@ export const keys = {
   throttle: {
     /** Of one username: `mds:v1:throttle:user:<name>`. */
     user: (username: string): string => `${THROTTLE_KEY_PREFIX}user:${username}`,
+    /** Of one username from one address group: `mds:v1:throttle:pair:<address group>:<name>`. */
+    pair: (username: string, addressGroup: string): string => `${THROTTLE_KEY_PREFIX}pair:${addressGroup}:${username}`,
     /** From one client address (an IPv6 address's /64): `mds:v1:throttle:ip:<address group>`. */
     ip: (addressGroup: string): string => `${THROTTLE_KEY_PREFIX}ip:${addressGroup}`,
   },

@@ -2063,6 +2063,24 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description More logins are waiting for password hashing than BCRYPT_MAX_QUEUE allows; retry after `Retry-After` seconds. */
+        LoginBusy: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": "Too many logins in progress: retry in 1 seconds",
+                 *       "code": 503,
+                 *       "detail": "Too many logins in progress: retry in 1 seconds"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The upstream data source failed and nothing cached can answer. */
         ServiceUnavailable: {
             headers: {
@@ -2094,8 +2112,12 @@ export interface components {
         "X-Cache": "HIT" | "MISS" | "STALE";
         /** @description A strong validator of the body; send it back in `If-None-Match`. */
         ETag: string;
-        /** @description `public, max-age=<seconds the cached entry has left>`. */
+        /** @description `public, max-age=<seconds the cached entry has left>`; `private` instead of `public` when the operation takes no anonymous caller (DATA_REQUIRES_AUTH), so a shared cache never keeps it. */
         "Cache-Control": string;
+        /** @description The request headers the answer depends on: `Origin` (CORS), `Accept` (history formats), and `Authorization, X-API-Key` when the answer is private. */
+        Vary: string;
+        /** @description `no-store`: the answer carries a token, which no cache may keep. */
+        "No-Store": "no-store";
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
         /** @description The quota this request counts against (IETF httpapi RateLimit headers): its name (`anonymous` per client address, `authenticated` per user or API key, `key` for a key with its own limit), `q` requests per window of `w` seconds. Sent on every /api operation but health while that quota is on. */
@@ -2145,6 +2167,7 @@ export interface operations {
             /** @description Logged in; use `access_token` as `Authorization: Bearer <token>`. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["No-Store"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2159,6 +2182,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["LoginBusy"];
         };
     };
     changePassword: {
@@ -2177,6 +2201,7 @@ export interface operations {
             /** @description Password changed; a fresh token for the new password. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["No-Store"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2600,6 +2625,7 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2637,6 +2663,7 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2675,6 +2702,7 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2730,8 +2758,8 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     /** @description On an export too large to be cached whole, the parts of the window the upstream could not give, as comma-separated ISO 8601 intervals (`start/end`). */
                     "X-History-Missing"?: string;
-                    /** @description Names `Accept` on every answer, JSON too: the same URL answers JSON, CSV or Arrow by the `Accept` header. `Origin` comes first when CORS answered for a listed origin. */
-                    Vary?: "Accept" | "Origin, Accept";
+                    /** @description Names `Accept` on every answer, JSON too: the same URL answers JSON, CSV or Arrow by the `Accept` header. `Origin` comes first when CORS answered for a listed origin; `Authorization, X-API-Key` follow when the answer is private (DATA_REQUIRES_AUTH). */
+                    Vary?: "Accept" | "Origin, Accept" | "Accept, Authorization, X-API-Key" | "Origin, Accept, Authorization, X-API-Key";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2772,6 +2800,7 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2801,6 +2830,7 @@ export interface operations {
             200: {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2836,6 +2866,7 @@ export interface operations {
             200: {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
