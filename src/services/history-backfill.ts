@@ -102,7 +102,8 @@ export class HistoryBackfill {
     onStart?: (symbol: string) => void,
   ): Promise<{ candles: number; failures: HistoryJob['failures']; fetchableFromMs: number }> {
     // Asked from further back than the upstream keeps this interval: only the stored bars exist there.
-    const fetchableFromMs = Math.max(request.sinceMs, this.#history.oldestFetchableMs(request.interval));
+    // (the earliest any of the symbols reaches: every symbol was trimmed at least to there).
+    const fetchableFromMs = Math.max(request.sinceMs, Math.min(...request.symbols.map((symbol) => this.#history.oldestFetchableMs(request.interval, symbol))));
     let candles = 0;
     const failures: HistoryJob['failures'] = [];
     for (const [index, symbol] of request.symbols.entries()) {

@@ -150,8 +150,8 @@ export class HistoryStore {
    * The oldest instant the upstream still serves bars of `interval` for (`-Infinity` when it keeps all):
    * a read or backfill reaching further back gets only what the store already holds before it.
    */
-  oldestFetchableMs(interval: HistoryInterval): number {
-    return this.#now() - this.#reach(interval).retentionMs;
+  oldestFetchableMs(interval: HistoryInterval, symbol: string): number {
+    return this.#now() - this.#reach(interval, symbol).retentionMs;
   }
 
   /**

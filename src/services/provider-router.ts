@@ -148,7 +148,7 @@ export class ProviderRouter implements MarketDataProvider {
 
   /** Candles from `provider` alone (when it serves the read); `undefined` when it does not, or does not know the symbol. */
   async getHistoryFrom(query: HistoryQuery, provider: string): Promise<History | undefined> {
-    const routed = await this.#route(`history:${query.symbol}`, (link) => link.name === provider && this.#servesHistory(link, query), (link) => link.getHistory(query));
+    const routed = await this.#route(`history:${query.symbol}`, (link) => (link.name === provider ? this.#servesHistory(link, query) : 'unserved'), (link) => link.getHistory(query));
     return routed?.value;
   }
 
@@ -158,7 +158,7 @@ export class ProviderRouter implements MarketDataProvider {
    * or knows the symbol; rejects when none could answer.
    */
   async getHistoryElsewhere(query: HistoryQuery, except: string): Promise<{ history: History; provider: string } | undefined> {
-    const routed = await this.#route(`history:${query.symbol}`, (link) => link.name !== except && this.#servesHistory(link, query), (link) => link.getHistory(query));
+    const routed = await this.#route(`history:${query.symbol}`, (link) => (link.name !== except ? this.#servesHistory(link, query) : 'unserved'), (link) => link.getHistory(query));
     return routed === undefined ? undefined : { history: routed.value, provider: routed.source };
   }
 
