@@ -8,6 +8,7 @@
  * Schemas; the high-level `McpServer` takes zod schemas and would rebuild them.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -114,9 +115,17 @@ function resourceRequest(uri: string): { path: string; accept: string; mimeType:
   return undefined;
 }
 
+/**
+ * The JSON Schema validator every server shares (the SDK uses it for elicitation, which mds never
+ * asks for): by default each `Server` builds its own Ajv instance, which cost more than the rest of
+ * a tool call.
+ */
+let sharedValidator: AjvJsonSchemaValidator | undefined;
+
 /** A new server for one caller: per request on the HTTP transport, per process on stdio. */
 export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
-  const server = new Server({ name: 'mds', version: parts.version }, { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS });
+  sharedValidator ??= new AjvJsonSchemaValidator();
+  const server = new Server({ name: 'mds', version: parts.version }, { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator });
   const byName = new Map(parts.tools.map((tool) => [tool.name, tool]));
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
