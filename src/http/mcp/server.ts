@@ -21,7 +21,7 @@ import {
   type ReadResourceResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Principal } from '../../domain/ports.js';
+import type { Principal } from '../../domain/ports/accounts.js';
 import type { Answer, CallerRequest, Dispatch } from './dispatch.js';
 import { answerText, errorText } from './text.js';
 import { mayCall, requestOf, type ToolSpec } from './tools.js';
