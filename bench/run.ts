@@ -54,10 +54,12 @@ interface Measured {
   requests: number;
 }
 
+type Baseline = 'node:http' | 'express' | 'REST';
+
 interface Row extends Measured {
   scenario: string;
-  /** What `ratio` divides by: the bare node:http server or the bare Express 5 route. */
-  baseline?: 'node:http' | 'express';
+  /** What `ratio` divides by: the bare node:http server, the bare Express 5 route, or the same server's REST call. */
+  baseline?: Baseline;
   /** Median over the rounds of (scenario req/s) / (mean baseline req/s of the runs just before and just after it). */
   ratio: number | null;
   /** The baseline's median req/s in this scenario's rounds. */
@@ -415,7 +417,7 @@ async function main(): Promise<void> {
      * The machine's speed drifts (shared cores), so each round measures the baseline right before
      * the scenario and the ratio is taken per round; the row reports medians over the rounds.
      */
-    const paired = async (name: string, run: () => Promise<Measured>, note?: string, against: { load: Load; name: 'node:http' | 'express' } = { load: baselineLoad, name: 'node:http' }): Promise<Row | undefined> => {
+    const paired = async (name: string, run: () => Promise<Measured>, note?: string, against: { load: Load; name: Baseline } = { load: baselineLoad, name: 'node:http' }): Promise<Row | undefined> => {
       if (!selected(name)) return undefined;
       // Baseline, round, baseline, round, ..., baseline: each round is compared with the mean of the
       // baseline runs just before and just after it, so a drift of the machine's speed during the
@@ -446,7 +448,7 @@ async function main(): Promise<void> {
       process.stderr.write(`  ${name}: ${fmt(row.rps)} req/s (${fmt(row.ratio ?? Number.NaN, 2)} x ${against.name}), p99 ${fmt(row.p99Ms, 2)} ms (${against.name} ${fmt(row.baselineP99Ms ?? Number.NaN, 2)} ms), non-2xx ${row.non2xx}\n`);
       return row;
     };
-    const scenario = async (name: string, load: Load, note?: string, against?: { load: Load; name: 'node:http' | 'express' }) => {
+    const scenario = async (name: string, load: Load, note?: string, against?: { load: Load; name: Baseline }) => {
       if (!selected(name)) return undefined;
       // Warm-up: with 1 s, the first round of an mds scenario still ran 10-20 % slower than the others
       // (more code to optimise than in a baseline).
@@ -476,6 +478,14 @@ async function main(): Promise<void> {
     const nodeFor = (path: string) => ({ load: { url: `${baseline.url}${path}` }, name: 'node:http' as const });
     await scenario('quotes batch cached (AAPL,MSFT)', { url: `${redisMode.url}${CACHED_PATHS.quotes}` }, undefined, nodeFor(CACHED_PATHS.quotes));
     await scenario('quote cached (AAPL)', { url: `${redisMode.url}${CACHED_PATHS.quote}` }, undefined, nodeFor(CACHED_PATHS.quote));
+    // MCP (DESIGN 22): a get_quote tool call on /mcp against the REST call it makes in-process, on the same server.
+    const toolCall = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_quote', arguments: { symbol: 'AAPL' } } });
+    await scenario(
+      'mcp get_quote cached (AAPL)',
+      { url: `${redisMode.url}/mcp`, method: 'POST', body: toolCall, headers: { Accept: 'application/json, text/event-stream' } },
+      'one tools/call (stateless Streamable HTTP) vs GET /api/quotes/AAPL on the same server; target ratio >= 0.67 (<= 1.5x the cost)',
+      { load: { url: `${redisMode.url}${CACHED_PATHS.quote}` }, name: 'REST' },
+    );
     await scenario('history cached (AAPL 1d, 1y)', { url: `${redisMode.url}${CACHED_PATHS.history}` }, `baseline serves the same ${routes[CACHED_PATHS.history]!.body.length}-byte body`, nodeFor(CACHED_PATHS.history));
     await scenario('search cached (apple)', { url: `${redisMode.url}${CACHED_PATHS.search}` }, undefined, nodeFor(CACHED_PATHS.search));
     await scenario('indices If-None-Match (304)', { url: `${redisMode.url}/api/indices`, headers: { 'If-None-Match': etag } }, 'wrk counts 304 as a success');

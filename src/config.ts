@@ -202,6 +202,8 @@ const schema = z.object({
   LOGIN_MAX_FAILURES_PER_ADDRESS: int(1, 100_000).optional(),
   LOGIN_BLOCK_SECONDS: int(1, 86_400).default(300),
   AUTH_CACHE_SECONDS: int(0, 300).default(5),
+  /** The API key `mds mcp` (stdio) acts with: a managed key or one of API_KEYS; unset: anonymous. */
+  MCP_API_KEY: z.string().min(1).max(512).optional(),
 
   MARKET_DATA_PROVIDER: z.enum(PROVIDER_NAMES).default('simulated'),
   /** The ordered provider chain (`polygon,tiingo,yahoo`); checked by `providerChain`, which also reads the `<P>_…` variables. */
@@ -290,7 +292,7 @@ function isRedisUrl(value: string): boolean {
 }
 
 /** Variables whose values are secrets: an error names them without their value. */
-const SECRET_VARIABLES = new Set(['SECRET_KEY', 'API_KEYS', 'DEFAULT_ADMIN_PASSWORD', 'CACHE_PASSWORD', 'CACHE_SENTINEL_PASSWORD', ...UPSTREAM_PROVIDERS.map((name) => `${providerPrefix(name)}_API_KEYS`)]);
+const SECRET_VARIABLES = new Set(['SECRET_KEY', 'API_KEYS', 'MCP_API_KEY', 'DEFAULT_ADMIN_PASSWORD', 'CACHE_PASSWORD', 'CACHE_SENTINEL_PASSWORD', ...UPSTREAM_PROVIDERS.map((name) => `${providerPrefix(name)}_API_KEYS`)]);
 
 /** What an error may quote of a variable's value: secrets as `***`, a URL's password as `***`. */
 function shownValue(name: string, value: string): string {
@@ -487,6 +489,10 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       refreshIntervalMs: v.STREAM_REFRESH_SECONDS * 1000,
       /** On a reconnect, quotes changed this long before Last-Event-ID are sent again (instances' clocks and delays). */
       reconnectMarginMs: v.STREAM_RECONNECT_MARGIN_SECONDS * 1000,
+    },
+    mcp: {
+      /** MCP_API_KEY: the key the stdio server (`mds mcp`) sends with every tool call; undefined: anonymous. */
+      apiKey: v.MCP_API_KEY,
     },
     metrics: {
       /** False when METRICS_PORT=0: no listener, and every service gets the no-op metrics. */

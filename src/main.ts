@@ -13,6 +13,7 @@ import { createApp } from './http/app.js';
 import { consoleStep } from './http/console.js';
 import { createWireServer } from './http/client-errors.js';
 import { FastPath } from './http/fast-path.js';
+import { McpEndpoint } from './http/mcp/endpoint.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { StartupError } from './domain/errors.js';
 import { loadContract, withSecurityPolicy, type Contract } from './http/contract.js';
@@ -86,6 +87,8 @@ export interface RunningService {
   streams: { readonly size: number };
   /** Runs a scheduled job now, as its timer would (`refresh-indices`); tests drive the schedule with it. */
   runJob(name: string): Promise<void>;
+  /** The MCP endpoint: `/mcp` on `server`, and `connect` for another transport (stdio). */
+  mcp: McpEndpoint;
   /** `http://host:port/metrics` when this process serves metrics itself; undefined otherwise. */
   metricsUrl?: string;
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
@@ -337,7 +340,10 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     console: consoleStep(resolve(packageRoot, 'dist', 'console')),
   });
 
-  const server = createWireServer(fastPath.handler(app), logger);
+  const listener = fastPath.handler(app);
+  // MCP (DESIGN 22): /mcp is answered before the app, and each tool call is a request into `listener`.
+  const mcp = new McpEndpoint({ contract, listener, authenticator: auth, logger, dataRequiresAuth: config.auth.dataRequiresAuth, bodyLimitBytes: config.server.bodyLimitBytes, corsOrigins: config.server.corsOrigins });
+  const server = createWireServer(mcp.route(listener), logger);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
@@ -389,5 +395,5 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
       logger.info('stopped');
     })());
 
-  return { server, url, streams, runJob: (name) => scheduler.trigger(name), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
+  return { server, url, streams, runJob: (name) => scheduler.trigger(name), mcp, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
 }

@@ -1,0 +1,54 @@
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { pino } from 'pino';
+import { MdsCommand } from '../cli/command.js';
+import { fail, failure, loadCliConfig } from '../cli/context.js';
+import { createLogger, logFormatFor } from '../infra/logger.js';
+import { startService } from '../main.js';
+
+export default class Mcp extends MdsCommand {
+  static override description =
+    'Serve the Model Context Protocol over stdio, for desktop MCP clients (Claude Desktop, VS Code, Cursor): the same service as `mds serve`, with the same configuration, whose tools and resources are its REST operations. Tool calls are made with the key in MCP_API_KEY (anonymous without it). Logs go to stderr; stdout carries the protocol.';
+
+  static override examples = ['<%= config.bin %> <%= command.id %>', 'MCP_API_KEY=mds_... <%= config.bin %> <%= command.id %>'];
+
+  async run(): Promise<void> {
+    await this.parse(Mcp);
+    // The service listens on a loopback port of its own choosing (nothing calls it there: tool calls
+    // are made in-process); metrics and the refresh timer belong to `mds serve`.
+    const config = loadCliConfig(this, { PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0', REFRESH_INTERVAL_SECONDS: '0' });
+    // stdout is the protocol's: every log line goes to stderr.
+    const logger = createLogger({ level: config.log.level, format: logFormatFor(config.log.format, 2) }, pino.destination(2));
+    let service;
+    try {
+      service = await startService(config, logger, { scheduler: false });
+    } catch (err) {
+      logger.fatal({ err }, 'startup failed');
+      fail(this, failure(err), 1);
+    }
+    const apiKey = config.mcp.apiKey;
+    const credentials = apiKey === undefined ? {} : service.mcp.apiKeyCredentials(apiKey);
+    try {
+      // A key that is refused (or none under DATA_REQUIRES_AUTH) would refuse every call: say so now.
+      const principal = await service.mcp.identify(credentials);
+      logger.info({ caller: principal?.username ?? 'anonymous', tools: service.mcp.toolNames.length }, 'mcp over stdio ready');
+    } catch (err) {
+      await service.close().catch(() => undefined);
+      fail(this, apiKey === undefined ? `${failure(err)}: DATA_REQUIRES_AUTH is on, so set MCP_API_KEY to an API key` : `MCP_API_KEY: ${failure(err)}`, 1);
+    }
+    await this.#serve(service, credentials);
+  }
+
+  /** Serves stdin/stdout until the client goes or a signal comes, then closes the service. */
+  async #serve(service: Awaited<ReturnType<typeof startService>>, credentials: Record<string, string>): Promise<void> {
+    const transport = new StdioServerTransport();
+    const closed = new Promise<void>((resolve) => {
+      transport.onclose = resolve;
+      process.stdin.once('end', resolve);
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    await service.mcp.connect(transport, { credentials, remoteAddress: '127.0.0.1' });
+    await closed;
+    await service.close();
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The MCP server of one caller (DESIGN 22), on any transport: the tools generated from the contract
+ * (`tools.ts`), listed as the caller may call them, and the resources (history as CSV, the markets
+ * and their sessions). Every tool call and resource read is the operation's own request through the
+ * app (`dispatch.ts`): the same credentials, validation, quotas, usage metering and envelope as REST.
+ *
+ * The SDK's low-level `Server` is used because the tools' schemas are the contract's own JSON
+ * Schemas; the high-level `McpServer` takes zod schemas and would rebuild them.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  type CallToolResult,
+  type ReadResourceResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Principal } from '../../domain/ports/accounts.js';
+import type { Answer, CallerRequest, Dispatch } from './dispatch.js';
+import { answerText, errorText } from './text.js';
+import { mayCall, requestOf, type ToolSpec } from './tools.js';
+
+/** What every caller's server shares: built once at startup. */
+export interface McpParts {
+  tools: readonly ToolSpec[];
+  dispatch: Dispatch;
+  /** The service's version (the contract's), as the server's. */
+  version: string;
+}
+
+/** Who a server acts for. */
+export interface McpCaller {
+  request: CallerRequest;
+  /** The caller's principal (undefined: anonymous); asked when the tools are listed. */
+  principal(): Promise<Principal | undefined>;
+}
+
+const INSTRUCTIONS =
+  'Market data from mds: quotes, history, search and the trading calendar, through the same keys, limits and metering as its REST API. ' +
+  'Each tool is one REST operation; its structured content is the REST answer. History: get_history shows at most 100 candles as text, ' +
+  'all of them in the structured content, and as CSV in the resource mds://history/{symbol}/{interval}?range=... .';
+
+/** The history resource of a `get_history` call's arguments: `mds://history/AAPL/1d?range=1y`. */
+export function historyResource(args: Record<string, unknown>): string {
+  const interval = typeof args.interval === 'string' ? args.interval : '1d';
+  const query = new URLSearchParams();
+  for (const name of ['range', 'start', 'end', 'adjust']) if (typeof args[name] === 'string') query.set(name, args[name]);
+  const text = query.toString();
+  return `mds://history/${encodeURIComponent(String(args.symbol))}/${encodeURIComponent(interval)}${text ? `?${text}` : ''}`;
+}
+
+function retryAfter(answer: Answer): number | undefined {
+  const value = Number(answer.headers['retry-after']);
+  return Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
+function parse(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A failed answer as a tool error: the envelope's message and code in the text, the envelope itself in `_meta`. */
+function toolError(answer: Answer): CallToolResult {
+  const envelope = parse(answer.body) as { error?: unknown; code?: unknown } | undefined;
+  const after = retryAfter(answer);
+  return {
+    isError: true,
+    content: [{ type: 'text', text: errorText(answer.status, envelope, after) }],
+    _meta: { 'mds/status': answer.status, ...(envelope ? { 'mds/error': envelope } : {}), ...(after !== undefined ? { 'mds/retry_after_s': after } : {}) },
+  };
+}
+
+/** A refused resource read, as a JSON-RPC error carrying the envelope. */
+function resourceError(answer: Answer): McpError {
+  const envelope = parse(answer.body) as { error?: unknown; code?: unknown } | undefined;
+  const code = answer.status === 404 ? ErrorCode.InvalidParams : answer.status === 422 ? ErrorCode.InvalidParams : ErrorCode.InternalError;
+  return new McpError(code, errorText(answer.status, envelope, retryAfter(answer)), { status: answer.status, ...(envelope ? { envelope } : {}) });
+}
+
+/** `mds://markets`, `mds://markets/US/sessions?start=...&end=...`, `mds://history/AAPL/1d?range=1y`: the REST path it reads, and its type. */
+function resourceRequest(uri: string): { path: string; accept: string; mimeType: string } | undefined {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'mds:') return undefined;
+  const segments = url.pathname.split('/').filter((s) => s.length > 0);
+  let decoded: string[];
+  try {
+    decoded = segments.map((s) => decodeURIComponent(s));
+  } catch {
+    return undefined;
+  }
+  const query = new URLSearchParams(url.search);
+  if (url.host === 'markets' && decoded.length === 0 && [...query.keys()].length === 0) return { path: '/api/markets', accept: 'application/json', mimeType: 'application/json' };
+  if (url.host === 'markets' && decoded.length === 2 && decoded[1] === 'sessions') {
+    return { path: `/api/markets/${encodeURIComponent(decoded[0]!)}/sessions?${query.toString()}`, accept: 'application/json', mimeType: 'application/json' };
+  }
+  if (url.host === 'history' && decoded.length === 2) {
+    query.set('interval', decoded[1]!);
+    query.set('format', 'csv');
+    return { path: `/api/history/${encodeURIComponent(decoded[0]!)}?${query.toString()}`, accept: 'text/csv', mimeType: 'text/csv' };
+  }
+  return undefined;
+}
+
+/**
+ * The JSON Schema validator every server shares (the SDK uses it for elicitation, which mds never
+ * asks for): by default each `Server` builds its own Ajv instance, which cost more than the rest of
+ * a tool call.
+ */
+let sharedValidator: AjvJsonSchemaValidator | undefined;
+
+/** A new server for one caller: per request on the HTTP transport, per process on stdio. */
+export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
+  sharedValidator ??= new AjvJsonSchemaValidator();
+  const server = new Server({ name: 'mds', version: parts.version }, { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator });
+  const byName = new Map(parts.tools.map((tool) => [tool.name, tool]));
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const principal = await caller.principal();
+    const tools: Tool[] = parts.tools
+      .filter((tool) => mayCall(tool, principal))
+      .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, annotations: { readOnlyHint: true, openWorldHint: true } }));
+    return { tools };
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    const tool = byName.get(request.params.name);
+    // An operation that is no tool; an admin tool a caller may not see is called like any, and refused by the app (403).
+    if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${request.params.name}'`);
+    const args = request.params.arguments ?? {};
+    const target = requestOf(tool, args);
+    if ('missing' in target) {
+      return { isError: true, content: [{ type: 'text', text: `${target.missing.join(', ')} is required (code 422).` }], _meta: { 'mds/status': 422 } };
+    }
+    const answer = await parts.dispatch(target.path, caller.request);
+    if (answer.status !== 200) return toolError(answer);
+    const body = parse(answer.body);
+    const structuredContent = (tool.wrapsArray ? { data: body } : body) as Record<string, unknown>;
+    const resource = tool.operationId === 'getHistory' ? historyResource(args) : undefined;
+    return { content: [{ type: 'text', text: answerText(body, resource) }], structuredContent };
+  });
+
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: [{ uri: 'mds://markets', name: 'markets', title: 'Markets', description: "Every market's state now and its next open and close (GET /api/markets).", mimeType: 'application/json' }],
+  }));
+
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: [
+      {
+        uriTemplate: 'mds://history/{symbol}/{interval}{?range,start,end,adjust}',
+        name: 'history',
+        title: 'History as CSV',
+        description: 'Candles of one symbol as CSV (time,open,high,low,close,adj_close,volume), the export of GET /api/history/{symbol}?format=csv: up to 200,000 rows.',
+        mimeType: 'text/csv',
+      },
+      {
+        uriTemplate: 'mds://markets/{market}/sessions{?start,end}',
+        name: 'market-sessions',
+        title: "A market's sessions",
+        description: "One market's trading sessions between two dates (GET /api/markets/{market}/sessions).",
+        mimeType: 'application/json',
+      },
+    ],
+  }));
+
+  server.setRequestHandler(ReadResourceRequestSchema, async (request): Promise<ReadResourceResult> => {
+    const uri = request.params.uri;
+    const target = resourceRequest(uri);
+    if (target === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown resource '${uri.slice(0, 200)}': mds://markets, mds://markets/{market}/sessions?start=&end=, mds://history/{symbol}/{interval}?range=`);
+    const answer = await parts.dispatch(target.path, caller.request, target.accept);
+    if (answer.status !== 200) throw resourceError(answer);
+    return { contents: [{ uri, mimeType: target.mimeType, text: answer.body }] };
+  });
+
+  return server;
+}

@@ -1,0 +1,176 @@
+/**
+ * The MCP tools, generated from the contract at startup (DESIGN 22): every GET operation tagged
+ * `Market data` or `Admin` that answers JSON becomes one tool. Nothing here is written per operation:
+ * the name is the operationId in snake_case, the description its summary and description, the input
+ * schema its path and query parameters (their own JSON Schemas, `$ref`s inlined), the output schema
+ * its 200 JSON schema. A tool call becomes the operation's own HTTP request (see `requestOf`).
+ */
+import type { Contract, Operation } from '../contract.js';
+
+/** The tags whose read operations become tools. */
+const TOOL_TAGS = ['Market data', 'Admin'] as const;
+
+/**
+ * Query parameters a tool does not take: `format` chooses the representation (CSV, Arrow), and a
+ * tool's answer is always the JSON one (the CSV is the history resource).
+ */
+const REPRESENTATION_PARAMETERS = new Set(['format']);
+
+type Schema = Record<string, unknown>;
+
+/** One parameter a tool passes on to its operation. */
+export interface ToolParameter {
+  name: string;
+  in: 'path' | 'query';
+  required: boolean;
+}
+
+export interface ToolSpec {
+  /** `get_quote`: the operationId in snake_case. */
+  name: string;
+  operationId: string;
+  /** `/api/quotes/{symbol}`. */
+  path: string;
+  description: string;
+  /** A JSON Schema object: one property per parameter, `additionalProperties: false`. */
+  inputSchema: Schema & { type: 'object'; properties: Record<string, Schema> };
+  /** The 200 answer's JSON Schema; an array answer is wrapped as `{data: [...]}` (structured content is an object). */
+  outputSchema: Schema & { type: 'object' };
+  /** The REST answer is a JSON array, carried as `{data: [...]}`. */
+  wrapsArray: boolean;
+  parameters: ToolParameter[];
+  /** Which callers may call it, from the operation's security: anyone, anyone with credentials, or administrators. */
+  audience: 'anyone' | 'authenticated' | 'admin';
+}
+
+/** `listMarketSessions` -> `list_market_sessions`. */
+export function snakeCase(operationId: string): string {
+  return operationId.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/([A-Z])([A-Z][a-z])/g, '$1_$2').toLowerCase();
+}
+
+/** `schema` with every local `$ref` replaced by what it points at; throws on a cycle (no tool schema may be infinite). */
+export function inline(document: Schema, schema: unknown, seen: readonly string[] = []): unknown {
+  if (Array.isArray(schema)) return schema.map((item) => inline(document, item, seen));
+  if (schema === null || typeof schema !== 'object') return schema;
+  const node = schema as Schema;
+  const ref = node.$ref;
+  if (typeof ref === 'string') {
+    if (!ref.startsWith('#/')) throw new Error(`a tool schema refers outside the contract: ${ref}`);
+    if (seen.includes(ref)) throw new Error(`a tool schema refers to itself: ${[...seen, ref].join(' -> ')}`);
+    let target: unknown = document;
+    for (const part of ref.slice(2).split('/')) target = (target as Schema | undefined)?.[part.replaceAll('~1', '/').replaceAll('~0', '~')];
+    if (target === undefined) throw new Error(`a tool schema refers to nothing: ${ref}`);
+    const { $ref: _ref, ...siblings } = node;
+    const resolved = inline(document, target, [...seen, ref]) as Schema;
+    return Object.keys(siblings).length === 0 ? resolved : { ...resolved, ...(inline(document, siblings, seen) as Schema) };
+  }
+  const out: Schema = {};
+  for (const [key, value] of Object.entries(node)) out[key] = inline(document, value, seen);
+  return out;
+}
+
+interface OperationObject {
+  operationId?: string;
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  parameters?: unknown[];
+  responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+}
+
+interface ParameterObject {
+  name: string;
+  in: string;
+  required?: boolean;
+  description?: string;
+  schema?: Schema;
+}
+
+/** Who may call `operation`: its security requirements say it (`{}` is anyone; an `admin` scope is administrators). */
+function audienceOf(operation: Operation): ToolSpec['audience'] {
+  if (operation.security.length === 0 || operation.security.some((requirement) => Object.keys(requirement).length === 0)) return 'anyone';
+  const adminOnly = operation.security.every((requirement) => Object.values(requirement).some((scopes) => scopes.includes('admin')));
+  return adminOnly ? 'admin' : 'authenticated';
+}
+
+/** The operations of the contract that become tools, in the contract's order. */
+export function toolOperations(contract: Contract): Array<{ operation: Operation; object: OperationObject }> {
+  const paths = (contract.document.paths ?? {}) as Record<string, Record<string, OperationObject>>;
+  const chosen: Array<{ operation: Operation; object: OperationObject }> = [];
+  for (const operation of contract.operations) {
+    if (operation.method !== 'get') continue;
+    const object = paths[operation.path]?.[operation.method];
+    if (!object?.tags?.some((tag) => (TOOL_TAGS as readonly string[]).includes(tag))) continue;
+    // A stream (Server-Sent Events) has no JSON answer to give as a tool result.
+    if (object.responses?.['200']?.content?.['application/json'] === undefined) continue;
+    chosen.push({ operation, object });
+  }
+  return chosen;
+}
+
+/** The tools of `contract`; throws when one cannot be made (a parameter a tool cannot carry, a cyclic schema). */
+export function generateTools(contract: Contract): ToolSpec[] {
+  const document = contract.document;
+  return toolOperations(contract).map(({ operation, object }) => {
+    const properties: Record<string, Schema> = {};
+    const required: string[] = [];
+    const parameters: ToolParameter[] = [];
+    for (const declared of object.parameters ?? []) {
+      const parameter = inline(document, declared) as ParameterObject;
+      if (parameter.in === 'header' || parameter.in === 'cookie' || REPRESENTATION_PARAMETERS.has(parameter.name)) continue;
+      if (parameter.in !== 'path' && parameter.in !== 'query') throw new Error(`${operation.operationId}: parameter ${parameter.name} is in ${parameter.in}`);
+      const schema = { ...(parameter.schema ?? {}) };
+      if (parameter.description !== undefined) schema.description = parameter.description;
+      properties[parameter.name] = schema;
+      const isRequired = parameter.in === 'path' || parameter.required === true;
+      if (isRequired) required.push(parameter.name);
+      parameters.push({ name: parameter.name, in: parameter.in, required: isRequired });
+    }
+    const answer = inline(document, object.responses?.['200']?.content?.['application/json']?.schema ?? {}) as Schema;
+    const wrapsArray = answer.type === 'array';
+    const outputSchema = (wrapsArray ? { type: 'object', properties: { data: answer }, required: ['data'] } : answer) as ToolSpec['outputSchema'];
+    return {
+      name: snakeCase(operation.operationId),
+      operationId: operation.operationId,
+      path: operation.path,
+      description: [object.summary, object.description].filter((text): text is string => typeof text === 'string' && text.length > 0).join('. ').replace(/\.\./g, '.'),
+      inputSchema: { type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false },
+      outputSchema,
+      wrapsArray,
+      parameters,
+      audience: audienceOf(operation),
+    };
+  });
+}
+
+/** True when a caller (none, or one that is or is not an administrator) may call `tool`. */
+export function mayCall(tool: Pick<ToolSpec, 'audience'>, caller: { isAdmin: boolean } | undefined): boolean {
+  if (tool.audience === 'anyone') return true;
+  if (caller === undefined) return false;
+  return tool.audience === 'authenticated' || caller.isAdmin;
+}
+
+/**
+ * The operation's request for a tool call: the path with its parameters filled in (encoded), the
+ * query from the rest. Arguments the tool does not declare go into the query as they are, so the
+ * contract's validation refuses them as it would over REST; a missing path parameter is refused here
+ * (a path without it would be another route).
+ */
+export function requestOf(tool: ToolSpec, args: Record<string, unknown>): { path: string } | { missing: string[] } {
+  const missing = tool.parameters.filter((p) => p.in === 'path' && (args[p.name] === undefined || args[p.name] === '')).map((p) => p.name);
+  if (missing.length > 0) return { missing };
+  const inPath = new Set(tool.parameters.filter((p) => p.in === 'path').map((p) => p.name));
+  const path = tool.path.replace(/\{([^}]+)\}/g, (_all, name: string) => encodeURIComponent(scalar(args[name])));
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(args)) {
+    if (inPath.has(name) || value === undefined || value === null) continue;
+    query.append(name, scalar(value));
+  }
+  const text = query.toString();
+  return { path: text.length > 0 ? `${path}?${text}` : path };
+}
+
+/** A tool argument as a query or path value; an object or array is sent as JSON, which the contract refuses with its own message. */
+function scalar(value: unknown): string {
+  return typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+}

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { parseDocument } from 'yaml';
+import { contractFromYaml, loadContract, withSecurityPolicy } from '../../src/http/contract.js';
+import { generateTools, mayCall, requestOf, snakeCase } from '../../src/http/mcp/tools.js';
+import { answerText, HISTORY_TEXT_ROWS } from '../../src/http/mcp/text.js';
+
+const contract = loadContract();
+
+describe('mcp tools from the contract', () => {
+  it('when an operationId is camelCase, then its tool name is snake_case', () => {
+    expect(['getQuote', 'listMarketSessions', 'searchSymbols', 'getAdminStatus'].map(snakeCase)).toEqual(['get_quote', 'list_market_sessions', 'search_symbols', 'get_admin_status']);
+  });
+
+  it('when the contract gains a read operation, then a tool is made for it with no code written for it', () => {
+    const doc = parseDocument(contract.yaml);
+    doc.setIn(
+      ['paths', '/api/indicators/{symbol}'],
+      doc.createNode({
+        get: {
+          operationId: 'getIndicators',
+          summary: 'Get indicators',
+          description: 'Studies over the stored candles.',
+          tags: ['Market data'],
+          security: [{}, { apiKeyAuth: [] }],
+          parameters: [{ $ref: '#/components/parameters/Symbol' }, { name: 'studies', in: 'query', required: true, description: 'The studies.', schema: { type: 'string', maxLength: 200 } }],
+          responses: { '200': { description: 'The studies.', content: { 'application/json': { schema: { type: 'object', properties: { data: { type: 'object' } } } } } } },
+        },
+      }),
+    );
+    const tools = generateTools(contractFromYaml(doc.toString()));
+    const tool = tools.find((t) => t.name === 'get_indicators');
+    expect(tool).toMatchObject({
+      operationId: 'getIndicators',
+      description: 'Get indicators. Studies over the stored candles.',
+      audience: 'anyone',
+      inputSchema: { type: 'object', required: ['symbol', 'studies'], additionalProperties: false },
+    });
+    expect(tool!.inputSchema.properties.symbol).toMatchObject({ pattern: '^[A-Za-z0-9^.=-]{1,32}$', maxLength: 32 });
+  });
+
+  it('when the stream and the writes are looked at, then they are no tools: only reads that answer JSON are', () => {
+    const names = generateTools(contract).map((t) => t.name);
+    expect(names).not.toContain('stream_quotes');
+    expect(names).not.toContain('create_user');
+    expect(names).not.toContain('flush_cache');
+    expect(names).not.toContain('get_health');
+  });
+
+  it('when DATA_REQUIRES_AUTH closes the data, then market tools need credentials and admin tools an administrator', () => {
+    const open = generateTools(contract);
+    const closed = generateTools(withSecurityPolicy(contract, { dataRequiresAuth: true }));
+    expect(open.find((t) => t.name === 'get_quote')!.audience).toBe('anyone');
+    expect(closed.find((t) => t.name === 'get_quote')!.audience).toBe('authenticated');
+    const usage = open.find((t) => t.name === 'get_usage')!;
+    expect([mayCall(usage, undefined), mayCall(usage, { isAdmin: false }), mayCall(usage, { isAdmin: true })]).toEqual([false, false, true]);
+  });
+
+  it('when a call has arguments, then they are encoded into the path and query; a missing path parameter is named; unknown ones go to the contract to refuse', () => {
+    const tools = generateTools(contract);
+    const history = tools.find((t) => t.name === 'get_history')!;
+    expect(requestOf(history, { symbol: '^GSPC', interval: '1d', range: '1y' })).toEqual({ path: '/api/history/%5EGSPC?interval=1d&range=1y' });
+    expect(requestOf(history, { symbol: '../admin/users' })).toEqual({ path: '/api/history/..%2Fadmin%2Fusers' });
+    expect(requestOf(history, { range: '1y' })).toEqual({ missing: ['symbol'] });
+    expect(requestOf(tools.find((t) => t.name === 'get_quotes')!, { symbols: 'AAPL,MSFT', extra: 1 })).toEqual({ path: '/api/quotes?symbols=AAPL%2CMSFT&extra=1' });
+  });
+});
+
+describe('mcp text', () => {
+  it('when a history has more candles than the text shows, then it shows the last ones and says how many there are and where the rest is', () => {
+    const candles = Array.from({ length: HISTORY_TEXT_ROWS + 20 }, (_, i) => ({ time: `2026-01-01T00:00:${String(i).padStart(3, '0')}Z`, open: 1, high: 2, low: 0.5, close: 1.5, adj_close: 1.5, volume: i }));
+    const text = answerText({ success: true, data: { symbol: 'AAPL', interval: '1d', currency: 'USD', candles } }, 'mds://history/AAPL/1d?range=1y');
+    expect(text).toContain(`${HISTORY_TEXT_ROWS + 20} in all`);
+    expect(text).toContain(`Showing the last ${HISTORY_TEXT_ROWS}`);
+    expect(text).toContain('mds://history/AAPL/1d?range=1y');
+    expect(text.split('\n').filter((l) => l.startsWith('2026-'))).toHaveLength(HISTORY_TEXT_ROWS);
+  });
+});
