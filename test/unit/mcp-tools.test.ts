@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
 import { contractFromYaml, loadContract, withSecurityPolicy } from '../../src/http/contract.js';
+import { SYMBOL_PATTERN } from '../../src/domain/symbols.js';
 import { generateTools, mayCall, requestOf, snakeCase } from '../../src/http/mcp/tools.js';
 import { answerText, HISTORY_TEXT_ROWS } from '../../src/http/mcp/text.js';
 
@@ -35,7 +36,7 @@ describe('mcp tools from the contract', () => {
       audience: 'anyone',
       inputSchema: { type: 'object', required: ['symbol', 'studies'], additionalProperties: false },
     });
-    expect(tool!.inputSchema.properties.symbol).toMatchObject({ pattern: '^[A-Za-z0-9^.=-]{1,32}$', maxLength: 32 });
+    expect(tool!.inputSchema.properties.symbol).toMatchObject({ pattern: SYMBOL_PATTERN, maxLength: 32 });
   });
 
   it('when the stream and the writes are looked at, then they are no tools: only reads that answer JSON are', () => {
