@@ -16,7 +16,7 @@ import { FastPath } from './http/fast-path.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { StartupError } from './domain/errors.js';
 import { loadContract, withSecurityPolicy, type Contract } from './http/contract.js';
-import { credentialCheck, credentialSchemes } from './http/security.js';
+import { credentialSchemes } from './http/security.js';
 import { createHandlers } from './http/handlers/index.js';
 import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
@@ -64,6 +64,8 @@ export interface StartOptions {
    * worker: metrics are still recorded, and the primary serves the sum of all workers.
    */
   metricsListener?: boolean;
+  /** Answer cached public reads by the cached-answer shortcut (default true; false sends every request the full way, for the test comparing both). */
+  fastPath?: boolean;
   /** The clock in epoch milliseconds the market data (market states, cache lifetimes) reads; `Date.now` by default (tests pin a day). */
   now?: () => number;
 }
@@ -372,20 +374,20 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     counter: new BatchedRequestCounter(new QuotaCounter({ counters })),
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
-    trustProxy: config.server.trustProxy,
     metrics,
     usage,
   });
   logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
-  const fastPath = new FastPath({ engine, logger, hasCredentials: credentialCheck(contract.document), corsOrigins: config.server.corsOrigins, rateLimit, metrics });
+  const fastPath = options.fastPath === false ? undefined : new FastPath({ engine });
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, providers: provider, calendar, status, streams, backfill, usage, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, providers: provider, calendar, status, streams, backfill, usage, ...(fastPath ? { rememberTarget: fastPath.remember } : {}) }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
+    ...(fastPath ? { fastPath } : {}),
     corsOrigins: config.server.corsOrigins,
     rateLimit,
     onResponseViolation: options.onResponseViolation,
@@ -393,7 +395,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     console: consoleStep(resolve(packageRoot, 'dist', 'console')),
   });
 
-  const server = createWireServer(fastPath.handler(app), logger);
+  const server = createWireServer(app, logger);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;

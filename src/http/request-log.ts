@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Express, Request } from 'express';
+import type { Express } from 'express';
 import type { Logger } from '../domain/ports.js';
 
 declare module 'http' {
@@ -30,8 +30,8 @@ function levelOf(statusCode: number): 'info' | 'warn' | 'error' {
 
 /**
  * Installs `req.log` on the app's request prototype and returns what to call first for each request:
- * it gives the request its id and logs its completion (the app's first middleware calls it, with the
- * other steps every request takes, so they cost one Express layer).
+ * it gives the request its id and logs its completion (the app's front door calls it first, for every
+ * request, the cached-answer shortcut's included).
  */
 export function requestLog(
   app: Express,
@@ -42,8 +42,8 @@ export function requestLog(
    * the client left halfway when it left), with the method as received; not for a request that got
    * no answer at all.
    */
-  onFinished?: (req: Request, method: string, statusCode: number, seconds: number) => void,
-): (req: Request, res: ServerResponse) => void {
+  onFinished?: (req: IncomingMessage, method: string, statusCode: number, seconds: number) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
   Object.defineProperty(app.request, 'log', {
     configurable: true,
     get(this: IncomingMessage & { [childLog]?: Logger }): Logger {
@@ -57,13 +57,16 @@ export function requestLog(
   return (req, res) => {
     const startedAt = performance.now();
     // As received: later steps rewrite both (HEAD is routed as GET, routers strip prefixes).
-    const { method, url } = req;
+    const method = req.method ?? 'GET';
+    const url = req.url;
     req.id = genReqId(req, res);
     // 'close' follows every answer, complete or cut short, exactly once.
     res.once('close', () => {
       const ms = performance.now() - startedAt;
       if (onFinished !== undefined && res.headersSent) onFinished(req, method, res.statusCode, ms / 1000);
-      const level = levelOf(res.statusCode);
+      // An answer of the cached-answer shortcut is counted in the admin status and the metrics; a line
+      // per hit would cost more than the hit itself.
+      const level = req.caller?.shortcut === true ? 'debug' : levelOf(res.statusCode);
       if (!lines.isLevelEnabled(level)) return;
       const line = {
         reqId: req.id,

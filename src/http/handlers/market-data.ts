@@ -3,18 +3,14 @@ import type { components } from '../../generated/api.js';
 import { TooManyCandlesError, type HistoryParams, type MarketDataService } from '../../services/market-data.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
 import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv } from '../history-export.js';
-import { etagMatches, representationReply, varyByAccept } from './representation.js';
+import { etagMatches, varyByAccept, writeRepresentation } from './representation.js';
 import type { Handler, JsonResponse } from './types.js';
 
 /** Tells the fast path that this request target was validated and answered from `key`. */
 export type RememberTarget = (req: Request, key: string) => void;
 
 function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
-  const reply = representationReply(rep, req.headers['if-none-match']);
-  varyByAccept(res, rep.key);
-  res.status(reply.status).set(reply.headers);
-  if (reply.body) res.end(reply.body);
-  else res.end();
+  writeRepresentation(res, rep, req.headers['if-none-match']);
   if (rep.cacheStatus !== 'STALE') remember?.(req, rep.key);
 }
 

@@ -48,3 +48,15 @@ export function representationReply(rep: CachedRepresentation, ifNoneMatch: stri
   headers['Content-Length'] = String(rep.body.length);
   return { status: 200, headers, body: rep.body };
 }
+
+/**
+ * Sends a cached representation on `res` in one `writeHead`: the handlers and the cached-answer
+ * shortcut both answer through here, so both send the same status, headers and bytes. `extra` are
+ * headers decided before (the request id, quota state) that were not set on `res` one by one.
+ */
+export function writeRepresentation(res: ServerResponse, rep: CachedRepresentation, ifNoneMatch: string | undefined, extra?: Record<string, string>): void {
+  const reply = representationReply(rep, ifNoneMatch);
+  varyByAccept(res, rep.key);
+  res.writeHead(reply.status, extra === undefined ? reply.headers : Object.assign(reply.headers, extra));
+  res.end(reply.body);
+}
