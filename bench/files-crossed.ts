@@ -51,7 +51,7 @@ async function once(): Promise<{ status: number; files: Set<string> }> {
 
 // Timers of the service (usage flushes, pools) run in some windows and not others: a file counts when
 // every one of the runs crossed it.
-const runs = [];
+const runs: Array<{ status: number; files: Set<string> }> = [];
 for (let i = 0; i < Number(process.env.FILES_CROSSED_RUNS ?? 3); i++) runs.push(await once());
 session.disconnect();
 const every = [...runs[0]!.files].filter((f) => runs.every((r) => r.files.has(f))).sort();

@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import proxyaddr from 'proxy-addr';
-import type { Principal } from '../domain/ports.js';
+import type { Principal } from '../domain/ports/accounts.js';
 import { isRateLimitedPath, type RateLimit } from './rate-limit.js';
 import type { Credential, CredentialsDone } from './security.js';
 

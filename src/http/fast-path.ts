@@ -14,8 +14,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
-import { LocalMemory } from '../domain/local-memory.js';
-import { UNMATCHED_ROUTE } from '../domain/ports.js';
+import { LocalMemory } from '../services/local-memory.js';
+import { UNMATCHED_ROUTE } from '../domain/ports/metrics.js';
 import type { CachedRepresentation, RepresentationCache } from '../services/representation-cache.js';
 
 /** `Accept` values that ask for an export format rather than JSON (history as CSV or Arrow). */
