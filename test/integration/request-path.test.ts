@@ -227,8 +227,9 @@ describe('the cached-answer shortcut answers as the full path', () => {
     const headers: Record<string, string> = {};
     res.headers.forEach((value, name) => {
       if (IGNORED.has(name)) return;
-      // The quota counts down between the two calls; its policy and window must agree.
-      headers[name] = name === 'ratelimit' ? value.replace(/;r=\d+/, ';r=_') : value;
+      // The quota counts down between the two calls, and each instance estimates the seconds left of
+      // the shared window: the policy and the quota's name must agree.
+      headers[name] = name === 'ratelimit' ? value.replace(/;r=\d+;t=\d+/, ';r=_;t=_') : value;
     });
     return { status: res.status, headers, body: body.toString('base64') };
   }
@@ -252,10 +253,12 @@ describe('the cached-answer shortcut answers as the full path', () => {
     ];
     for (const [path, headers] of cases) {
       await (await shortcut.fetch(path, { headers })).arrayBuffer();
-      // max-age counts whole seconds down: a pair read across a second's edge is read again.
+      // max-age counts whole seconds down, and on a loaded machine the target may be half-way through
+      // its second (then one request revalidates it the full way): such a pair is read again.
+      const exportAsked = headers.Accept !== undefined;
       let pair: Array<ReturnType<typeof comparable>> = [];
       let viaShortcut = false;
-      for (let attempt = 0; attempt < 3; attempt++) {
+      for (let attempt = 0; attempt < 5; attempt++) {
         const a = await shortcut.fetch(path, { headers });
         const aBody = Buffer.from(await a.arrayBuffer());
         const b = await full.fetch(path, { headers });
@@ -266,12 +269,12 @@ describe('the cached-answer shortcut answers as the full path', () => {
         const ids = [a.headers.get('x-request-id'), b.headers.get('x-request-id')];
         await waitFor(() => full.logs.some((l) => l.reqId === ids[1] && l.msg === 'request completed'));
         viaShortcut = !shortcut.logs.some((l) => l.reqId === ids[0] && l.msg === 'request completed');
-        if (pair[0]!.headers['cache-control'] === pair[1]!.headers['cache-control']) break;
+        if (viaShortcut === !exportAsked && pair[0]!.headers['cache-control'] === pair[1]!.headers['cache-control']) break;
       }
       expect(pair[0], `${path} ${JSON.stringify(headers)}`).toEqual(pair[1]);
       expect(pair[0]!.status, path).toBe(headers['If-None-Match'] ? 304 : 200);
       // Every JSON read was answered by the shortcut; an export never is.
-      expect(viaShortcut, `${path} ${JSON.stringify(headers)} via the shortcut`).toBe(headers.Accept === undefined);
+      expect(viaShortcut, `${path} ${JSON.stringify(headers)} via the shortcut`).toBe(!exportAsked);
     }
   });
 });
