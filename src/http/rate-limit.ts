@@ -45,8 +45,12 @@ export interface RateLimit {
 
 /** True for the requests quotas apply to: every /api path except health. */
 export function isRateLimitedPath(path: string): boolean {
-  return path.startsWith('/api/') && path !== '/api/health' && path !== '/api/health/';
+  // Routing is case-insensitive (Express's default): /API/quotes is the same operation, counted the same.
+  return API_PREFIX.test(path) && !HEALTH.test(path);
 }
+
+const API_PREFIX = /^\/api\//i;
+const HEALTH = /^\/api\/health\/?$/i;
 
 interface Quota {
   name: 'anonymous' | 'authenticated' | 'key';

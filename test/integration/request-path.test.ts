@@ -66,7 +66,8 @@ describe('credentials: every one sent is checked', () => {
   it('when a valid key comes with a bad bearer, or a valid bearer with a bad key, then a public and an admin operation answer 401', async () => {
     const svc = await start();
     const token = await svc.login(ADMIN.username, ADMIN.password);
-    for (const path of ['/api/quotes/AAPL', '/api/admin/status']) {
+    // Routing ignores case: so does the caller step.
+    for (const path of ['/api/quotes/AAPL', '/api/admin/status', '/API/Quotes/AAPL']) {
       const keyAndBadBearer = await svc.fetch(path, { headers: { ...key(API_KEY), ...bearer('garbage') } });
       const bearerAndBadKey = await svc.fetch(path, { headers: { ...bearer(token), ...key('bad') } });
       const both = await svc.fetch(path, { headers: { ...bearer(token), ...key(API_KEY) } });
