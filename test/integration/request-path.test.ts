@@ -137,7 +137,7 @@ describe('quotas: every /api request counted, whatever its outcome', () => {
   }
   const expected = (status: number) => [status, status, status, 429, 429, 429].map((s) => ({ status: s, headers: true }));
 
-  it('when six calls come with six bad keys, six invalid inputs or six unknown paths under a quota of 3, then 429 from the 4th, with RateLimit headers on every answer', async () => {
+  it('when six calls come with six bad keys, six invalid inputs, six unknown paths (or 405, 413, 415, 403) under a quota of 3, then 429 from the 4th, with RateLimit headers on every answer', async () => {
     await client.flushdb();
     // Each series from its own address (behind one trusted proxy), so each has its own anonymous quota.
     const svc = await start({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '3', RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '1000', TRUST_PROXY: '1' });
@@ -148,6 +148,9 @@ describe('quotas: every /api request counted, whatever its outcome', () => {
     expect(await six(svc, () => ['/api/no-such-thing', from('198.51.100.3')])).toEqual(expected(404));
     expect(await six(svc, () => ['/api/indices', { method: 'POST', ...from('198.51.100.4') }])).toEqual(expected(405));
     expect(await six(svc, () => ['/api/admin/status', from('198.51.100.5')])).toEqual(expected(401));
+    const login = (headers: Record<string, string>, body: string): RequestInit => ({ method: 'POST', headers, body });
+    expect(await six(svc, () => ['/api/auth/login', login(from('198.51.100.7', { 'content-type': 'application/json' }).headers, 'x'.repeat(20_000))])).toEqual(expected(413));
+    expect(await six(svc, () => ['/api/auth/login', login(from('198.51.100.8', { 'content-type': 'text/plain' }).headers, 'hello')])).toEqual(expected(415));
 
     // With good credentials, against the key's own quota: 422s, 404s and 403s count too.
     const limited = await createKey(svc, 'read', 3);
