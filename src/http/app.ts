@@ -105,7 +105,7 @@ export function createApp(deps: AppDeps): RequestListener {
   const metrics = deps.metrics ?? NO_METRICS;
   // One listener per request both logs it and, with metrics on, records its duration by route template.
   const recordDuration = metrics === NO_METRICS ? undefined : (req: IncomingMessage, method: string, statusCode: number, seconds: number) => metrics.httpRequest(method, routeOf(req), statusCode, seconds);
-  const beginLog = requestLog(app, logger, requestIdOf, recordDuration);
+  const log = requestLog(app, logger, requestIdOf, recordDuration);
   const cors = createCors(deps.corsOrigins ?? []);
   const identify = callerStep({ address: address.address, checkCredentials: credentialCheck(contract.document, authenticator), rateLimit: deps.rateLimit });
   const shortcut = deps.fastPath;
@@ -187,10 +187,13 @@ export function createApp(deps: AppDeps): RequestListener {
   // The front door: every request, in this order. Headers decided here are gathered and written with
   // the answer (one writeHead on the shortcut), or set on the response before the full way.
   return (req, res) => {
-    beginLog(req, res);
+    log.begin(req, res);
     const headers: Record<string, string> = { 'X-Request-Id': req.id };
     // A preflight is answered here, whatever the contract says about OPTIONS.
-    if (cors.handle(req, res)) return;
+    if (cors.handle(req, res)) {
+      log.ended(req, res);
+      return;
+    }
     // HEAD is GET without the body (RFC 9110). Node decided that this response has no body when the
     // request arrived, so validating and routing it as the GET it stands for sends exactly the headers.
     if (req.method === 'HEAD') {
@@ -202,6 +205,7 @@ export function createApp(deps: AppDeps): RequestListener {
     const path = query === -1 ? url : url.slice(0, query);
     identify(req, path, res, headers, (refused) => {
       if (refused !== undefined) {
+        log.watch(req, res);
         fail(req, res, refused, path, headers);
         return;
       }
@@ -210,8 +214,10 @@ export function createApp(deps: AppDeps): RequestListener {
         req.caller.shortcut = true;
         req.caller.route = hit.route;
         writeRepresentation(res, hit.rep, req.headers['if-none-match'], headers);
+        log.ended(req, res);
         return;
       }
+      log.watch(req, res);
       for (const name in headers) res.setHeader(name, headers[name]!);
       app(req, res);
     });

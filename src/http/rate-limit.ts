@@ -45,6 +45,7 @@ export interface RateLimit {
 
 /** True for the requests quotas apply to: every /api path except health. */
 export function isRateLimitedPath(path: string): boolean {
+  if (path.startsWith('/api/')) return path.length > 12 || !HEALTH.test(path);
   // Routing is case-insensitive (Express's default): /API/quotes is the same operation, counted the same.
   return API_PREFIX.test(path) && !HEALTH.test(path);
 }
