@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import vary from 'vary';
 import type { CachedRepresentation, CacheKind } from '../../services/representation-cache.js';
+import { cacheControl, varyByCredentials, type CacheScope } from '../cache-policy.js';
 
 /** Kinds whose one URL answers several formats, chosen by `Accept`: history (JSON, CSV, Arrow). */
 const FORMATS_BY_ACCEPT: ReadonlySet<CacheKind> = new Set(['history']);
@@ -35,12 +36,15 @@ export interface RepresentationReply {
   body?: Buffer;
 }
 
-/** The status, headers and body of an answer from the cache, honouring `If-None-Match`. */
-export function representationReply(rep: CachedRepresentation, ifNoneMatch: string | undefined): RepresentationReply {
+/**
+ * The status, headers and body of an answer from the cache, honouring `If-None-Match`; `scope` is
+ * who may keep it (`cacheScopeOf`; the fast path answers only public operations).
+ */
+export function representationReply(rep: CachedRepresentation, ifNoneMatch: string | undefined, scope: CacheScope = 'public'): RepresentationReply {
   const headers: Record<string, string> = {
     'X-Cache': rep.cacheStatus,
     ETag: rep.etag,
-    'Cache-Control': `public, max-age=${rep.maxAgeSeconds}`,
+    'Cache-Control': cacheControl(scope, rep.maxAgeSeconds),
   };
   if (etagMatches(ifNoneMatch, rep.etag)) return { status: 304, headers };
   headers['Content-Type'] = 'application/json; charset=utf-8';
@@ -53,9 +57,10 @@ export function representationReply(rep: CachedRepresentation, ifNoneMatch: stri
  * shortcut both answer through here, so both send the same status, headers and bytes. `extra` are
  * headers decided before (the request id, quota state) that were not set on `res` one by one.
  */
-export function writeRepresentation(res: ServerResponse, rep: CachedRepresentation, ifNoneMatch: string | undefined, extra?: Record<string, string>): void {
-  const reply = representationReply(rep, ifNoneMatch);
+export function writeRepresentation(res: ServerResponse, rep: CachedRepresentation, ifNoneMatch: string | undefined, extra?: Record<string, string>, scope: CacheScope = 'public'): void {
+  const reply = representationReply(rep, ifNoneMatch, scope);
   varyByAccept(res, rep.kind);
+  if (scope === 'private') varyByCredentials(res);
   res.writeHead(reply.status, extra === undefined ? reply.headers : Object.assign(reply.headers, extra));
   res.end(reply.body);
 }
