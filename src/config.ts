@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { distance } from 'fastest-levenshtein';
+import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 import { ConfigError } from './domain/errors.js';
 import { canonical, isSymbol, MAX_SYMBOL_LENGTH, SYMBOL_CHARS_IN_WORDS } from './domain/symbols.js';
@@ -25,6 +26,32 @@ export const DEFAULT_INDICES = ['^GSPC', '^DJI', '^IXIC', '^FTSE', '^GDAXI', '^N
 const int = (min: number, max: number) => z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', '']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 const csv = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
+
+/**
+ * TRUST_PROXY as Express's `trust proxy` reads it, but never `true` (which takes the address a client
+ * writes itself): `false`/`0` the socket's peer, a number of trusted hops, or proxy addresses and CIDRs
+ * (and proxy-addr's names `loopback`, `linklocal`, `uniquelocal`).
+ */
+const trustProxy = z.string().transform((v, ctx): false | number | string[] => {
+  const text = v.trim().toLowerCase();
+  if (text === 'false' || text === 'no' || text === '0' || text === '') return false;
+  if (text === 'true' || text === 'yes') {
+    ctx.addIssue({ code: 'custom', message: 'true would take the client address from whatever X-Forwarded-For the client writes itself: set the number of proxies in front of mds (TRUST_PROXY=1) or their addresses and CIDRs (TRUST_PROXY=10.0.0.1,10.1.0.0/16)' });
+    return z.NEVER;
+  }
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text);
+    if (hops > 32) ctx.addIssue({ code: 'custom', message: 'must be at most 32 trusted hops' });
+    return hops;
+  }
+  const list = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  try {
+    proxyaddr.compile(list);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `must be false, a number of trusted proxies, or their addresses and CIDRs separated by commas (${(err as Error).message})` });
+  }
+  return list;
+});
 
 /** `host:port` (a bracketed IPv6 host allowed), port 1 to 65535. */
 function isHostPort(text: string): boolean {
@@ -223,7 +250,7 @@ const schema = z.object({
   /** Upstream (yahoo) requests in flight at once, per instance. */
   UPSTREAM_MAX_CONCURRENCY: int(1, 256).default(4),
   REFRESH_INTERVAL_SECONDS: int(0, 86_400).default(30),
-  TRUST_PROXY: bool.default(false),
+  TRUST_PROXY: trustProxy.default(false),
   /** Requests per minute of one anonymous client address on /api (not health); 0 = no limit. */
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: int(0, 10_000_000).default(300),
   /** Requests per minute of one user or API key (a managed key may carry its own); 0 = no limit. */

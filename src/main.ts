@@ -17,7 +17,7 @@ import { McpEndpoint } from './http/mcp/endpoint.js';
 import { PLACEHOLDERS, type Config } from './config.js';
 import { StartupError } from './domain/errors.js';
 import { loadContract, withSecurityPolicy, type Contract } from './http/contract.js';
-import { credentialCheck, credentialSchemes } from './http/security.js';
+import { credentialSchemes } from './http/security.js';
 import { createHandlers } from './http/handlers/index.js';
 import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
@@ -75,6 +75,8 @@ export interface StartOptions {
    * worker: metrics are still recorded, and the primary serves the sum of all workers.
    */
   metricsListener?: boolean;
+  /** Answer cached public reads by the cached-answer shortcut (default true; false sends every request the full way, for the test comparing both). */
+  fastPath?: boolean;
   /** The clock in epoch milliseconds the market data (market states, cache lifetimes) reads; `Date.now` by default (tests pin a day). */
   now?: () => number;
 }
@@ -319,20 +321,20 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     counter: new BatchedRequestCounter(new QuotaCounter({ counters })),
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
-    trustProxy: config.server.trustProxy,
     metrics,
     usage,
   });
   logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
-  const fastPath = new FastPath({ engine, logger, hasCredentials: credentialCheck(contract.document), corsOrigins: config.server.corsOrigins, rateLimit, metrics });
+  const fastPath = options.fastPath === false ? undefined : new FastPath({ engine });
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, providers: provider, calendar, status, streams, backfill, usage, quality, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, providers: provider, calendar, status, streams, backfill, usage, quality, ...(fastPath ? { rememberTarget: fastPath.remember } : {}) }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
+    ...(fastPath ? { fastPath } : {}),
     corsOrigins: config.server.corsOrigins,
     rateLimit,
     onResponseViolation: options.onResponseViolation,
@@ -340,10 +342,9 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     console: consoleStep(resolve(packageRoot, 'dist', 'console')),
   });
 
-  const listener = fastPath.handler(app);
-  // MCP (DESIGN 22): /mcp is answered before the app, and each tool call is a request into `listener`.
-  const mcp = new McpEndpoint({ contract, listener, authenticator: auth, logger, dataRequiresAuth: config.auth.dataRequiresAuth, bodyLimitBytes: config.server.bodyLimitBytes, corsOrigins: config.server.corsOrigins });
-  const server = createWireServer(mcp.route(listener), logger);
+  // MCP (DESIGN 22): /mcp is answered before the app, and each tool call is a request into the app.
+  const mcp = new McpEndpoint({ contract, listener: app, authenticator: auth, logger, dataRequiresAuth: config.auth.dataRequiresAuth, bodyLimitBytes: config.server.bodyLimitBytes, corsOrigins: config.server.corsOrigins });
+  const server = createWireServer(mcp.route(app), logger);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;

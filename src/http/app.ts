@@ -1,16 +1,22 @@
 /**
- * `createApp(deps)` builds the Express app from the contract: body parser, request validation
- * (express-openapi-validator, which also finds each request's operation), the contract's security
- * (`security.ts`), then the handler of that operationId, and one error middleware.
+ * `createApp(deps)` builds the one request path from the contract, as a `node:http` listener:
+ *
+ *   the front door (request id and log, CORS preflight, HEAD as GET)
+ *   -> the caller step (caller.ts: address, credentials, principal, quota -> `req.caller`)
+ *   -> the cached-answer shortcut (fast-path.ts), a branch: a cached public answer, same reply builder
+ *   -> the full way, in Express: the operation (validator's metadata step) -> the caller's rights
+ *      (security.ts: 401/403) -> the body -> the input against the contract (422) -> the handler
+ *   -> every failure through `fail`, the one envelope writer.
+ *
  * No I/O happens here; everything it needs is handed in.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
-import { ForbiddenError, StartupError } from '../domain/errors.js';
+import { StartupError } from '../domain/errors.js';
 import { toErrorResponse, writeEnvelope } from './envelope.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from '../domain/ports/logger.js';
@@ -20,16 +26,17 @@ import { contractSecurity, credentialCheck, type Authenticator } from './securit
 import { runStep, series } from './series.js';
 import { NO_METRICS, UNMATCHED_ROUTE, type Metrics } from '../domain/ports/metrics.js';
 import type { Principal } from '../domain/ports/accounts.js';
-import { isRateLimitedPath, type RateLimit } from './rate-limit.js';
+import type { RateLimit } from './rate-limit.js';
+import { callerStep, clientAddressOf, type TrustProxy } from './caller.js';
+import type { FastPath } from './fast-path.js';
+import { writeRepresentation } from './handlers/representation.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
-    /** Who is calling, set by the security step when the caller sent credentials the operation takes. */
+    /** Who is calling, set by the rights step when the caller's credentials meet the operation's requirement. */
     principal?: Principal;
     /** The operation the validator matched (route template, path parameters, operation object); absent when none. */
     openapi?: OpenApiRequestMetadata;
-    /** The request arrived as HEAD and is routed as GET; Node sends its answer without the body. */
-    head?: boolean;
   }
 }
 
@@ -39,7 +46,10 @@ export interface AppDeps {
   authenticator: Authenticator;
   logger: Logger;
   bodyLimitBytes: number;
-  trustProxy?: boolean;
+  /** TRUST_PROXY: whose X-Forwarded-For hops to believe; the socket's peer when absent. */
+  trustProxy?: TrustProxy;
+  /** The cached-answer shortcut; every request goes the full way when absent. */
+  fastPath?: FastPath;
   /** Request quotas on /api (RATE_LIMIT_*); none when absent. */
   rateLimit?: RateLimit;
   /** Origins allowed to call from a browser (CORS_ORIGINS); none by default. */
@@ -76,33 +86,49 @@ export function assertHandlersComplete(contract: Contract, handlers: Partial<Rec
   }
 }
 
-/** The contract's path template the validator matched (`/api/admin/users/{username}`), else the fixed label. */
-export function routeOf(req: Request): string {
-  return req.openapi?.openApiRoute ?? UNMATCHED_ROUTE;
+/** The contract's path template the request was answered under (`/api/admin/users/{username}`), else the fixed label. */
+export function routeOf(req: IncomingMessage): string {
+  return req.caller?.route ?? (req as Request).openapi?.openApiRoute ?? UNMATCHED_ROUTE;
 }
 
-export function createApp(deps: AppDeps): express.Express {
+export function createApp(deps: AppDeps): RequestListener {
   const { contract, handlers, authenticator, logger } = deps;
   assertHandlersComplete(contract, handlers);
 
+  const address = clientAddressOf(deps.trustProxy ?? false);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('trust proxy', deps.trustProxy ?? false);
+  // Express's own idea of the address (`req.ip`, `req.protocol`) agrees with the caller step's.
+  app.set('trust proxy', address.trust);
 
   const metrics = deps.metrics ?? NO_METRICS;
   // One listener per request both logs it and, with metrics on, records its duration by route template.
-  const recordDuration = metrics === NO_METRICS ? undefined : (req: Request, method: string, statusCode: number, seconds: number) => metrics.httpRequest(method, routeOf(req), statusCode, seconds);
-  const beginLog = requestLog(app, logger, requestId, recordDuration);
+  const recordDuration = metrics === NO_METRICS ? undefined : (req: IncomingMessage, method: string, statusCode: number, seconds: number) => metrics.httpRequest(method, routeOf(req), statusCode, seconds);
+  const log = requestLog(app, logger, requestIdOf, recordDuration);
   const cors = createCors(deps.corsOrigins ?? []);
-  // Anonymous requests count against their address's quota before any parsing or validation, so a
-  // flood of bad requests is refused cheaply; requests with credentials count once they are checked.
-  const rateLimit = deps.rateLimit;
-  const hasCredentials = credentialCheck(contract.document);
-  const counted = new WeakSet<Request>();
+  const identify = callerStep({ address: address.address, checkCredentials: credentialCheck(contract.document, authenticator), rateLimit: deps.rateLimit });
+  const shortcut = deps.fastPath;
+
+  /** The one way a request refused or failed is answered: the envelope, its cause logged when unexpected. */
+  const fail = (req: IncomingMessage, res: ServerResponse, err: unknown, path: string, headers?: Record<string, string>) => {
+    // The wire already answered this request (its framing broke while the app worked on it): the
+    // app's own answer then fails on the sent one, as expected.
+    if (res.writableEnded && (err as { code?: unknown } | undefined)?.code === 'ERR_HTTP_HEADERS_SENT') {
+      req.log?.debug({ err }, 'failure after the request was answered');
+      return;
+    }
+    const response = toErrorResponse(err, { method: req.method ?? 'GET', path });
+    if (response.unexpected) logger.error({ reqId: req.id, err }, 'unexpected failure');
+    // Part of the answer is out, so the client can only learn of the failure from the connection
+    // closing (Express's final handler would do the same, and print the stack to stderr first); an
+    // answer already complete (the parser's refusal of this request) stays the only one.
+    writeEnvelope(res, response, headers);
+  };
+
   // Only a request that announces a body (RFC 9112: Content-Length or Transfer-Encoding) has one to parse.
   const json = express.json({ limit: deps.bodyLimitBytes });
-  const parseBody = (req: Request, res: Response, next: NextFunction) => {
+  const parseBody: RequestHandler = (req, res, next) => {
     const declared = req.headers['content-length'];
     if (declared === undefined && req.headers['transfer-encoding'] === undefined) next();
     else if (declared !== undefined && Number(declared) > deps.bodyLimitBytes) {
@@ -112,59 +138,30 @@ export function createApp(deps: AppDeps): express.Express {
       next(Object.assign(new Error('request entity too large'), { status: 413, type: 'entity.too.large' }));
     } else json(req, res, next);
   };
-  // What every request goes through before validation, in order.
-  const front: RequestHandler = (req, res, next) => {
-    beginLog(req, res);
-    // Before validation: a preflight is answered here, whatever the contract says about OPTIONS.
-    if (cors.handle(req, res)) return;
-    // HEAD is GET without the body (RFC 9110). Node decided that this response has no body when the
-    // request arrived, so validating and routing it as the GET it stands for sends exactly the headers.
-    if (req.method === 'HEAD') {
-      req.method = 'GET';
-      req.head = true;
-    }
-    if (rateLimit === undefined || !isRateLimitedPath(req.path) || hasCredentials(req)) {
-      parseBody(req, res, next);
-      return;
-    }
-    counted.add(req);
-    if (rateLimit.tryApply(req, res)) parseBody(req, res, next);
-    else rateLimit.apply(req, res).then(() => parseBody(req, res, next), next);
-  };
 
   const onViolation = deps.onResponseViolation;
-  const validate = openApiValidatorMiddleware({
-    apiSpec: structuredClone(contract.document) as never,
-    validateRequests: { allErrors: true },
-    // The contract has no multipart bodies.
-    fileUploader: false,
-    validateResponses: onViolation
-      ? {
-          onError: (error: { message: string }, _body: unknown, req: Request) => {
-            logger.error({ reqId: req.id, violation: error.message }, 'response breaks the contract');
-            onViolation(error.message, req);
-          },
-        }
-      : false,
-    // Checked by `contractSecurity` below, which tries only the credentials a request offers.
-    validateSecurity: false,
-  });
-  const checkSecurity = contractSecurity(contract.operations, contract.document, authenticator);
-  // A caller refused for its role (403) is still a caller: the refusal counts against its quota, with
-  // the RateLimit headers, and over the quota it is a 429 like any other call. Without quotas there is
-  // nothing to count, and no continuation to make per request.
-  const security: RequestHandler =
-    rateLimit === undefined
-      ? checkSecurity
-      : (req, res, next) =>
-          checkSecurity(req, res, (err?: unknown) => {
-            const refused = err instanceof ForbiddenError ? err.principal : undefined;
-            if (refused === undefined || !isRateLimitedPath(req.path)) next(err);
-            else if (rateLimit.tryApply(req, res, refused)) next(err);
-            else rateLimit.apply(req, res, refused).then(() => next(err), next);
-          });
+  // Once the validator has found the operation: the caller's rights (401/403 before any 422), then
+  // the body, then the input against the contract.
+  const validate = openApiValidatorMiddleware(
+    {
+      apiSpec: structuredClone(contract.document) as never,
+      validateRequests: { allErrors: true },
+      // The contract has no multipart bodies.
+      fileUploader: false,
+      validateResponses: onViolation
+        ? {
+            onError: (error: { message: string }, _body: unknown, req: Request) => {
+              logger.error({ reqId: req.id, violation: error.message }, 'response breaks the contract');
+              onViolation(error.message, req);
+            },
+          }
+        : false,
+      // Checked by `contractSecurity`, from the credentials the caller step found.
+      validateSecurity: false,
+    },
+    [contractSecurity(contract.operations, contract.document), parseBody],
+  );
   // The validator already found the operation; its handler is one Map lookup away (no second routing).
-  // A caller with credentials is counted against its quota here, once the security step knows who it is.
   const byOperation = new Map(contract.operations.map((op) => [op.operationId, (handlers as unknown as Record<string, RequestHandler>)[op.operationId]!]));
   const dispatch: RequestHandler = (req, res, next) => {
     const operationId = req.openapi?.schema.operationId;
@@ -175,31 +172,54 @@ export function createApp(deps: AppDeps): express.Express {
     }
     // Express gives each `app.use` step the params of its own (empty) mount path; the operation's are the validator's.
     req.params = req.openapi!.pathParams;
-    if (rateLimit === undefined || counted.has(req) || !isRateLimitedPath(req.path) || rateLimit.tryApply(req, res, req.principal)) runStep(handler, req, res, next);
-    else rateLimit.apply(req, res, req.principal).then(() => runStep(handler, req, res, next), next);
+    runStep(handler, req, res, next);
   };
   const notFound: RequestHandler = (req, _res, next) => {
     next(Object.assign(new Error('not found'), { status: 404, path: req.path }));
   };
 
-  // Every request takes these steps in this order; one Express layer runs them (see series.ts).
-  // The console is no API operation: it is answered before the validator calls its paths unknown.
-  app.use(series(deps.console ? [front, deps.console, validate, security, dispatch, notFound] : [front, validate, security, dispatch, notFound]));
+  // The full way, in this order; one Express layer runs them (see series.ts). The console is no API
+  // operation: it is answered before the validator calls its paths unknown.
+  app.use(series(deps.console ? [deps.console, validate, dispatch, notFound] : [validate, dispatch, notFound]));
+  const errorHandler: ErrorRequestHandler = (err, req, res, _next) => fail(req, res, err, req.path);
+  app.use(errorHandler);
 
-  const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-    // The wire already answered this request (its framing broke while the app worked on it): the
-    // app's own answer then fails on the sent one, as expected.
-    if (res.writableEnded && (err as { code?: unknown } | undefined)?.code === 'ERR_HTTP_HEADERS_SENT') {
-      req.log.debug({ err }, 'failure after the request was answered');
+  // The front door: every request, in this order. Headers decided here are gathered and written with
+  // the answer (one writeHead on the shortcut), or set on the response before the full way.
+  return (req, res) => {
+    log.begin(req, res);
+    const headers: Record<string, string> = { 'X-Request-Id': req.id };
+    // A preflight is answered here, whatever the contract says about OPTIONS.
+    if (cors.handle(req, res)) {
+      log.ended(req, res);
       return;
     }
-    const response = toErrorResponse(err, { method: req.method, path: req.path });
-    if (response.unexpected) req.log.error({ err }, 'unexpected failure');
-    // Part of the answer is out, so the client can only learn of the failure from the connection
-    // closing (Express's final handler would do the same, and print the stack to stderr first); an
-    // answer already complete (the parser's refusal of this request) stays the only one.
-    writeEnvelope(res, response);
+    // HEAD is GET without the body (RFC 9110). Node decided that this response has no body when the
+    // request arrived, so validating and routing it as the GET it stands for sends exactly the headers.
+    if (req.method === 'HEAD') {
+      req.method = 'GET';
+      req.head = true;
+    }
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    identify(req, path, res, headers, (refused) => {
+      if (refused !== undefined) {
+        log.watch(req, res);
+        fail(req, res, refused, path, headers);
+        return;
+      }
+      const hit = shortcut?.answerFor(req);
+      if (hit !== undefined) {
+        req.caller.shortcut = true;
+        req.caller.route = hit.route;
+        writeRepresentation(res, hit.rep, req.headers['if-none-match'], headers);
+        log.ended(req, res);
+        return;
+      }
+      log.watch(req, res);
+      for (const name in headers) res.setHeader(name, headers[name]!);
+      app(req, res);
+    });
   };
-  app.use(errorHandler);
-  return app;
 }

@@ -259,7 +259,11 @@ function unlessNothingToValidate(apiDoc: ValidatorContext['apiDoc'], validateReq
  * mutate. Only what mds uses is supported: no security handlers (`security.ts` checks the contract's
  * security), no multipart uploads, no operation handlers.
  */
-export function openApiValidatorMiddleware(options: OpenApiValidatorOpts): RequestHandler {
+export function openApiValidatorMiddleware(
+  options: OpenApiValidatorOpts,
+  /** Steps run once the operation is known and before its input is validated (the rights check, the body parser). */
+  between: readonly RequestHandler[] = [],
+): RequestHandler {
   if (options.validateSecurity !== false || options.fileUploader !== false || options.operationHandlers) {
     throw new TypeError('openApiValidatorMiddleware runs without validateSecurity, fileUploader and operationHandlers: set the first two to false');
   }
@@ -271,7 +275,7 @@ export function openApiValidatorMiddleware(options: OpenApiValidatorOpts): Reque
       const { apiDoc } = spec as { apiDoc: ValidatorContext['apiDoc'] };
       const responseApiDoc = new SchemaPreprocessor(apiDoc, validator.ajvOpts.preprocessor, normalized.validateResponses).preProcess().apiDocRes;
       const context = new OpenApiContext(spec, normalized.ignorePaths, normalized.ignoreUndocumented, normalized.useRequestUrl);
-      const steps = [precompiledMetadataMiddleware(context, responseApiDoc)];
+      const steps = [precompiledMetadataMiddleware(context, responseApiDoc), ...between];
       if (normalized.validateRequests) steps.push(unlessNothingToValidate(apiDoc, validator.requestValidationMiddleware(apiDoc)));
       if (normalized.validateResponses) steps.push(validator.responseValidationMiddleware(responseApiDoc, context.serial));
       return series(steps);

@@ -1,12 +1,11 @@
 /**
  * Request quotas: every /api request but health counts against its caller's
- * quota, per client address (an IPv6 address's /64) for anonymous callers and per user or API key
- * otherwise. One function, `apply`, is called by the Express app and by the fast path alike: it counts the request, adds the
+ * quota, per client address (an IPv6 address's /64, the address the caller step found) for anonymous
+ * callers and per user or API key otherwise. Called once per request, by the caller step (caller.ts): it counts the request, adds the
  * IETF httpapi `RateLimit-Policy` and `RateLimit` headers, and rejects with `RateLimitedError` past
  * the quota (the 429 envelope with `Retry-After`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isIP } from 'node:net';
 import { RateLimitedError } from '../domain/errors.js';
 import { addressGroup } from '../domain/address-group.js';
 import { NO_METRICS, type Metrics } from '../domain/ports/metrics.js';
@@ -20,8 +19,6 @@ export interface RateLimitOptions {
   anonymousPerMinute: number;
   /** Requests per minute of one user or API key; 0 = no limit (RATE_LIMIT_AUTHENTICATED_PER_MINUTE). */
   authenticatedPerMinute: number;
-  /** Take the client address from X-Forwarded-For (TRUST_PROXY), as Express's `trust proxy: true` does. */
-  trustProxy: boolean;
   /** Counts every refusal under the quota's name (`anonymous`, `authenticated`, `key`). */
   metrics?: Pick<Metrics, 'rateLimitRejected'> | undefined;
   /** Counts every request of a known caller, and its refusals, for the usage report; nothing by default. */
@@ -48,22 +45,13 @@ export interface RateLimit {
 
 /** True for the requests quotas apply to: every /api path except health. */
 export function isRateLimitedPath(path: string): boolean {
-  return path.startsWith('/api/') && path !== '/api/health' && path !== '/api/health/';
+  if (path.startsWith('/api/')) return path.length > 12 || !HEALTH.test(path);
+  // Routing is case-insensitive (Express's default): /API/quotes is the same operation, counted the same.
+  return API_PREFIX.test(path) && !HEALTH.test(path);
 }
 
-/**
- * The caller's address: the socket's peer, or with `trustProxy` the leftmost X-Forwarded-For entry
- * (the original client, the address Express reports as `req.ip` with `trust proxy: true`). An entry
- * that is not an IP address is ignored, so a forged header cannot mint unbounded counter keys.
- */
-export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const header = req.headers['x-forwarded-for'];
-    const first = (Array.isArray(header) ? header[0] : header)?.split(',', 1)[0]?.trim();
-    if (first && isIP(first) !== 0) return first;
-  }
-  return req.socket.remoteAddress ?? 'unknown';
-}
+const API_PREFIX = /^\/api\//i;
+const HEALTH = /^\/api\/health\/?$/i;
 
 interface Quota {
   name: 'anonymous' | 'authenticated' | 'key';
@@ -72,7 +60,7 @@ interface Quota {
 }
 
 export function createRateLimit(options: RateLimitOptions): RateLimit {
-  const { counter, anonymousPerMinute, authenticatedPerMinute, trustProxy } = options;
+  const { counter, anonymousPerMinute, authenticatedPerMinute } = options;
   const metrics = options.metrics ?? NO_METRICS;
   const usage = options.usage ?? NO_USAGE;
   // Configured per minute, counted per window: the same rate when the window is not a minute (tests).
@@ -92,7 +80,7 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
   const quotaOf = (req: IncomingMessage, principal: Principal | undefined): Quota | undefined => {
     if (!principal) {
       if (anonymousPerMinute === 0) return undefined;
-      return { name: 'anonymous', key: `ip:${addressGroup(clientAddress(req, trustProxy))}`, limit: perWindow(anonymousPerMinute) };
+      return { name: 'anonymous', key: `ip:${addressGroup(req.caller?.address ?? req.socket.remoteAddress ?? 'unknown')}`, limit: perWindow(anonymousPerMinute) };
     }
     const key = principal.id ?? `user:${principal.username}`;
     if (principal.rateLimitPerMinute !== undefined) {

@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Express, Request } from 'express';
+import type { Express } from 'express';
 import type { Logger } from '../domain/ports/logger.js';
 
 declare module 'http' {
@@ -28,10 +28,29 @@ function levelOf(statusCode: number): 'info' | 'warn' | 'error' {
   return statusCode >= 500 ? 'error' : statusCode >= 400 ? 'warn' : 'info';
 }
 
+/** When and how a request arrived, as received (later steps rewrite the method and the URL). */
+interface Arrival {
+  startedAt: number;
+  method: string;
+  url: string | undefined;
+}
+
+const arrival = Symbol('mds.requestLog.arrival');
+
+/** What the front door calls for every request; see `requestLog`. */
+export interface RequestLog {
+  /** Gives the request its id and notes its arrival; call first. */
+  begin(req: IncomingMessage, res: ServerResponse): void;
+  /** Logs and records the answer once it ends ('close': complete, or cut short). */
+  watch(req: IncomingMessage, res: ServerResponse): void;
+  /** The same, now, for an answer already written whole (a preflight, the cached-answer shortcut). */
+  ended(req: IncomingMessage, res: ServerResponse): void;
+}
+
 /**
- * Installs `req.log` on the app's request prototype and returns what to call first for each request:
- * it gives the request its id and logs its completion (the app's first middleware calls it, with the
- * other steps every request takes, so they cost one Express layer).
+ * Installs `req.log` on the app's request prototype and returns what the front door calls for every
+ * request, the cached-answer shortcut's included: `begin`, then `watch` or, for an answer written
+ * whole at once, `ended` (no listener to add and call for it).
  */
 export function requestLog(
   app: Express,
@@ -42,8 +61,8 @@ export function requestLog(
    * the client left halfway when it left), with the method as received; not for a request that got
    * no answer at all.
    */
-  onFinished?: (req: Request, method: string, statusCode: number, seconds: number) => void,
-): (req: Request, res: ServerResponse) => void {
+  onFinished?: (req: IncomingMessage, method: string, statusCode: number, seconds: number) => void,
+): RequestLog {
   Object.defineProperty(app.request, 'log', {
     configurable: true,
     get(this: IncomingMessage & { [childLog]?: Logger }): Logger {
@@ -54,24 +73,33 @@ export function requestLog(
   // The line has a fixed shape (id, method, URL, status, time) holding none of the fields the logger
   // redacts, so it skips the redaction pass: a third of what writing a line cost.
   const lines = logger.child({}, { redact: [] });
-  return (req, res) => {
-    const startedAt = performance.now();
-    // As received: later steps rewrite both (HEAD is routed as GET, routers strip prefixes).
-    const { method, url } = req;
-    req.id = genReqId(req, res);
-    // 'close' follows every answer, complete or cut short, exactly once.
-    res.once('close', () => {
-      const ms = performance.now() - startedAt;
-      if (onFinished !== undefined && res.headersSent) onFinished(req, method, res.statusCode, ms / 1000);
-      const level = levelOf(res.statusCode);
-      if (!lines.isLevelEnabled(level)) return;
-      const line = {
-        reqId: req.id,
-        req: { method, url },
-        res: { statusCode: res.statusCode },
-        responseTime: Math.round(ms),
-      };
-      lines[level](line, res.writableFinished ? (level === 'error' ? 'request errored' : 'request completed') : 'request aborted');
-    });
+  const record = (req: IncomingMessage & { [arrival]?: Arrival }, res: ServerResponse, whole: boolean) => {
+    const { startedAt, method, url } = req[arrival]!;
+    const ms = performance.now() - startedAt;
+    if (onFinished !== undefined && res.headersSent) onFinished(req, method, res.statusCode, ms / 1000);
+    // An answer of the cached-answer shortcut is counted in the admin status and the metrics; a line
+    // per hit would cost more than the hit itself.
+    const level = req.caller?.shortcut === true ? 'debug' : levelOf(res.statusCode);
+    if (!lines.isLevelEnabled(level)) return;
+    const line = {
+      reqId: req.id,
+      req: { method, url },
+      res: { statusCode: res.statusCode },
+      responseTime: Math.round(ms),
+    };
+    lines[level](line, whole ? (level === 'error' ? 'request errored' : 'request completed') : 'request aborted');
+  };
+  return {
+    begin(req: IncomingMessage & { [arrival]?: Arrival }, res) {
+      req[arrival] = { startedAt: performance.now(), method: req.method ?? 'GET', url: req.url };
+      req.id = genReqId(req, res);
+    },
+    watch(req, res) {
+      // 'close' follows every answer, complete or cut short, exactly once.
+      res.once('close', () => record(req, res, res.writableFinished));
+    },
+    ended(req, res) {
+      record(req, res, true);
+    },
   };
 }

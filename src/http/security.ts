@@ -1,23 +1,15 @@
 /**
- * The contract's security, enforced per operation.
+ * The contract's security, in two halves that run at two points of the one request path (app.ts):
  *
- * Each operation lists its security requirements (OpenAPI: any one requirement may pass; within one,
- * every scheme must). Here they are resolved once per operation at startup, and a request checks only
- * the credentials it offers: a requirement whose headers are all present is tried, in the contract's
- * order, until one passes. The rules:
- *
- * - No credential the operation takes: anonymous when the operation lists `{}` (public data), else 401
- *   "Not authenticated". A header for a scheme the operation does not list is ignored.
- * - Credentials offered: they are checked even where anonymous callers are welcome (sending a token
- *   means wanting it checked; a bad one must not pass as anonymous). The first requirement that
- *   passes sets `req.principal`; when none does, the answer is the most telling refusal: an
- *   unexpected failure (500), else 403 (valid but without the role), else the first 401 reason.
- * - A scope `admin` in a requirement needs an administrator.
- *
- * express-openapi-validator's own security step did this with every scheme's handler run for every
- * request, an Error built (stack trace included) for each absent header, and a bare 401/403 whose
- * reason had to be looked up afterwards; it is turned off (`validateSecurity: false`) in favour of
- * this one step.
+ * - `credentialCheck` (run by the caller step, before anything else): every credential a request
+ *   sends, of any scheme the contract declares, is checked, whatever the operation. One bad credential
+ *   refuses the request (401) even beside a good one: sending a token means wanting it checked, and a
+ *   bad one must not pass as anonymous or hide behind a good key.
+ * - `contractSecurity` (run once the operation is known, before its input is validated): the
+ *   operation's requirements (OpenAPI: any one requirement may pass; within one, every scheme must)
+ *   against the credentials the caller step found. No credential the operation takes: anonymous when
+ *   it lists `{}`, else 401 "Not authenticated"; a requirement met by credentials without the role it
+ *   asks (`admin`): 403. So a caller who may not call an operation learns nothing about its input rules.
  */
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -29,12 +21,13 @@ import type { AuthCallback, Principal } from '../domain/ports/accounts.js';
 /**
  * Checks the credentials of a request, one method per kind of scheme the contract may declare; ends
  * with the principal, or NotAuthenticatedError / InvalidCredentialsError worded from `AUTH_MESSAGES`.
+ * Only the request's headers are read.
  */
 export interface Authenticator {
   /** `Authorization: Bearer <token>`; the step has already refused another scheme. */
-  authenticateBearer(req: Request, done: AuthCallback): void;
+  authenticateBearer(req: IncomingMessage, done: AuthCallback): void;
   /** The header the contract's API-key scheme names (see `credentialSchemes`). */
-  authenticateApiKey(req: Request, done: AuthCallback): void;
+  authenticateApiKey(req: IncomingMessage, done: AuthCallback): void;
 }
 
 /** A security scheme of the contract that mds can check, as the request carries it. */
@@ -46,10 +39,16 @@ export interface CredentialScheme {
   header: string;
 }
 
+/** A credential the request sent and that passed: which scheme, and whom it names. */
+export interface Credential {
+  scheme: string;
+  principal: Principal;
+}
+
 interface Scheme extends CredentialScheme {
   /** The credential in words: "a bearer token", "an API key". */
   noun: string;
-  authenticate(req: Request, done: AuthCallback): void;
+  authenticate(req: IncomingMessage, done: AuthCallback): void;
 }
 
 interface Requirement {
@@ -57,7 +56,7 @@ interface Requirement {
 }
 
 interface OperationSecurity {
-  /** `{}` is among the requirements: a request without credentials passes as anonymous. */
+  /** `{}` is among the requirements (or there are none): a request without credentials passes as anonymous. */
   anonymous: boolean;
   requirements: Requirement[];
   /** The schemes the operation does not take, to tell a caller who offered one of them why it was not enough. */
@@ -79,18 +78,6 @@ export function credentialSchemes(document: Record<string, unknown>): Credential
   });
 }
 
-/**
- * A test of whether a request carries any credential of the contract's schemes (which must then be
- * checked before the caller, and so its quota, is known), for the quota step and the fast path.
- */
-export function credentialCheck(document: Record<string, unknown>): (req: IncomingMessage) => boolean {
-  const headers = [...new Set(credentialSchemes(document).map((scheme) => scheme.header))];
-  return (req) => {
-    for (const header of headers) if (req.headers[header] !== undefined) return true;
-    return false;
-  };
-}
-
 /** The schemes of the contract, each bound to its authenticator. */
 function schemesOf(document: Record<string, unknown>, authenticator: Authenticator): Map<string, Scheme> {
   const schemes = new Map<string, Scheme>();
@@ -110,6 +97,63 @@ function schemesOf(document: Record<string, unknown>, authenticator: Authenticat
     }
   }
   return schemes;
+}
+
+/** The refusal the caller should hear when credentials failed: an unexpected failure (500) first, else the first 401 reason. */
+function mostTelling(failures: unknown[]): unknown {
+  return failures.find((f) => !(f instanceof AppError)) ?? failures.find((f) => f instanceof InvalidCredentialsError) ?? failures[0];
+}
+
+/** How a credential check ends, exactly once: the refusal, or the credentials that passed (empty: none sent). */
+export type CredentialsDone = (err: unknown, passed: readonly Credential[]) => void;
+
+const NONE: readonly Credential[] = Object.freeze([]);
+
+/**
+ * Checks every credential `req` sends, of every scheme of the contract, in the contract's order; ends
+ * with the ones that passed, or with the most telling refusal when any failed. A check that needs no
+ * I/O ends before this call returns.
+ */
+export function credentialCheck(document: Record<string, unknown>, authenticator: Authenticator): (req: IncomingMessage, done: CredentialsDone) => void {
+  const schemes = [...schemesOf(document, authenticator).values()];
+  return (req, done) => {
+    // Most requests send one credential or none: no arrays for them.
+    let sent: Scheme | undefined;
+    let more: Scheme[] | undefined;
+    for (const scheme of schemes) {
+      if (req.headers[scheme.header] === undefined) continue;
+      if (sent === undefined) sent = scheme;
+      else (more ??= [sent]).push(scheme);
+    }
+    if (sent === undefined) {
+      done(null, NONE);
+      return;
+    }
+    if (more === undefined) {
+      const one = sent;
+      one.authenticate(req, (err, principal) => {
+        if (err !== null && err !== undefined) done(err, NONE);
+        else if (principal === undefined) done(new Error(`the ${one.header} check ended with neither a principal nor an error`), NONE);
+        else done(null, [{ scheme: one.name, principal }]);
+      });
+      return;
+    }
+    const all = more;
+    const passed: Credential[] = [];
+    const failures: unknown[] = [];
+    const check = (at: number) => {
+      const scheme = all[at]!;
+      scheme.authenticate(req, (err, principal) => {
+        if (err !== null && err !== undefined) failures.push(err);
+        else if (principal === undefined) failures.push(new Error(`the ${scheme.header} check ended with neither a principal nor an error`));
+        else passed.push({ scheme: scheme.name, principal });
+        if (at + 1 < all.length) check(at + 1);
+        else if (failures.length > 0) done(mostTelling(failures), NONE);
+        else done(null, passed);
+      });
+    };
+    check(0);
+  };
 }
 
 function resolve(operation: Operation, schemes: Map<string, Scheme>): OperationSecurity {
@@ -134,107 +178,68 @@ function resolve(operation: Operation, schemes: Map<string, Scheme>): OperationS
   return { anonymous, requirements, refused };
 }
 
-/** Why a request offering only credentials the operation does not take is not authenticated, in words. */
-function notTaken(security: OperationSecurity, headers: Request['headers']): NotAuthenticatedError {
-  const sent = security.refused.find((scheme) => headers[scheme.header] !== undefined);
+/** Why a caller whose credentials the operation does not take is not authenticated, in words. */
+function notTaken(security: OperationSecurity, passed: readonly Credential[]): NotAuthenticatedError {
+  const sent = security.refused.find((scheme) => passed.some((c) => c.scheme === scheme.name));
   if (sent === undefined) return new NotAuthenticatedError();
   const wanted = [...new Set(security.requirements.flatMap((r) => r.schemes.map(({ scheme }) => scheme.noun)))].join(' or ');
   return new NotAuthenticatedError(`this operation takes ${wanted}, not ${sent.noun}`);
 }
 
-/**
- * Checks one requirement whose credentials are all present, scheme after scheme; ends with the first
- * scheme's principal when every one passes (and has the role the requirement asks for).
- */
-function satisfy(requirement: Requirement, req: Request, done: AuthCallback): void {
-  const schemes = requirement.schemes;
-  let principal: Principal | undefined;
-  const check = (at: number) => {
-    const { scheme, adminOnly } = schemes[at]!;
-    scheme.authenticate(req, (err, passed) => {
-      if (err !== null && err !== undefined) done(err);
-      else if (passed === undefined) done(new Error(`the ${scheme.header} check ended with neither a principal nor an error`));
-      else if (adminOnly && !passed.isAdmin) done(new ForbiddenError(undefined, passed));
-      else {
-        principal ??= passed;
-        if (at + 1 < schemes.length) check(at + 1);
-        else done(null, principal);
-      }
-    });
-  };
-  check(0);
+/** The principal of the first scheme of `requirement` when the caller passed every scheme of it; else undefined. */
+function met(requirement: Requirement, passed: readonly Credential[]): { principal: Principal; forbidden: boolean } | undefined {
+  let first: Principal | undefined;
+  let forbidden = false;
+  for (const { scheme, adminOnly } of requirement.schemes) {
+    const credential = passed.find((c) => c.scheme === scheme.name);
+    if (credential === undefined) return undefined;
+    first ??= credential.principal;
+    if (adminOnly && !credential.principal.isAdmin) forbidden = true;
+  }
+  return first === undefined ? undefined : { principal: first, forbidden };
 }
 
-/** True when the request carries the credential of every scheme of `requirement`. */
-function isOffered(requirement: Requirement, headers: Request['headers']): boolean {
-  for (const { scheme } of requirement.schemes) if (headers[scheme.header] === undefined) return false;
-  return true;
-}
-
-/** Tries the offered requirements in order; ends with the first principal, else with the most telling refusal. */
-function satisfyAny(offered: Requirement[], req: Request, done: AuthCallback): void {
-  const failures: unknown[] = [];
-  const tryFrom = (at: number) => {
-    satisfy(offered[at]!, req, (err, principal) => {
-      if (err === null || err === undefined) done(null, principal);
-      else {
-        failures.push(err);
-        if (at + 1 < offered.length) tryFrom(at + 1);
-        else done(mostTelling(failures));
-      }
-    });
-  };
-  tryFrom(0);
-}
-
-/** The refusal the caller should hear when every offered requirement failed. */
-function mostTelling(failures: unknown[]): unknown {
-  return (
-    failures.find((f) => !(f instanceof AppError)) ??
-    failures.find((f) => f instanceof ForbiddenError) ??
-    failures.find((f) => f instanceof InvalidCredentialsError) ??
-    failures[0]
-  );
-}
+/** An authenticator for contracts checked without credentials (no scheme is ever offered). */
+const NO_AUTHENTICATOR: Authenticator = {
+  authenticateBearer: (_req, done) => done(new NotAuthenticatedError()),
+  authenticateApiKey: (_req, done) => done(new NotAuthenticatedError()),
+};
 
 /**
- * The security step for the operations of the contract; put it after the validator's metadata step
- * (it reads the matched operation's id from `req.openapi`). Requests the validator matched to no
- * operation pass through (they end as 404 or 405).
+ * The rights step for the operations of the contract; put it after the validator's metadata step (it
+ * reads the matched operation's id from `req.openapi`) and before the request's input is validated.
+ * It reads the credentials the caller step found (`req.caller.credentials`), never the headers; it sets
+ * `req.principal` and `req.caller.anonymousAllowed`. Requests matched to no operation pass through
+ * (they end as 404 or 405).
  */
-export function contractSecurity(operations: readonly Operation[], document: Record<string, unknown>, authenticator: Authenticator): RequestHandler {
-  const schemes = schemesOf(document, authenticator);
+export function contractSecurity(operations: readonly Operation[], document: Record<string, unknown>): RequestHandler {
+  const schemes = schemesOf(document, NO_AUTHENTICATOR);
   const byOperation = new Map(operations.map((op) => [op.operationId, resolve(op, schemes)]));
 
   return (req: Request, _res: Response, next: NextFunction) => {
     const operationId = req.openapi?.schema.operationId;
     const security = operationId === undefined ? undefined : byOperation.get(operationId);
-    if (security === undefined || security.requirements.length === 0) {
+    if (security === undefined) {
       next();
       return;
     }
-    // Most requests offer one credential: no array for them.
-    let first: Requirement | undefined;
-    let offered: Requirement[] | undefined;
+    const caller = req.caller;
+    caller.anonymousAllowed = security.anonymous;
+    const passed = caller.credentials;
+    let forbidden: Principal | undefined;
     for (const requirement of security.requirements) {
-      if (!isOffered(requirement, req.headers)) continue;
-      if (first === undefined) first = requirement;
-      else (offered ??= [first]).push(requirement);
-    }
-    if (first === undefined) {
-      if (security.anonymous) next();
-      else next(notTaken(security, req.headers));
+      const outcome = met(requirement, passed);
+      if (outcome === undefined) continue;
+      if (outcome.forbidden) {
+        forbidden ??= outcome.principal;
+        continue;
+      }
+      req.principal = outcome.principal;
+      next();
       return;
     }
-    // A check that needs no I/O ends here, before this call returns; the request goes on at once.
-    const decided: AuthCallback = (err, principal) => {
-      if (err !== null && err !== undefined) next(err);
-      else {
-        req.principal = principal;
-        next();
-      }
-    };
-    if (offered === undefined) satisfy(first, req, decided);
-    else satisfyAny(offered, req, decided);
+    if (forbidden !== undefined) next(new ForbiddenError(undefined, forbidden));
+    else if (security.anonymous) next();
+    else next(notTaken(security, passed));
   };
 }

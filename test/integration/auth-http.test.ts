@@ -322,12 +322,12 @@ describe('admin endpoints: an API key or an admin token gets in, a user token ge
     expect((await svc.fetch('/api/indices')).headers.get('x-cache')).toBe('HIT');
   });
 
-  it('admin status: when a valid admin token comes with an unknown API key, answers 200', async () => {
-    expect((await adminStatus(svc, { ...bearer(adminToken), ...apiKey('key-three') })).status).toBe(200);
+  it('admin status: when a valid admin token comes with an unknown API key, answers 401 (every credential sent is checked)', async () => {
+    expect((await adminStatus(svc, { ...bearer(adminToken), ...apiKey('key-three') })).status).toBe(401);
   });
 
-  it('admin status: when a valid API key comes with a garbage bearer token, answers 200', async () => {
-    expect((await adminStatus(svc, { ...bearer('a.b.c'), ...apiKey(VALID_KEY) })).status).toBe(200);
+  it('admin status: when a valid API key comes with a garbage bearer token, answers 401 (every credential sent is checked)', async () => {
+    expect((await adminStatus(svc, { ...bearer('a.b.c'), ...apiKey(VALID_KEY) })).status).toBe(401);
   });
 
   it("admin status: when a valid API key comes with a non-admin user's token, answers 200", async () => {
@@ -517,8 +517,8 @@ describe('login over HTTP', () => {
     expect(wrongRes.headers.get('retry-after')).toBeNull();
   });
 
-  it('login: when credentials are sent with it, they are ignored (login needs none)', async () => {
-    expect((await login(svc, ADMIN.username, ADMIN.password, bearer('a.b'))).status).toBe(200);
+  it('login: when a bad credential is sent with it, answers 401 (every credential sent is checked, even where none is needed)', async () => {
+    expect((await login(svc, ADMIN.username, ADMIN.password, bearer('a.b'))).status).toBe(401);
   });
 });
 

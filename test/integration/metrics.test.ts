@@ -23,7 +23,7 @@ beforeAll(async () => {
       METRICS_PORT: String(await freePort()),
       CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/11`,
       API_KEYS: API_KEY,
-      TRUST_PROXY: 'true',
+      TRUST_PROXY: '1',
       LOGIN_MAX_FAILURES: '1',
     },
     { init: true },

@@ -227,9 +227,10 @@ describe('rate limits', () => {
 
   it('when TRUST_PROXY is on, then each X-Forwarded-For client has its own quota', async () => {
     await client.flushdb();
-    const service = await startTestService({ CACHE_URL: redis.url, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1', TRUST_PROXY: 'true' });
+    const service = await startTestService({ CACHE_URL: redis.url, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1', TRUST_PROXY: '1' });
     try {
-      const first = await service.fetch('/api/indices', { headers: { 'X-Forwarded-For': '198.51.100.7, 10.0.0.1' } });
+      // The proxy appends the client it saw: the rightmost entry (was: the leftmost, which the client writes).
+      const first = await service.fetch('/api/indices', { headers: { 'X-Forwarded-For': '10.0.0.1, 198.51.100.7' } });
       const again = await service.fetch('/api/indices', { headers: { 'X-Forwarded-For': '198.51.100.7' } });
       const other = await service.fetch('/api/indices', { headers: { 'X-Forwarded-For': '203.0.113.9' } });
 
@@ -242,7 +243,7 @@ describe('rate limits', () => {
 
   it('when anonymous callers are IPv6 addresses, then one /64 shares one quota (a client cannot pick a fresh address per request)', async () => {
     await client.flushdb();
-    const service = await startTestService({ CACHE_URL: redis.url, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1', TRUST_PROXY: 'true' });
+    const service = await startTestService({ CACHE_URL: redis.url, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1', TRUST_PROXY: '1' });
     try {
       const first = await service.fetch('/api/indices', { headers: { 'X-Forwarded-For': '2001:db8:1:2::1' } });
       const sameNetwork = await service.fetch('/api/indices', { headers: { 'X-Forwarded-For': '2001:db8:1:2:abcd::9' } });

@@ -187,7 +187,7 @@ describe('GET /api/stream', () => {
     const provider = new ControlledProvider();
     const a = uniqueSymbol('A');
     provider.set(a, 101);
-    await start({ STREAM_MAX_PER_ADDRESS: '1', TRUST_PROXY: 'true' }, provider);
+    await start({ STREAM_MAX_PER_ADDRESS: '1', TRUST_PROXY: '1' }, provider);
     const first = await open(`/api/stream?symbols=${a}`, { 'X-Forwarded-For': '2001:db8:5:5::1' });
     await first.waitForEvents(1);
     const sameNetwork = await open(`/api/stream?symbols=${a}`, { 'X-Forwarded-For': '2001:db8:5:5:1234::2' });

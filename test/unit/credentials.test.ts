@@ -44,7 +44,20 @@ components:
   securitySchemes:
     keyAuth: { type: apiKey, in: header, name: X-Service-Key }
 `);
-    const hasCredentials = credentialCheck(contract.document);
+    // A credential counts when the caller step checks it: the stand-in check says which header it was asked about.
+    const checked: string[] = [];
+    const check = credentialCheck(contract.document, {
+      authenticateBearer: (_req, done) => done(null, { username: 'u', isAdmin: false, kind: 'user' }),
+      authenticateApiKey: (req, done) => {
+        checked.push(Object.keys(req.headers).join(','));
+        done(null, { username: 'k', isAdmin: false, kind: 'api-key' });
+      },
+    });
+    const hasCredentials = (req: IncomingMessage) => {
+      let found = false;
+      check(req, (_err, passed) => (found = passed.length > 0));
+      return found;
+    };
 
     expect(hasCredentials(request({ 'x-service-key': 'k' }))).toBe(true);
     expect(hasCredentials(request({ 'x-api-key': 'k', authorization: 'Bearer t' }))).toBe(false);

@@ -9,7 +9,8 @@ import { RateLimitedError } from '../../src/domain/errors.js';
 import { QuotaCounter } from '../../src/infra/counters/quota-counter.js';
 import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import type { Principal } from '../../src/domain/ports/accounts.js';
-import { clientAddress, createRateLimit, isRateLimitedPath } from '../../src/http/rate-limit.js';
+import { createRateLimit, isRateLimitedPath } from '../../src/http/rate-limit.js';
+import { clientAddressOf } from '../../src/http/caller.js';
 
 function exchange(headers: Record<string, string> = {}): { req: IncomingMessage; res: ServerResponse } {
   const req = new IncomingMessage(new Socket());
@@ -18,7 +19,7 @@ function exchange(headers: Record<string, string> = {}): { req: IncomingMessage;
 }
 
 const limits = (overrides: Partial<Parameters<typeof createRateLimit>[0]> = {}) =>
-  createRateLimit({ counter: new QuotaCounter({ counters: new RedisSharedCounters() }), anonymousPerMinute: 2, authenticatedPerMinute: 5, trustProxy: false, ...overrides });
+  createRateLimit({ counter: new QuotaCounter({ counters: new RedisSharedCounters() }), anonymousPerMinute: 2, authenticatedPerMinute: 5, ...overrides });
 
 const managedKey: Principal = { username: 'feed', isAdmin: false, kind: 'api-key', id: 'key:k_123', rateLimitPerMinute: 1 };
 
@@ -68,14 +69,19 @@ describe('createRateLimit', () => {
   });
 });
 
-describe('clientAddress', () => {
-  it('when TRUST_PROXY is off, then X-Forwarded-For is ignored; when on, its leftmost valid address is the client', () => {
-    const { req } = exchange({ 'x-forwarded-for': '198.51.100.7, 10.0.0.1' });
-    const forged = exchange({ 'x-forwarded-for': 'not-an-address, 10.0.0.1' }).req;
+describe('clientAddressOf', () => {
+  it('when TRUST_PROXY is off, then X-Forwarded-For is ignored; with trusted hops or proxies, the first untrusted hop from the right is the client', () => {
+    const { req } = exchange({ 'x-forwarded-for': '198.51.100.7, 203.0.113.9, 10.0.0.1' });
+    const forged = exchange({ 'x-forwarded-for': '198.51.100.7, not-an-address' }).req;
+    for (const r of [req, forged]) Object.defineProperty(r.socket, 'remoteAddress', { value: '127.0.0.1' });
+    const peer = '127.0.0.1';
 
-    expect(clientAddress(req, false)).not.toBe('198.51.100.7');
-    expect(clientAddress(req, true)).toBe('198.51.100.7');
-    expect(clientAddress(forged, true)).not.toBe('not-an-address');
+    expect(clientAddressOf(false).address(req)).toBe(peer);
+    expect(clientAddressOf(1).address(req)).toBe('10.0.0.1');
+    expect(clientAddressOf(2).address(req)).toBe('203.0.113.9');
+    expect(clientAddressOf(['loopback', '10.0.0.0/8', '203.0.113.0/24']).address(req)).toBe('198.51.100.7');
+    // The leftmost entry is whatever the client wrote: never taken on a hop count that does not reach it.
+    expect(clientAddressOf(1).address(forged)).toBe(peer);
   });
 });
 

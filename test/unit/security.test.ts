@@ -10,7 +10,7 @@ import { contractFromYaml } from '../../src/http/contract.js';
 import { ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../../src/domain/errors.js';
 import type { Authenticator } from '../../src/http/security.js';
 import type { AuthCallback } from '../../src/domain/ports/accounts.js';
-import { contractSecurity } from '../../src/http/security.js';
+import { contractSecurity, credentialCheck } from '../../src/http/security.js';
 import { AUTH_MESSAGES } from '../../src/domain/credentials.js';
 
 const authenticator: Authenticator = {
@@ -38,21 +38,21 @@ describe('contract security at startup', () => {
   it('when the contract declares bearer and header API key schemes, then the step is built', () => {
     const contract = contractWith('    bearerAuth: { type: http, scheme: bearer }\n    apiKeyAuth: { type: apiKey, in: header, name: X-API-Key }', '[{bearerAuth: [admin]}, {apiKeyAuth: []}]');
 
-    expect(typeof contractSecurity(contract.operations, contract.document, authenticator)).toBe('function');
+    expect(typeof contractSecurity(contract.operations, contract.document)).toBe('function');
     expect(contract.operations[0]!.security).toEqual([{ bearerAuth: ['admin'] }, { apiKeyAuth: [] }]);
   });
 
   it('when a scheme is OAuth2, then startup fails naming it', () => {
     const contract = contractWith('    oauth: { type: oauth2, flows: {} }', '[{oauth: []}]');
 
-    expect(() => contractSecurity(contract.operations, contract.document, authenticator)).toThrow(StartupError);
-    expect(() => contractSecurity(contract.operations, contract.document, authenticator)).toThrow(/'oauth' \(oauth2\)/);
+    expect(() => contractSecurity(contract.operations, contract.document)).toThrow(StartupError);
+    expect(() => contractSecurity(contract.operations, contract.document)).toThrow(/'oauth' \(oauth2\)/);
   });
 
   it('when an operation names an undeclared scheme, then startup fails naming the operation and the scheme', () => {
     const contract = contractWith('    bearerAuth: { type: http, scheme: bearer }', '[{cookieAuth: []}]');
 
-    expect(() => contractSecurity(contract.operations, contract.document, authenticator)).toThrow(/getThing requires the security scheme 'cookieAuth'/);
+    expect(() => contractSecurity(contract.operations, contract.document)).toThrow(/getThing requires the security scheme 'cookieAuth'/);
   });
 });
 
@@ -70,13 +70,22 @@ describe('contract security on requests', () => {
       if (result instanceof Error || result === undefined) done(result ?? new Error('unexpected call'));
       else done(null, result);
     };
-    const step = contractSecurity(contract.operations, contract.document, {
+    // The caller step's half (every credential sent), then the operation's half (its requirements).
+    const check = credentialCheck(contract.document, {
       authenticateBearer: (_req, done) => answer('bearer', checks.bearer, done),
       authenticateApiKey: (_req, done) => answer('key', checks.key, done),
     });
+    const step = contractSecurity(contract.operations, contract.document);
     const req = { headers, openapi: { schema: { operationId: 'getThing' } } } as unknown as Parameters<typeof step>[0] & { principal?: Principal };
     return new Promise<{ err: unknown; principal: Principal | undefined; calls: string[] }>((done) => {
-      step(req, {} as never, (err?: unknown) => done({ err, principal: req.principal, calls }));
+      check(req, (refused, passed) => {
+        if (refused !== null && refused !== undefined) {
+          done({ err: refused, principal: undefined, calls });
+          return;
+        }
+        req.caller = { address: '127.0.0.1', credentials: passed, principal: passed[0]?.principal };
+        step(req, {} as never, (err?: unknown) => done({ err, principal: req.principal, calls }));
+      });
     });
   }
 
@@ -87,7 +96,8 @@ describe('contract security on requests', () => {
 
     expect(both).toEqual({ err: undefined, principal: user(false), calls: ['bearer', 'key'] });
     expect(one.err).toBeInstanceOf(NotAuthenticatedError);
-    expect(one.calls).toEqual([]);
+    // Every credential sent is checked by the caller step, whatever the operation takes (was: none checked).
+    expect(one.calls).toEqual(['bearer']);
     expect((badKey.err as Error).message).toBe('Invalid API key');
     expect(badKey.principal).toBeUndefined();
   });
@@ -98,13 +108,15 @@ describe('contract security on requests', () => {
     expect(decided).toEqual({ err: undefined, principal: key, calls: ['bearer', 'key'] });
   });
 
-  it('when every offered requirement fails, then a 403 outranks a 401, and an unexpected failure outranks both', async () => {
-    const forbidden = await decide('[{bearerAuth: [admin]}, {apiKeyAuth: [admin]}]', { authorization: 'Bearer t', 'x-api-key': 'k' }, { bearer: user(false), key: new InvalidCredentialsError('Invalid API key') });
+  it('when one credential sent is bad, then it is refused beside a good one (401, not 403); an unexpected failure outranks it; valid without the role is 403', async () => {
+    const badKey = await decide('[{bearerAuth: [admin]}, {apiKeyAuth: [admin]}]', { authorization: 'Bearer t', 'x-api-key': 'k' }, { bearer: user(false), key: new InvalidCredentialsError('Invalid API key') });
     const broken = new Error('database away');
     const unexpected = await decide('[{bearerAuth: [admin]}, {apiKeyAuth: [admin]}]', { authorization: 'Bearer t', 'x-api-key': 'k' }, { bearer: user(false), key: broken });
+    const forbidden = await decide('[{bearerAuth: [admin]}, {apiKeyAuth: [admin]}]', { authorization: 'Bearer t' }, { bearer: user(false) });
 
-    expect(forbidden.err).toBeInstanceOf(ForbiddenError);
+    expect(badKey.err).toBeInstanceOf(InvalidCredentialsError);
     expect(unexpected.err).toBe(broken);
+    expect(forbidden.err).toBeInstanceOf(ForbiddenError);
   });
 
   it('when anonymous callers are welcome and a credential is sent, then it is checked and a bad one is refused', async () => {

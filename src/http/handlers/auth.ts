@@ -6,7 +6,7 @@ import type { Handler, JsonResponse } from './types.js';
 export function authHandlers(accounts: AccountService): { login: Handler<'login'>; changePassword: Handler<'changePassword'> } {
   return {
     async login(req, res) {
-      const body: JsonResponse<'login', 200> = await accounts.login(req.body.username, req.body.password, req.ip ?? 'unknown', actionContext(req).requestId);
+      const body: JsonResponse<'login', 200> = await accounts.login(req.body.username, req.body.password, req.caller.address, actionContext(req).requestId);
       // A token: no cache, shared or private, may keep it (RFC 9111 5.2.2.5).
       res.status(200).set('Cache-Control', 'no-store').json(body);
     },

@@ -6,7 +6,7 @@ import { actorOf } from '../../services/accounts.js';
 export function actionContext(req: Request): ActionContext {
   return {
     actor: req.principal ? actorOf(req.principal) : 'anonymous',
-    ip: req.ip,
+    ip: req.caller.address,
     requestId: typeof req.id === 'string' ? req.id : req.id === undefined ? undefined : String(req.id),
   };
 }

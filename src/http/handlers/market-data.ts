@@ -4,21 +4,15 @@ import type { MarketDataService } from '../../services/market-data.js';
 import { TooManyCandlesError, type HistoryParams } from '../../services/market-data/history-rules.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
 import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv } from '../history-export.js';
-import { cacheScopeOf, setCacheControl, varyByCredentials } from '../cache-policy.js';
-import { etagMatches, representationReply, varyByAccept } from './representation.js';
+import { cacheScopeOf, setCacheControl } from '../cache-policy.js';
+import { etagMatches, varyByAccept, writeRepresentation } from './representation.js';
 import type { Handler, JsonResponse } from './types.js';
 
 /** Tells the fast path that this request target was validated and answered from `key`. */
 export type RememberTarget = (req: Request, key: string) => void;
 
 function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
-  const scope = cacheScopeOf(req);
-  const reply = representationReply(rep, req.headers['if-none-match'], scope);
-  varyByAccept(res, rep.kind);
-  if (scope === 'private') varyByCredentials(res);
-  res.status(reply.status).set(reply.headers);
-  if (reply.body) res.end(reply.body);
-  else res.end();
+  writeRepresentation(res, rep, req.headers['if-none-match'], undefined, cacheScopeOf(req));
   if (rep.cacheStatus !== 'STALE') remember?.(req, rep.key);
 }
 

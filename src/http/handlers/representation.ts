@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import vary from 'vary';
 import type { CachedRepresentation, CacheKind } from '../../services/representation-cache.js';
-import { cacheControl, type CacheScope } from '../cache-policy.js';
+import { cacheControl, varyByCredentials, type CacheScope } from '../cache-policy.js';
 
 /** Kinds whose one URL answers several formats, chosen by `Accept`: history (JSON, CSV, Arrow). */
 const FORMATS_BY_ACCEPT: ReadonlySet<CacheKind> = new Set(['history']);
@@ -50,4 +50,17 @@ export function representationReply(rep: CachedRepresentation, ifNoneMatch: stri
   headers['Content-Type'] = 'application/json; charset=utf-8';
   headers['Content-Length'] = String(rep.body.length);
   return { status: 200, headers, body: rep.body };
+}
+
+/**
+ * Sends a cached representation on `res` in one `writeHead`: the handlers and the cached-answer
+ * shortcut both answer through here, so both send the same status, headers and bytes. `extra` are
+ * headers decided before (the request id, quota state) that were not set on `res` one by one.
+ */
+export function writeRepresentation(res: ServerResponse, rep: CachedRepresentation, ifNoneMatch: string | undefined, extra?: Record<string, string>, scope: CacheScope = 'public'): void {
+  const reply = representationReply(rep, ifNoneMatch, scope);
+  varyByAccept(res, rep.kind);
+  if (scope === 'private') varyByCredentials(res);
+  res.writeHead(reply.status, extra === undefined ? reply.headers : Object.assign(reply.headers, extra));
+  res.end(reply.body);
 }

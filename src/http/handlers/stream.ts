@@ -43,7 +43,7 @@ export function streamHandlers(hub: QuoteStreamHub): { streamQuotes: Handler<'st
         symbols: list,
         // A few streams per anonymous address (an IPv6 address's /64); an identified caller's own share
         // of the instance wherever it connects from.
-        address: req.principal === undefined ? addressGroup(req.ip ?? req.socket.remoteAddress ?? 'unknown') : undefined,
+        address: req.principal === undefined ? addressGroup(req.caller.address) : undefined,
         caller: req.principal === undefined ? undefined : (req.principal.id ?? `${req.principal.kind}:${req.principal.username}`),
         ...(typeof lastEventId === 'string' ? { lastEventId: Number(lastEventId) } : {}),
         sink: sinkOf(res),
