@@ -64,6 +64,17 @@ export interface HistoryParams {
   adjust?: Adjustment;
 }
 
+/** A validated history window: see `MarketDataService.historyWindow`. */
+export interface HistoryWindow {
+  query: HistoryQuery;
+  adjust: Adjustment;
+  span: TimeSpan;
+  /** The canonical parameters of the window's history answer in the representation cache. */
+  cacheParams: string;
+  /** How long an answer over this window stays true, for an instrument of `timezone`. */
+  lifetimeMs: (timezone: string) => number;
+}
+
 /** A history export: the instrument, the window's candles page by page, and what is missing. */
 export interface HistoryExport {
   symbol: string;
@@ -178,18 +189,34 @@ export class MarketDataService {
    * serve, each violation naming its rule; `UnknownSymbolError`; `DataSourceError`.
    */
   async getHistory(params: HistoryParams): Promise<CachedRepresentation> {
-    const query = await this.#historyQuery(params);
-    const adjust = params.adjust ?? 'splits';
-    const window = query.range !== undefined ? query.range : `${query.startMs}-${query.endMs ?? ''}`;
+    const { query, adjust, cacheParams } = await this.historyWindow(params);
     const rep = await this.#engine.read({
       kind: 'history',
-      params: `${query.symbol}:${query.interval}:${window}${adjust === 'splits' ? '' : `:${adjust}`}`,
+      params: cacheParams,
       load: () => this.#loadHistory(query, adjust),
       remembered: () => this.#remembered(`history:${query.symbol}`),
     });
     if (rep.outcome === 'unknown') throw new UnknownSymbolError([query.symbol]);
     if (rep.outcome === 'refused') throw new TooManyCandlesError(rep.detail.slice(TOO_MANY.length));
     return rep;
+  }
+
+  /**
+   * A history request's window as the store reads it, for studies computed over history: the validated
+   * query (throws as `getHistory` does), its span, its basis, the canonical cache parameters of its
+   * history answer, and how long an answer over it stays true (given the instrument's time zone).
+   */
+  async historyWindow(params: HistoryParams): Promise<HistoryWindow> {
+    const query = await this.#historyQuery(params);
+    const adjust = params.adjust ?? 'splits';
+    const window = query.range !== undefined ? query.range : `${query.startMs}-${query.endMs ?? ''}`;
+    return {
+      query,
+      adjust,
+      span: this.#spanOf(query),
+      cacheParams: `${query.symbol}:${query.interval}:${window}${adjust === 'splits' ? '' : `:${adjust}`}`,
+      lifetimeMs: (timezone) => this.#historyLifetime(query, { timezone }),
+    };
   }
 
   /**
@@ -516,7 +543,7 @@ export class MarketDataService {
    * Intraday candles change every minute; daily and longer ones change only while the market
    * trades: an hour while it is open, until the next open while it is closed (at most three days).
    */
-  #historyLifetime(query: HistoryQuery, history: History): number {
+  #historyLifetime(query: HistoryQuery, history: Pick<History, 'timezone'>): number {
     if (INTRADAY.has(query.interval)) return MINUTE_MS;
     const market = marketOf({ instrument_type: 'equity', timezone: history.timezone });
     if (market === undefined) return HOUR_MS;

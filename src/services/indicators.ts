@@ -1,0 +1,166 @@
+/**
+ * Technical indicators over stored history (GET /api/indicators/{symbol}, and the study columns of the
+ * history exports). A window's studies are computed from the history store, never asked upstream as
+ * such: the window's bars and the warm-up bars before it (read from the store, which fetches what it
+ * lacks), so the window's first value equals the one computed over the whole history (within 1e-12 of
+ * the seed's weight for the recursive studies: docs/indicators.md). One answer per (symbol, interval,
+ * window, basis, studies) is cached through the representation cache like history, filled once across
+ * the fleet.
+ */
+import { computeStudy, parseStudies, warmupOf, type Study } from '../domain/indicators/catalogue.js';
+import type { Series } from '../domain/indicators/studies.js';
+import { isoInstant } from '../domain/instant.js';
+import { marketOf, type MarketCode } from '../domain/market-calendar.js';
+import { sessionKeys, sessionOpenAt } from '../domain/indicators/sessions.js';
+import { UnknownSymbolError } from '../domain/errors.js';
+import { adjustCandles } from '../domain/history-adjustment.js';
+import type { HistoryInterval, StoredCandle } from '../domain/ports.js';
+import type { components } from '../generated/api.js';
+import { INTERVAL_MS, type HistoryStore, type StoredHistory } from './history-store.js';
+import { MAX_CANDLES, TooManyCandlesError, type HistoryParams, type HistoryWindow, type MarketDataService } from './market-data.js';
+import type { CachedRepresentation, Loaded, RepresentationCache } from './representation-cache.js';
+
+type IndicatorsResponse = components['schemas']['IndicatorsResponse'];
+type Source = components['schemas']['Source'];
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** How long an answer missing part of its window lives, as history's does. */
+const PARTIAL_TTL_MS = 30_000;
+/** Reads of the warm-up, each twice as far back as the last, while it has fewer bars than needed. */
+const WARMUP_READS = 3;
+const INTRADAY: ReadonlySet<HistoryInterval> = new Set(['1m', '5m', '15m', '30m', '1h']);
+const TOO_MANY = 'too-many:';
+
+/** The request: a history window and a `studies` list. */
+export interface IndicatorParams extends HistoryParams {
+  studies: string;
+}
+
+/** The calendar time `bars` bars of `interval` take at most, with margin (markets trade some hours of some days). */
+function calendarSpanMs(interval: HistoryInterval, bars: number): number {
+  if (interval === '1d') return bars * 1.5 * DAY_MS + 10 * DAY_MS;
+  if (interval === '1wk' || interval === '1mo') return bars * INTERVAL_MS[interval] + 2 * INTERVAL_MS[interval];
+  // A market open 5 hours of a 24-hour day, 5 days of 7, with a long holiday's margin.
+  return bars * INTERVAL_MS[interval] * 7 + 5 * DAY_MS;
+}
+
+export interface IndicatorServiceOptions {
+  engine: RepresentationCache;
+  market: MarketDataService;
+  history: HistoryStore;
+  now?: () => number;
+}
+
+/** A study's columns for an export: one per output, values aligned to the window's bar times. */
+export interface StudyColumns {
+  times: string[];
+  columns: Array<{ column: string; values: Series }>;
+}
+
+export class IndicatorService {
+  readonly #engine: RepresentationCache;
+  readonly #market: MarketDataService;
+  readonly #history: HistoryStore;
+  readonly #now: () => number;
+
+  constructor(options: IndicatorServiceOptions) {
+    this.#engine = options.engine;
+    this.#market = options.market;
+    this.#history = options.history;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * The studies of one window, through the cache. Throws `InvalidRequestError` (422) for a bad window
+   * or study (each violation naming it), `TooManyCandlesError` past 5,000 bars, `UnknownSymbolError`,
+   * `DataSourceError`.
+   */
+  async get(params: IndicatorParams): Promise<CachedRepresentation> {
+    const window = await this.#market.historyWindow(params);
+    const studies = parseStudies(params.studies, INTRADAY.has(window.query.interval));
+    const rep = await this.#engine.read({
+      kind: 'indicators',
+      params: `${window.cacheParams}:${studies.map((s) => s.key).join(',')}`,
+      load: () => this.#load(window, studies),
+    });
+    if (rep.outcome === 'unknown') throw new UnknownSymbolError([window.query.symbol]);
+    if (rep.outcome === 'refused') throw new TooManyCandlesError(rep.detail.slice(TOO_MANY.length));
+    return rep;
+  }
+
+  /** The studies of a window as export columns (`sma_20`, `macd_12_26_9_signal`), from the cached answer. */
+  async columns(params: IndicatorParams): Promise<StudyColumns> {
+    const rep = await this.get(params);
+    const { data } = JSON.parse(rep.value) as IndicatorsResponse;
+    const window = await this.#market.historyWindow(params);
+    const studies = parseStudies(params.studies, INTRADAY.has(window.query.interval));
+    const columns: StudyColumns['columns'] = [];
+    for (const study of studies) {
+      const values = data.studies[study.key];
+      if (values === undefined) continue;
+      const base = study.key.replaceAll(':', '_');
+      if (Array.isArray(values)) columns.push({ column: base, values });
+      else for (const output of study.definition.outputs ?? []) columns.push({ column: `${base}_${output}`, values: (values as Record<string, Series>)[output] ?? [] });
+    }
+    return { times: data.times, columns };
+  }
+
+  async #load(window: HistoryWindow, studies: readonly Study[]): Promise<Loaded> {
+    const { query, span } = window;
+    const read: StoredHistory = await this.#history.read(query.symbol, query.interval, span, MAX_CANDLES + 1);
+    if (read.info === undefined) return { outcome: 'unknown' };
+    let ttlMs = window.lifetimeMs(read.info.timezone);
+    if (read.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}over ${MAX_CANDLES}`, ttlMs };
+    if (read.missing.length > 0) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
+
+    const market: MarketCode = marketOf({ instrument_type: 'equity', timezone: read.info.timezone }) ?? 'CRYPTO';
+    const first = read.candles[0];
+    let warmupFromMs: number | undefined;
+    if (first !== undefined && studies.some((s) => s.definition.intradayOnly)) {
+      // VWAP starts at the open of the session the window's first bar belongs to.
+      warmupFromMs = sessionOpenAt(market, first.timeMs);
+    }
+    const warmup = first === undefined ? { candles: [], actions: read.actions } : await this.#warmup(query.symbol, query.interval, span.startMs, warmupOf(studies), warmupFromMs);
+    const actions = warmup.actions.length >= read.actions.length ? warmup.actions : read.actions;
+    const candles = adjustCandles([...warmup.candles, ...read.candles], actions, window.adjust);
+    const bars = {
+      high: candles.map((c) => c.high),
+      low: candles.map((c) => c.low),
+      close: candles.map((c) => c.close),
+      volume: candles.map((c) => c.volume ?? 0),
+    };
+    const sessions = studies.some((s) => s.definition.intradayOnly) ? sessionKeys(market, candles.map((c) => c.timeMs)) : [];
+    const computed: Record<string, Series | Record<string, Series>> = {};
+    for (const study of studies) computed[study.key] = computeStudy(study, { bars, sessions }, warmup.candles.length);
+    const body: IndicatorsResponse = {
+      success: true,
+      data: { symbol: query.symbol, interval: query.interval, times: read.candles.map((c) => isoInstant(c.timeMs)), studies: computed },
+      source: (read.source as Source | undefined) ?? this.#market.source,
+      updated_at: new Date(this.#now()).toISOString(),
+    };
+    return { outcome: 'found', value: JSON.stringify(body), ttlMs };
+  }
+
+  /**
+   * The `bars` stored bars just before `beforeMs` (fewer when the history begins later), and from
+   * `fromMs` on when that reaches further back; read from the store, which fetches what it lacks. The
+   * calendar span is estimated, then doubled while it holds too few bars and reading further back
+   * still finds more.
+   */
+  async #warmup(symbol: string, interval: HistoryInterval, beforeMs: number, bars: number, fromMs: number | undefined): Promise<{ candles: StoredCandle[]; actions: StoredHistory['actions'] }> {
+    if (bars === 0 && (fromMs === undefined || fromMs >= beforeMs)) return { candles: [], actions: [] };
+    let reachMs = calendarSpanMs(interval, Math.max(bars, 1));
+    let got: StoredHistory | undefined;
+    for (let attempt = 0; attempt < WARMUP_READS; attempt++) {
+      const startMs = Math.min(beforeMs - reachMs, fromMs ?? Infinity);
+      const before = got?.candles.length ?? -1;
+      got = await this.#history.read(symbol, interval, { startMs, endMs: beforeMs });
+      if (got.candles.length >= bars || got.candles.length === before) break;
+      reachMs *= 2;
+    }
+    const candles = got!.candles;
+    const fromIndex = fromMs === undefined ? candles.length : candles.findIndex((c) => c.timeMs >= fromMs);
+    const keep = Math.max(bars, fromIndex === -1 ? 0 : candles.length - fromIndex);
+    return { candles: candles.slice(Math.max(0, candles.length - keep)), actions: got!.actions };
+  }
+}
