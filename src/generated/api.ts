@@ -1109,7 +1109,7 @@ export interface components {
              */
             misses: number;
             /**
-             * @description Hits, misses and stale answers per kind of cached data (`indices`, `quote`, `quotes`, `history`, `search`), since the process started.
+             * @description Hits, misses and stale answers per kind of cached data (`indices`, `quote`, `quotes`, `history`, `search`, `indicators`), since the process started.
              * @example {
              *       "indices": {
              *         "hits": 100,

@@ -8,7 +8,7 @@
  * the fleet.
  */
 import { computeStudy, parseStudies, warmupOf, type Study } from '../domain/indicators/catalogue.js';
-import type { Series } from '../domain/indicators/studies.js';
+import type { Bars, Series } from '../domain/indicators/studies.js';
 import { isoInstant } from '../domain/instant.js';
 import { marketOf, type MarketCode } from '../domain/market-calendar.js';
 import { sessionKeys, sessionOpenAt } from '../domain/indicators/sessions.js';
@@ -131,7 +131,14 @@ export class IndicatorService {
     };
     const sessions = studies.some((s) => s.definition.intradayOnly) ? sessionKeys(market, candles.map((c) => c.timeMs)) : [];
     const computed: Record<string, Series | Record<string, Series>> = {};
-    for (const study of studies) computed[study.key] = computeStudy(study, { bars, sessions }, warmup.candles.length);
+    for (const study of studies) {
+      // Each study from its own warm-up, so its values do not depend on the studies asked with it (OBV
+      // starts at the window's first bar); VWAP reads back to its session's open, as far as the warm-up goes.
+      const own = study.definition.intradayOnly ? warmup.candles.length : Math.min(warmup.candles.length, study.definition.warmup(study.params));
+      const from = warmup.candles.length - own;
+      const input = from === 0 ? { bars, sessions } : { bars: sliceBars(bars, from), sessions: sessions.slice(from) };
+      computed[study.key] = computeStudy(study, input, own);
+    }
     const body: IndicatorsResponse = {
       success: true,
       data: { symbol: query.symbol, interval: query.interval, times: read.candles.map((c) => isoInstant(c.timeMs)), studies: computed },
@@ -163,4 +170,8 @@ export class IndicatorService {
     const keep = Math.max(bars, fromIndex === -1 ? 0 : candles.length - fromIndex);
     return { candles: candles.slice(Math.max(0, candles.length - keep)), actions: got!.actions };
   }
+}
+
+function sliceBars(bars: Bars, from: number): Bars {
+  return { high: bars.high.slice(from), low: bars.low.slice(from), close: bars.close.slice(from), volume: bars.volume.slice(from) };
 }
