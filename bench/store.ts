@@ -8,7 +8,12 @@
  * The HTTP figure is `mds serve` answering GET /api/history for 10 years of stored daily bars with
  * the representation cache missed (every request a window of its own), one request at a time, beside
  * a bare node:http server sending the same bytes to the same client in the same run.
- * BENCH_STORE_CANDLES sets the size of the large PostgreSQL table (default 10,000,000).
+ * The indicators figure is the same served history answering GET /api/indicators with ten studies
+ * over the same 10-year windows (the representation cache missed: each request a window of its own),
+ * interleaved with history reads of the same windows in the same run; target: p99 at most 2x history's.
+ * BENCH_STORE_CANDLES sets the size of the large PostgreSQL table (default 10,000,000);
+ * BENCH_STORE_READS the reads per figure (default 2,000); BENCH_STORE_SCENARIOS which parts run
+ * (comma-separated of http, indicators, sqlite, postgres; default all).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +31,10 @@ const ROOT = resolve(import.meta.dirname, '..');
 const DAY_MS = 86_400_000;
 const WRITE_CANDLES = 500_000;
 const TEN_YEARS_DAILY = 2520;
-const READS = 2000;
+const READS = Number(process.env.BENCH_STORE_READS ?? 2000);
+const SCENARIOS = new Set((process.env.BENCH_STORE_SCENARIOS ?? 'http,indicators,sqlite,postgres').split(','));
+/** Ten studies at their usual periods, as a chart asks for them. */
+const TEN_STUDIES = 'sma:20,ema:50,wma:20,rsi:14,macd:12:26:9,bbands:20:2,stoch:14:3:3,atr:14,adx:14,cci:20';
 const LARGE_CANDLES = Number(process.env.BENCH_STORE_CANDLES ?? 10_000_000);
 const SOURCE = { provider: 'bench', fetchedAtMs: Date.now() };
 const START = Date.UTC(2010, 0, 4);
@@ -193,19 +201,78 @@ async function httpRead(dir: string): Promise<Record<string, unknown>> {
   };
 }
 
+/**
+ * Ten studies over 10 years of stored daily bars (four more years before them, for the warm-up), the
+ * representation cache missed, beside history reads of the same windows, alternating in one run so
+ * both meet the same machine: p99 of each and their ratio (target <= 2).
+ */
+async function indicatorRead(dir: string): Promise<Record<string, unknown>> {
+  const env = { ...benchEnv(dir, 'redis://127.0.0.1:1/0'), DATABASE_URL: `sqlite:${join(dir, 'indicators.sqlite')}`, LOG_LEVEL: 'warn' };
+  initService(env);
+  const db = await openUserStore(env.DATABASE_URL, { runMigrations: true });
+  const before = 4 * 365;
+  const bars = candles(TEN_YEARS_DAILY + before, DAY_MS).map((c) => ({ ...c, timeMs: c.timeMs - before * DAY_MS }));
+  const span = { startMs: START - before * DAY_MS, endMs: START + TEN_YEARS_DAILY * DAY_MS };
+  await db.candles.putCandles('AAPL', '1d', bars, SOURCE);
+  await db.candles.putInstrument('AAPL', { currency: 'USD', timezone: 'America/New_York' }, SOURCE);
+  await db.candles.markCovered('AAPL', '1d', span, SOURCE);
+  await db.close();
+  const end = new Date(span.endMs).toISOString();
+  // A window a second earlier each time (the bar at START is its first): a key the cache has not seen.
+  const window = (i: number) => `interval=1d&start=${new Date(START - 1000 * (i + 1)).toISOString()}&end=${end}`;
+  const server = await spawnServe(['--port', String(await freePort())], { env, stdout: 'ignore' });
+  const history: number[] = [];
+  const studies: number[] = [];
+  let studyBytes = 0;
+  try {
+    for (let i = 0; i < READS; i++) {
+      for (const [path, times] of [
+        [`/api/history/AAPL?${window(i)}`, history],
+        [`/api/indicators/AAPL?${window(i)}&studies=${TEN_STUDIES}`, studies],
+      ] as const) {
+        const started = performance.now();
+        const res = await fetch(`${server.url}${path}`);
+        const bytes = await res.arrayBuffer();
+        times.push(performance.now() - started);
+        if (res.status !== 200 || res.headers.get('x-cache') !== 'MISS') throw new Error(`${path} answered ${res.status} ${res.headers.get('x-cache')}`);
+        if (i === 0 && times === studies) {
+          studyBytes = bytes.byteLength;
+          const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as { data: { times: string[]; studies: Record<string, Array<number | null> | Record<string, Array<number | null>>> } };
+          if (body.data.times.length !== TEN_YEARS_DAILY || Object.keys(body.data.studies).length !== 10) throw new Error('the indicators answer is not ten studies over 10 years');
+          if ((body.data.studies['rsi:14'] as Array<number | null>)[0] === null) throw new Error("the window's first RSI is null: the warm-up was not read");
+        }
+      }
+    }
+  } finally {
+    await server.stop();
+  }
+  history.sort((a, b) => a - b);
+  studies.sort((a, b) => a - b);
+  return {
+    store: 'http (sqlite, representation cache missed): ten studies vs history, same windows',
+    studies: TEN_STUDIES,
+    reads: READS,
+    indicatorsBodyBytes: studyBytes,
+    tenYearsDailyHistory: { p50Ms: percentile(history, 50), p99Ms: percentile(history, 99) },
+    tenYearsDailyTenStudies: { p50Ms: percentile(studies, 50), p99Ms: percentile(studies, 99) },
+    p99StudiesOverHistory: Math.round((percentile(studies, 99) / percentile(history, 99)) * 100) / 100,
+  };
+}
+
 const rows: Array<Record<string, unknown>> = [];
 const dir = mkdtempSync(join(tmpdir(), 'mds-bench-store-'));
 try {
-  rows.push(await httpRead(dir));
-  const sqlite = await openUserStore(`sqlite:${join(dir, 'mds.sqlite')}`, { runMigrations: true });
+  if (SCENARIOS.has('http')) rows.push(await httpRead(dir));
+  if (SCENARIOS.has('indicators')) rows.push(await indicatorRead(dir));
+  const sqlite = SCENARIOS.has('sqlite') ? await openUserStore(`sqlite:${join(dir, 'mds.sqlite')}`, { runMigrations: true }) : undefined;
   try {
-    rows.push(await measure('sqlite', sqlite, false));
+    if (sqlite) rows.push(await measure('sqlite', sqlite, false));
   } finally {
-    await sqlite.close();
+    await sqlite?.close();
   }
-  const url = await findPostgres();
-  if (url === undefined) rows.push({ store: 'postgres', note: 'no PostgreSQL answered at 127.0.0.1:5432: not measured' });
-  else {
+  const url = SCENARIOS.has('postgres') ? await findPostgres() : undefined;
+  if (SCENARIOS.has('postgres') && url === undefined) rows.push({ store: 'postgres', note: 'no PostgreSQL answered at 127.0.0.1:5432: not measured' });
+  else if (url !== undefined) {
     const schema = await createTestSchema(url);
     const pg = await openUserStore(url, { runMigrations: true, schema: schema.name });
     try {
