@@ -14,10 +14,13 @@ import { marketOf, type MarketCode } from '../domain/market-calendar.js';
 import { sessionKeys, sessionOpenAt } from '../domain/indicators/sessions.js';
 import { UnknownSymbolError } from '../domain/errors.js';
 import { adjustCandles } from '../domain/history-adjustment.js';
-import type { HistoryInterval, StoredCandle } from '../domain/ports.js';
+import type { StoredCandle } from '../domain/ports/history-store.js';
+import type { HistoryInterval } from '../domain/ports/market-data.js';
 import type { components } from '../generated/api.js';
 import { INTERVAL_MS, type HistoryStore, type StoredHistory } from './history-store.js';
-import { MAX_CANDLES, TooManyCandlesError, type HistoryParams, type HistoryWindow, type MarketDataService } from './market-data.js';
+import type { MarketDataService } from './market-data.js';
+import type { HistoryWindow } from './market-data/history.js';
+import { MAX_CANDLES, TooManyCandlesError, type HistoryParams } from './market-data/history-rules.js';
 import type { CachedRepresentation, Loaded, RepresentationCache } from './representation-cache.js';
 
 type IndicatorsResponse = components['schemas']['IndicatorsResponse'];

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { MemoryCacheStore } from '../../src/infra/cache/memory-cache-store.js';
 import { RedisCacheStore } from '../../src/infra/cache/redis-cache-store.js';
-import type { CacheStore } from '../../src/domain/ports.js';
+import type { CacheStore } from '../../src/domain/ports/cache.js';
 import { startRedisCluster, startSentinelGroup } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
