@@ -156,7 +156,7 @@ function StudyMenu({ chosen, onChange }: { chosen: readonly StudyId[]; onChange:
     <fieldset class="studies">
       <legend>Studies</legend>
       {STUDY_MENU.map((m) => (
-        <label key={m.id}>
+        <label key={m.id} class="check">
           <input
             type="checkbox"
             name="study"
