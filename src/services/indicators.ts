@@ -7,7 +7,7 @@
  * window, basis, studies) is cached through the representation cache like history, filled once across
  * the fleet.
  */
-import { computeStudy, parseStudies, warmupOf, type Study } from '../domain/indicators/catalogue.js';
+import { columnsOf, computeStudy, parseStudies, warmupOf, type Study } from '../domain/indicators/catalogue.js';
 import type { Bars, Series } from '../domain/indicators/studies.js';
 import { isoInstant } from '../domain/instant.js';
 import { marketOf, type MarketCode } from '../domain/market-calendar.js';
@@ -80,7 +80,10 @@ export class IndicatorService {
    */
   async get(params: IndicatorParams): Promise<CachedRepresentation> {
     const window = await this.#market.historyWindow(params);
-    const studies = parseStudies(params.studies, INTRADAY.has(window.query.interval));
+    return this.#read(window, parseStudies(params.studies, INTRADAY.has(window.query.interval)));
+  }
+
+  async #read(window: HistoryWindow, studies: readonly Study[]): Promise<CachedRepresentation> {
     const rep = await this.#engine.read({
       kind: 'indicators',
       params: `${window.cacheParams}:${studies.map((s) => s.key).join(',')}`,
@@ -91,21 +94,23 @@ export class IndicatorService {
     return rep;
   }
 
-  /** The studies of a window as export columns (`sma_20`, `macd_12_26_9_signal`), from the cached answer. */
-  async columns(params: IndicatorParams): Promise<StudyColumns> {
-    const rep = await this.get(params);
-    const { data } = JSON.parse(rep.value) as IndicatorsResponse;
+  /**
+   * The studies of a window as export columns (`sma_20`, `macd_12_26_9_signal`), from the cached
+   * answer, with that answer's ETag. Throws as `get` does.
+   */
+  async columns(params: IndicatorParams): Promise<StudyColumns & { etag: string }> {
     const window = await this.#market.historyWindow(params);
     const studies = parseStudies(params.studies, INTRADAY.has(window.query.interval));
+    const rep = await this.#read(window, studies);
+    const { data } = JSON.parse(rep.value) as IndicatorsResponse;
     const columns: StudyColumns['columns'] = [];
     for (const study of studies) {
       const values = data.studies[study.key];
       if (values === undefined) continue;
-      const base = study.key.replaceAll(':', '_');
-      if (Array.isArray(values)) columns.push({ column: base, values });
-      else for (const output of study.definition.outputs ?? []) columns.push({ column: `${base}_${output}`, values: (values as Record<string, Series>)[output] ?? [] });
+      if (Array.isArray(values)) columns.push({ column: columnsOf(study)[0]!.column, values });
+      else for (const { column, output } of columnsOf(study)) columns.push({ column, values: (values as Record<string, Series>)[output!] ?? [] });
     }
-    return { times: data.times, columns };
+    return { etag: rep.etag, times: data.times, columns };
   }
 
   async #load(window: HistoryWindow, studies: readonly Study[]): Promise<Loaded> {

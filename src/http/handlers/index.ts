@@ -54,7 +54,7 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...authHandlers(deps.accounts),
     ...adminHandlers(deps),
     ...marketDataHandlers(deps.market, deps.rememberTarget, deps.indicators),
-    ...indicatorHandlers(deps.indicators),
+    ...indicatorHandlers(deps.indicators, deps.rememberTarget),
     ...marketCalendarHandlers(deps.calendar),
     ...streamHandlers(deps.streams),
   };

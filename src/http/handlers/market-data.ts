@@ -12,7 +12,8 @@ import type { Handler, JsonResponse } from './types.js';
 /** Tells the fast path that this request target was validated and answered from `key`. */
 export type RememberTarget = (req: Request, key: string) => void;
 
-function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
+/** Sends a cached JSON representation (200 or 304) and lets the fast path answer its target for a second. */
+export function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
   const reply = representationReply(rep, req.headers['if-none-match']);
   varyByAccept(res, rep.key);
   res.status(reply.status).set(reply.headers);
@@ -138,15 +139,8 @@ export function marketDataHandlers(
         await sendExport(req, res, rep, format);
         return;
       }
-      const studyParams = { ...params, studies };
-      const studyRep = await indicators.get(studyParams);
-      await sendExport(req, res, rep, format, {
-        etag: studyRep.etag,
-        columns: async () => {
-          const { times, columns } = await indicators.columns(studyParams);
-          return { times, names: columns.map((c) => c.column), values: columns.map((c) => c.values) };
-        },
-      });
+      const { etag, times, columns } = await indicators.columns({ ...params, studies });
+      await sendExport(req, res, rep, format, { etag, columns: () => Promise.resolve({ times, names: columns.map((c) => c.column), values: columns.map((c) => c.values) }) });
     },
     async searchSymbols(req, res) {
       const { q, limit } = req.query as unknown as { q: string; limit?: number };
