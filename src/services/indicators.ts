@@ -20,18 +20,15 @@ import type { components } from '../generated/api.js';
 import { INTERVAL_MS, type HistoryStore, type StoredHistory } from './history-store.js';
 import type { MarketDataService } from './market-data.js';
 import type { HistoryWindow } from './market-data/history.js';
+import { DAY_MS, INTRADAY, PARTIAL_TTL_MS } from './market-data/lifetimes.js';
 import { MAX_CANDLES, TooManyCandlesError, type HistoryParams } from './market-data/history-rules.js';
 import type { CachedRepresentation, Loaded, RepresentationCache } from './representation-cache.js';
 
 type IndicatorsResponse = components['schemas']['IndicatorsResponse'];
 type Source = components['schemas']['Source'];
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-/** How long an answer missing part of its window lives, as history's does. */
-const PARTIAL_TTL_MS = 30_000;
 /** Reads of the warm-up, each twice as far back as the last, while it has fewer bars than needed. */
 const WARMUP_READS = 3;
-const INTRADAY: ReadonlySet<HistoryInterval> = new Set(['1m', '5m', '15m', '30m', '1h']);
 const TOO_MANY = 'too-many:';
 
 /** The request: a history window and a `studies` list. */
