@@ -19,7 +19,7 @@ describe('parseStudies', () => {
     expect(a).toEqual(['bbands:20:2.5', 'macd:12:26:9', 'rsi:14', 'sma:20']);
     expect(b).toEqual(a);
     expect(parseStudies('macd:5', false)[0]!.key).toBe('macd:5:26:9');
-    expect(parseStudies('stoch::5', false).map((s) => s.key)).toEqual(['stoch:14:5:3']);
+    expect(parseStudies('stoch:9', false).map((s) => s.key)).toEqual(['stoch:9:3:3']);
   });
 
   it('when every study is asked with its defaults, then each has a key and export columns named by it', () => {
@@ -40,6 +40,7 @@ describe('parseStudies', () => {
     expect(violations('bbands:20:0.05')).toEqual(['query.studies study "bbands:20:0.05": deviations must be a number from 0.1 to 10']);
     expect(violations(`x${'y'.repeat(100)}`)[0]).toContain(`"x${'y'.repeat(39)}..."`);
     expect(violations('sma,'.repeat(11).slice(0, -1))[0]).toBe('query.studies asks for 11 studies, at most 10 are allowed');
+    expect(violations('stoch::5')).toEqual(['query.studies study "stoch::5": k_period is empty']);
     expect(violations('sma:1:2')).toEqual(['query.studies study "sma:1:2": sma takes at most 1 parameter(s) (period)']);
   });
 });
