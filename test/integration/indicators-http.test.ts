@@ -6,7 +6,7 @@
  */
 import { tableFromIPC } from 'apache-arrow';
 import { parse } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { computeStudy, parseStudies } from '../../src/domain/indicators/catalogue.js';
 import type { Series } from '../../src/domain/indicators/studies.js';
 import type { components } from '../../src/generated/api.js';
@@ -177,5 +177,33 @@ describe('history exports with studies', () => {
     const res = await svc.fetch(`/api/history/AAPL?${window}&format=csv&studies=sma:999`);
     expect(res.status).toBe(422);
     expect(((await res.json()) as ErrorBody).violations[0]!.message).toMatch(/study "sma:999"/);
+  });
+});
+
+describe('GET /api/indicators/{symbol} across a fleet', () => {
+  /** A Redis database of its own on the shared test server: no other suite writes there. */
+  const FLEET_DB = 14;
+  let a: TestService;
+  let b: TestService;
+  beforeAll(async () => {
+    const env = { CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/${FLEET_DB}` };
+    [a, b] = await Promise.all([startTestService(env), startTestService(env)]);
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+  });
+
+  it('when two instances are asked the same studies at once, then one instance computes them (MISS only there), the other reads its fill (HIT), and every answer is those bytes', async () => {
+    const target = '/api/indicators/MSFT?interval=1d&start=2023-01-01&end=2024-01-01&studies=rsi,macd,bbands';
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? a : b).fetch(target)));
+    expect(answers.map((r) => r.status)).toEqual(answers.map(() => 200));
+    const statusOf = (instance: number) => new Set(answers.filter((_, i) => i % 2 === instance).map((r) => r.headers.get('x-cache')));
+    // One instance filled (its concurrent readers shared that fill); the other only read what it stored.
+    expect([statusOf(0).has('MISS'), statusOf(1).has('MISS')].filter(Boolean)).toHaveLength(1);
+    expect([...statusOf(0), ...statusOf(1)].every((s) => s === 'MISS' || s === 'HIT')).toBe(true);
+    const bodies = new Set(await Promise.all(answers.map((r) => r.text())));
+    expect(bodies.size).toBe(1);
+    expect(new Set(answers.map((r) => r.headers.get('etag'))).size).toBe(1);
   });
 });
