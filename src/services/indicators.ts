@@ -125,7 +125,9 @@ export class IndicatorService {
       // VWAP starts at the open of the session the window's first bar belongs to.
       warmupFromMs = sessionOpenAt(market, first.timeMs);
     }
-    const warmup = first === undefined ? { candles: [], actions: read.actions } : await this.#warmup(query.symbol, query.interval, span.startMs, warmupOf(studies), warmupFromMs);
+    const warmup = first === undefined ? { candles: [], actions: read.actions, failed: false } : await this.#warmup(query.symbol, query.interval, span.startMs, warmupOf(studies), warmupFromMs);
+    // Warm-up bars the upstream failed to give now may come later: the answer lives as a partial one does.
+    if (warmup.failed) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     const actions = warmup.actions.length >= read.actions.length ? warmup.actions : read.actions;
     const candles = adjustCandles([...warmup.candles, ...read.candles], actions, window.adjust);
     const bars = {
@@ -159,8 +161,8 @@ export class IndicatorService {
    * calendar span is estimated, then doubled while it holds too few bars and reading further back
    * still finds more.
    */
-  async #warmup(symbol: string, interval: HistoryInterval, beforeMs: number, bars: number, fromMs: number | undefined): Promise<{ candles: StoredCandle[]; actions: StoredHistory['actions'] }> {
-    if (bars === 0 && (fromMs === undefined || fromMs >= beforeMs)) return { candles: [], actions: [] };
+  async #warmup(symbol: string, interval: HistoryInterval, beforeMs: number, bars: number, fromMs: number | undefined): Promise<{ candles: StoredCandle[]; actions: StoredHistory['actions']; failed: boolean }> {
+    if (bars === 0 && (fromMs === undefined || fromMs >= beforeMs)) return { candles: [], actions: [], failed: false };
     let reachMs = calendarSpanMs(interval, Math.max(bars, 1));
     let got: StoredHistory | undefined;
     for (let attempt = 0; attempt < WARMUP_READS; attempt++) {
@@ -173,7 +175,7 @@ export class IndicatorService {
     const candles = got!.candles;
     const fromIndex = fromMs === undefined ? candles.length : candles.findIndex((c) => c.timeMs >= fromMs);
     const keep = Math.max(bars, fromIndex === -1 ? 0 : candles.length - fromIndex);
-    return { candles: candles.slice(Math.max(0, candles.length - keep)), actions: got!.actions };
+    return { candles: candles.slice(Math.max(0, candles.length - keep)), actions: got!.actions, failed: got!.failure !== undefined };
   }
 }
 
