@@ -196,6 +196,9 @@ describe('GET /api/indicators/{symbol} across a fleet', () => {
 
   it('when two instances are asked the same studies at once, then one instance computes them (MISS only there), the other reads its fill (HIT), and every answer is those bytes', async () => {
     const target = '/api/indicators/MSFT?interval=1d&start=2023-01-01&end=2024-01-01&studies=rsi,macd,bbands';
+    // Each instance has its own store: filled first (window and warm-up), so the fill below is a store
+    // read and a computation, well within the 500 ms another instance waits on a fill lock.
+    for (const instance of [a, b]) expect((await instance.fetch('/api/history/MSFT?interval=1d&start=2019-01-01&end=2024-01-01')).status).toBe(200);
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? a : b).fetch(target)));
     expect(answers.map((r) => r.status)).toEqual(answers.map(() => 200));
     const statusOf = (instance: number) => new Set(answers.filter((_, i) => i % 2 === instance).map((r) => r.headers.get('x-cache')));
