@@ -194,8 +194,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const adminName = config.auth.defaultAdmin.username;
   if (await accounts.defaultAdminExists()) {
     logger.info({ username: adminName }, `default administrator '${adminName}' exists`);
-    if (config.auth.defaultAdmin.password === PLACEHOLDERS.adminPassword) {
-      logger.warn('DEFAULT_ADMIN_PASSWORD is the shipped default: change the administrator password after first login');
+    if (await accounts.defaultAdminPasswordIs(PLACEHOLDERS.adminPassword)) {
+      logger.warn(`the administrator '${adminName}' still has the shipped default password: change it (console, POST /api/auth/change-password or mds users set-password)`);
     }
   } else {
     logger.warn({ username: adminName }, `default administrator '${adminName}' does not exist: run \`mds init\``);
@@ -319,16 +319,18 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   else if (prometheus) {
     const { host, port } = config.metrics;
     const listening = await startMetricsServer({ host, port, source: prometheus, logger }).catch((err: unknown) => {
-      throw new StartupError(`Metrics listener on ${host}:${port}: ${err instanceof Error ? err.message : String(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`);
+      throw new StartupError(`Metrics listener on ${host}:${port}: ${err instanceof Error ? err.message : String(err)} (another mds on this machine? give each instance its own METRICS_PORT, or 0 to turn metrics off, and its own PORT)`);
     });
     metricsServer = listening;
     shutdown.add('metrics listener', () => listening.close());
     logger.info({ url: listening.url }, `metrics on ${listening.url}`);
   } else logger.info('metrics off (METRICS_PORT=0)');
   await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
+    const refused = (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new StartupError(`${config.server.host}:${config.server.port} is already in use (EADDRINUSE: another mds on this machine?): set PORT (or serve --port) to a free port`) : err);
+    server.once('error', refused);
     server.listen(config.server.port, config.server.host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolveListen();
     });
   });

@@ -157,7 +157,7 @@ export interface paths {
         };
         /**
          * List managed API keys
-         * @description Lists every managed API key, newest first, without its secret or digest.
+         * @description Lists every managed API key, newest first, without its secret or digest, as `{success, data}` like every list of this API but the seed's user list. Changed in 0.2.0: this operation answered a bare array in 0.1; a client of 0.1 reads the same array at `data`.
          */
         get: operations["listApiKeys"];
         put?: never;
@@ -965,6 +965,17 @@ export interface components {
              * @example 2027-01-01T00:00:00Z
              */
             expires_at?: string;
+        };
+        /** @description The managed API keys, newest first. */
+        ApiKeyList: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /** @description The keys, newest first, revoked ones excluded. */
+            data: components["schemas"]["ApiKey"][];
         };
         /** @description A managed API key as listed. Neither the key nor its digest is ever returned here. */
         ApiKey: {
@@ -2263,7 +2274,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKey"][];
+                    "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -14,7 +14,8 @@
  */
 import type { CandleStore, CorporateAction, InstrumentInfo, StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
 import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/market-data.js';
-import { marketOf, tradingSessions } from '../domain/market-calendar.js';
+import { tradingSessions } from '../domain/market-calendar.js';
+import { listedMarketOfSymbol } from '../domain/provider-symbols.js';
 import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
 
 const MINUTE_MS = 60_000;
@@ -116,6 +117,14 @@ export class HistoryStore {
   }
 
   /**
+   * The oldest instant the upstream still serves bars of `interval` for (`-Infinity` when it keeps all):
+   * a read or backfill reaching further back gets only what the store already holds before it.
+   */
+  oldestFetchableMs(interval: HistoryInterval): number {
+    return this.#now() - this.#reach(interval).retentionMs;
+  }
+
+  /**
    * The bars of `symbol` in `span`, fetching what the store lacks. Resolves with `info` undefined when
    * the symbol is unknown upstream and nothing is stored; rejects with the upstream's failure only
    * when nothing of the window could be served.
@@ -176,8 +185,9 @@ export class HistoryStore {
 
   /**
    * Keeps the daily history of `symbols` current: each symbol already in the store whose market closed
-   * a session since `sinceMs` has its last days read again (only the new bars are fetched). Symbols of
-   * no listed market (crypto, FX) are read once a UTC day. Resolves to how many symbols were read;
+   * a session since `sinceMs` has its last days read again (only the new bars are fetched); the market
+   * is the symbol's, by the symbol rule (crypto closes each UTC day). Symbols of an exchange not listed
+   * here are read once a UTC day. Resolves to how many symbols were read;
    * one symbol's failure does not stop the others.
    */
   async keepCurrent(symbols: Iterable<string>, sinceMs: number): Promise<number> {
@@ -186,7 +196,7 @@ export class HistoryStore {
     for (const symbol of new Set(symbols)) {
       const info = await this.#store.getInstrument(symbol);
       if (info === undefined) continue;
-      const market = marketOf({ instrument_type: 'equity', timezone: info.timezone });
+      const market = listedMarketOfSymbol(symbol);
       const closed =
         market === undefined
           ? Math.floor(sinceMs / DAY_MS) < Math.floor(now / DAY_MS)

@@ -21,7 +21,8 @@ import { INTERVAL_MS, type HistoryStore, type StoredHistory } from './history-st
 import type { MarketDataService } from './market-data.js';
 import type { HistoryWindow } from './market-data/history.js';
 import { DAY_MS, INTRADAY, PARTIAL_TTL_MS } from './market-data/lifetimes.js';
-import { MAX_CANDLES, TooManyCandlesError, type HistoryParams } from './market-data/history-rules.js';
+import { TooManyCandlesError, type HistoryParams } from './market-data/history-rules.js';
+import { MAX_CANDLES, tooManyCandles } from '../domain/candle-limits.js';
 import type { CachedRepresentation, Loaded, RepresentationCache } from './representation-cache.js';
 
 type IndicatorsResponse = components['schemas']['IndicatorsResponse'];
@@ -29,7 +30,6 @@ type Source = components['schemas']['Source'];
 
 /** Reads of the warm-up, each twice as far back as the last, while it has fewer bars than needed. */
 const WARMUP_READS = 3;
-const TOO_MANY = 'too-many:';
 
 /** The request: a history window and a `studies` list. */
 export interface IndicatorParams extends HistoryParams {
@@ -87,7 +87,7 @@ export class IndicatorService {
       load: () => this.#load(window, studies),
     });
     if (rep.outcome === 'unknown') throw new UnknownSymbolError([window.query.symbol]);
-    if (rep.outcome === 'refused') throw new TooManyCandlesError(rep.detail.slice(TOO_MANY.length));
+    if (rep.outcome === 'refused') throw new TooManyCandlesError(rep.refusal);
     return rep;
   }
 
@@ -114,8 +114,9 @@ export class IndicatorService {
     const { query, span } = window;
     const read: StoredHistory = await this.#history.read(query.symbol, query.interval, span, MAX_CANDLES + 1);
     if (read.info === undefined) return { outcome: 'unknown' };
-    let ttlMs = window.lifetimeMs(read.info.timezone);
-    if (read.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}over ${MAX_CANDLES}`, ttlMs };
+    let ttlMs = window.lifetimeMs();
+    const refusal = tooManyCandles(read.candles.length, 'answer');
+    if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
     if (read.missing.length > 0) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
 
     const market: MarketCode = marketOf({ instrument_type: 'equity', timezone: read.info.timezone }) ?? 'CRYPTO';

@@ -12,6 +12,7 @@ import type { CandleStore, CorporateAction, InstrumentInfo, Provenance, StoredCa
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
 import { mergeSpans } from '../../domain/time-spans.js';
 import { storeOperations } from './serial-queue.js';
+import { retryingWhileBusy } from './sqlite-busy.js';
 
 /** Rows per PostgreSQL statement: large enough to amortize a round trip, small enough to keep memory flat. */
 const PG_BATCH_ROWS = 5000;
@@ -117,7 +118,7 @@ function sqliteDialect(db: Database): Dialect {
       return find()?.id;
     },
     async insertCandles(seriesId, candles, source) {
-      writeCandles(seriesId, candles, source);
+      writeCandles.immediate(seriesId, candles, source);
     },
     async selectCandles(seriesId, span, limit) {
       // Rows as arrays (raw mode): an object per row with named keys costs better-sqlite3 about as
@@ -130,16 +131,16 @@ function sqliteDialect(db: Database): Dialect {
       return (prepare('SELECT count(*) AS n FROM candles WHERE series_id = ? AND t >= ? AND t < ?').get(seriesId, span.startMs, span.endMs) as { n: number }).n;
     },
     async deleteSeries(symbol, interval) {
-      return deleteSeries(symbol, interval);
+      return deleteSeries.immediate(symbol, interval);
     },
     async cover(seriesId, span, source) {
-      writeCoverage(seriesId, span, source);
+      writeCoverage.immediate(seriesId, span, source);
     },
     async selectCoverage(seriesId, span) {
       return prepare('SELECT start_ms AS startMs, end_ms AS endMs FROM candle_coverage WHERE series_id = ? AND start_ms < ? AND end_ms > ? ORDER BY start_ms').all(seriesId, span.endMs, span.startMs) as TimeSpan[];
     },
     async insertActions(symbol, actions, source) {
-      writeActions(symbol, actions, source);
+      writeActions.immediate(symbol, actions, source);
     },
     async selectActions(symbol, span) {
       return prepare('SELECT kind, t, amount, numerator, denominator FROM corporate_actions WHERE symbol = ? AND t >= ? AND t < ? ORDER BY t, kind').all(symbol, span.startMs, span.endMs) as ActionRow[];
@@ -327,7 +328,7 @@ export class TypeormCandleStore implements CandleStore {
     this.#dialect =
       dataSource.options.type === 'postgres'
         ? postgresDialect(dataSource)
-        : sqliteDialect((dataSource.driver as unknown as { databaseConnection: Database }).databaseConnection);
+        : retryingWhileBusy(sqliteDialect((dataSource.driver as unknown as { databaseConnection: Database }).databaseConnection));
     this.#op = storeOperations(dataSource, { table: 'candles', store: 'Candle store' });
   }
 

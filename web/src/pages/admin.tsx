@@ -6,7 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../src/generated/api.ts';
 import { api, ApiError, call } from '../api.ts';
 import { onSession, session } from '../session.ts';
-import { formatNumber, Page, Problem, SignIn, useApi } from '../ui.tsx';
+import { ChangePassword, formatNumber, Page, Problem, SignIn, useApi } from '../ui.tsx';
 
 type ApiKey = components['schemas']['ApiKey'];
 type Provider = components['schemas']['ProviderStatus'];
@@ -323,6 +323,14 @@ function UsersPanel() {
   );
 }
 
+/** A usage row's caller by name: a managed key by its name (its id only once revoked), a configured key, a user. */
+function callerLabel(kind: string, caller: string, names: Map<string, string>): string {
+  if (kind !== 'api-key') return `user ${caller}`;
+  if (caller === '') return 'a key of API_KEYS';
+  const name = names.get(caller);
+  return name === undefined ? `revoked key ${caller.slice(0, 8)}` : `key ${name}`;
+}
+
 function UsagePanel({ keys }: { keys: ApiKey[] }) {
   const usage = useApi((signal) => call(api.GET('/api/admin/usage', { params: { query: { days: 30 } }, signal })), []);
   const names = new Map(keys.map((k) => [k.id, k.name]));
@@ -351,7 +359,7 @@ function UsagePanel({ keys }: { keys: ApiKey[] }) {
               {usage.data.data.map((row) => (
                 <tr key={`${row.day} ${row.caller_kind} ${row.caller}`} data-caller={row.caller}>
                   <td>{row.day}</td>
-                  <th scope="row">{row.caller_kind === 'api-key' ? `key ${names.get(row.caller) ?? row.caller}` : `user ${row.caller}`}</th>
+                  <th scope="row">{callerLabel(row.caller_kind, row.caller, names)}</th>
                   <td class="num">{formatNumber(row.requests)}</td>
                   <td class="num">{formatNumber(row.rate_limited)}</td>
                 </tr>
@@ -370,7 +378,7 @@ export function Admin() {
   const current = session();
   const signedIn = Boolean(current.token || current.apiKey);
   // Nothing is asked before a sign-in: the answer could only be a 401.
-  const keys = useApi((signal) => (signedIn ? call(api.GET('/api/admin/api-keys', { signal })) : Promise.resolve([])), [signedIn]);
+  const keys = useApi((signal) => (signedIn ? call(api.GET('/api/admin/api-keys', { signal })).then((answer) => answer.data) : Promise.resolve([])), [signedIn]);
   if (!signedIn) {
     return (
       <Page title="Admin">
@@ -388,6 +396,7 @@ export function Admin() {
   }
   return (
     <Page title="Admin">
+      <ChangePassword />
       <StatusPanel />
       <ProvidersPanel />
       {keys.error ? <Problem error={keys.error} onRetry={keys.reload} /> : <KeysPanel keys={keys.data ?? []} reload={keys.reload} />}
