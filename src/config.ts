@@ -159,6 +159,7 @@ const schema = z.object({
   CACHE_STALE_IF_ERROR_SECONDS: int(0, 86_400).default(0),
   /** The most unknown symbols remembered per provider, in memory and in Redis (64 keys at most either way). */
   CACHE_UNKNOWN_MAX_SYMBOLS: int(64, 1_000_000).default(10_000),
+  QUALITY_DIVERGENCE_BPS: int(1, 10_000).default(50),
 
   SECRET_KEY: z.string().optional(),
   ACCESS_TOKEN_EXPIRE_MINUTES: int(1, 525_600).default(10080),
@@ -375,6 +376,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
     /** `format` `auto` (LOG_FORMAT unset): pretty where the log goes to a terminal, JSON elsewhere. */
     log: { level: v.LOG_LEVEL, format: v.LOG_FORMAT ?? ('auto' as const) },
     database: { url: v.DATABASE_URL },
+    /** Data quality (DESIGN 20): how far apart two providers' closes may be (basis points) before they diverge. */
+    quality: { divergenceBps: v.QUALITY_DIVERGENCE_BPS },
     cache: {
       /** `single`: `redis` is the server; `sentinel`: `sentinel` finds the master; `cluster`: `clusterNodes` are the seeds. */
       topology,

@@ -55,6 +55,7 @@ import { StatusService } from './services/status.js';
 import { UsageMeter } from './services/usage-meter.js';
 import { HistoryBackfill } from './services/history-backfill.js';
 import { HistoryStore } from './services/history-store.js';
+import { DataQuality } from './services/data-quality.js';
 import { refreshJob } from './services/refresh-job.js';
 import { ShutdownList } from './services/shutdown-list.js';
 
@@ -219,7 +220,14 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     metrics,
   });
   const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, ...(options.now ? { now: options.now } : {}) });
+  const quality = new DataQuality({
+    store: db.dataIssues,
+    reference: (query, except) => provider.getHistoryElsewhere(query, except),
+    count: prometheus ? (rule, action, from) => prometheus.dataIssue(rule, action, from) : undefined,
+    logger: logger.child({ component: 'data-quality' }),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, chain: links.map((link) => link.name), ...(options.now ? { now: options.now } : {}) });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
   const indicators = new IndicatorService({ engine, market, history, now: options.now });
   const calendar = new MarketCalendarService();
@@ -298,7 +306,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, indicators, providers: provider, calendar, status, streams, backfill, usage, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, indicators, providers: provider, calendar, status, streams, backfill, usage, quality, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,

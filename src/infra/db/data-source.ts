@@ -12,6 +12,7 @@ import { CreateApiKeys1763900000000 } from './migrations/1763900000000-create-ap
 import { CreateCandles1764000000000 } from './migrations/1764000000000-create-candles.js';
 import { CreateHistoryJobs1764100000000 } from './migrations/1764100000000-create-history-jobs.js';
 import { CreateUsageDaily1764200000000 } from './migrations/1764200000000-create-usage-daily.js';
+import { CreateDataIssues1764300000000 } from './migrations/1764300000000-create-data-issues.js';
 import { historyJobEntity } from './history-job-entity.js';
 import { userEntity, type DatabaseKind } from './user-entity.js';
 
@@ -65,7 +66,7 @@ export function createDataSource(databaseUrl: string, options: DataSourceOptions
   const target = parseDatabaseUrl(databaseUrl);
   const common = {
     entities: [userEntity(target.kind), apiKeyEntity(target.kind), historyJobEntity(target.kind)],
-    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000, CreateCandles1764000000000, CreateHistoryJobs1764100000000, CreateUsageDaily1764200000000],
+    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000, CreateCandles1764000000000, CreateHistoryJobs1764100000000, CreateUsageDaily1764200000000, CreateDataIssues1764300000000],
     synchronize: false,
     migrationsRun: false,
     logging: false,

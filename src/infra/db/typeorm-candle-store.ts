@@ -55,6 +55,9 @@ interface Dialect {
   putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void>;
   getInstrument(symbol: string): Promise<InstrumentInfo | undefined>;
   footprint(): Promise<{ candles: number; bytes: number }>;
+  coverageProviders(seriesId: number): Promise<string[]>;
+  /** Candles and coverage rows of `provider`, in the series `seriesId` or (undefined) every series. */
+  purgeProvider(provider: string, seriesId: number | undefined): Promise<number>;
 }
 
 function sqliteDialect(db: Database): Dialect {
@@ -108,6 +111,14 @@ function sqliteDialect(db: Database): Dialect {
       prepare('DELETE FROM candle_coverage WHERE series_id = ?').run(id);
     }
     return removed;
+  });
+  const purge = db.transaction((provider: string, seriesId: number | undefined) => {
+    if (seriesId === undefined) {
+      prepare('DELETE FROM candle_coverage WHERE provider = ?').run(provider);
+      return prepare('DELETE FROM candles WHERE provider = ?').run(provider).changes;
+    }
+    prepare('DELETE FROM candle_coverage WHERE series_id = ? AND provider = ?').run(seriesId, provider);
+    return prepare('DELETE FROM candles WHERE series_id = ? AND provider = ?').run(seriesId, provider).changes;
   });
   return {
     async seriesId(symbol, interval, create) {
@@ -165,6 +176,12 @@ function sqliteDialect(db: Database): Dialect {
       // dbstat is compiled into better-sqlite3's SQLite; it gives the pages of each table and index.
       const row = prepare("SELECT coalesce(sum(pgsize), 0) AS bytes FROM dbstat WHERE name IN ('candles', 'candle_series', 'candle_coverage')").get() as { bytes: number };
       return { candles, bytes: row.bytes };
+    },
+    async coverageProviders(seriesId) {
+      return (prepare('SELECT DISTINCT provider FROM candle_coverage WHERE series_id = ?').all(seriesId) as Array<{ provider: string }>).map((r) => r.provider);
+    },
+    async purgeProvider(provider, seriesId) {
+      return purge(provider, seriesId);
     },
   };
 }
@@ -313,6 +330,18 @@ function postgresDialect(dataSource: DataSource): Dialect {
       );
       return { candles: Number(row?.candles ?? 0), bytes: Number(row?.bytes ?? 0) };
     },
+    async coverageProviders(seriesId) {
+      return (await query<Array<{ provider: string }>>(`SELECT DISTINCT provider FROM ${t('candle_coverage')} WHERE series_id = $1`, [seriesId])).map((r) => r.provider);
+    },
+    async purgeProvider(provider, seriesId) {
+      return dataSource.transaction(async (manager) => {
+        const where = seriesId === undefined ? 'provider = $1' : 'provider = $1 AND series_id = $2';
+        const params = seriesId === undefined ? [provider] : [provider, seriesId];
+        await manager.query(`DELETE FROM ${t('candle_coverage')} WHERE ${where}`, params);
+        const [, removed] = (await manager.query(`DELETE FROM ${t('candles')} WHERE ${where}`, params)) as [unknown, number];
+        return Number(removed ?? 0);
+      });
+    },
   };
 }
 
@@ -412,5 +441,20 @@ export class TypeormCandleStore implements CandleStore {
 
   footprint(): Promise<{ candles: number; bytes: number }> {
     return this.#op(() => this.#dialect.footprint());
+  }
+
+  coverageProviders(symbol: string, interval: HistoryInterval): Promise<string[]> {
+    return this.#op(async () => {
+      const id = await this.#seriesId(symbol, interval, false);
+      return id === undefined ? [] : this.#dialect.coverageProviders(id);
+    });
+  }
+
+  purgeProvider(provider: string, series?: { symbol: string; interval: HistoryInterval }): Promise<number> {
+    return this.#op(async () => {
+      if (series === undefined) return this.#dialect.purgeProvider(provider, undefined);
+      const id = await this.#seriesId(series.symbol, series.interval, false);
+      return id === undefined ? 0 : this.#dialect.purgeProvider(provider, id);
+    });
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The admin page: after a login (the bearer token stays in memory) or with an admin API key, the
- * service's status and cache, the market-data providers, managed API keys, users and usage.
+ * service's status and cache, the market-data providers, managed API keys, users, usage and data issues.
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../src/generated/api.ts';
@@ -372,6 +372,60 @@ function UsagePanel({ keys }: { keys: ApiKey[] }) {
   );
 }
 
+/** A recorded bar's close, or a dash when the bar is absent (dropped, or nothing was given). */
+function closeOf(bar: { close: number } | null | undefined): string {
+  return bar ? formatNumber(bar.close) : '\u2014';
+}
+
+function DataIssuesPanel() {
+  const issues = useApi((signal) => call(api.GET('/api/admin/data-issues', { params: { query: { limit: 100 } }, signal })), []);
+  return (
+    <section aria-labelledby="data-issues-title" class="panel" data-panel="data-issues">
+      <h2 id="data-issues-title">Data issues</h2>
+      <p>Bars of upstream answers the quality checks repaired, dropped or suspect, newest first (the last 100).</p>
+      <button type="button" onClick={issues.reload}>
+        Refresh data issues
+      </button>
+      {issues.error ? <Problem error={issues.error} onRetry={issues.reload} /> : null}
+      {issues.data ? (
+        issues.data.data.length === 0 ? (
+          <p>No data issues recorded.</p>
+        ) : (
+          <table>
+            <caption class="sr-only">Data issues: symbol, bar, rule, what was done, close before and after, providers</caption>
+            <thead>
+              <tr>
+                <th scope="col">Symbol</th>
+                <th scope="col">Bar (UTC)</th>
+                <th scope="col">Rule</th>
+                <th scope="col">Action</th>
+                <th scope="col" class="num">Close before</th>
+                <th scope="col" class="num">Close after</th>
+                <th scope="col">Providers</th>
+              </tr>
+            </thead>
+            <tbody>
+              {issues.data.data.map((issue, i) => (
+                <tr key={`${issue.recorded_at} ${issue.symbol} ${issue.time} ${issue.rule} ${i}`} data-rule={issue.rule}>
+                  <th scope="row">
+                    {issue.symbol} {issue.interval}
+                  </th>
+                  <td>{issue.time.replace('T', ' ').slice(0, 16)}</td>
+                  <td>{issue.rule}</td>
+                  <td>{issue.action}</td>
+                  <td class="num">{closeOf(issue.before)}</td>
+                  <td class="num">{closeOf(issue.after)}</td>
+                  <td>{issue.providers.join(', ')}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )
+      ) : null}
+    </section>
+  );
+}
+
 export function Admin() {
   const [, setRound] = useState(0);
   useEffect(() => onSession(() => setRound((n) => n + 1)), []);
@@ -402,6 +456,7 @@ export function Admin() {
       {keys.error ? <Problem error={keys.error} onRetry={keys.reload} /> : <KeysPanel keys={keys.data ?? []} reload={keys.reload} />}
       <UsersPanel />
       <UsagePanel keys={keys.data ?? []} />
+      <DataIssuesPanel />
     </Page>
   );
 }
