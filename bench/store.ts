@@ -291,7 +291,7 @@ async function indicatorRead(dir: string): Promise<Record<string, unknown>> {
         if (i === 0 && times === studies) {
           studyBytes = bytes.byteLength;
           const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as { data: { times: string[]; studies: Record<string, Array<number | null> | Record<string, Array<number | null>>> } };
-          if (body.data.times.length !== TEN_YEARS_DAILY || Object.keys(body.data.studies).length !== 10) throw new Error('the indicators answer is not ten studies over 10 years');
+          if (body.data.times.length !== TEN_YEARS_DAILY || Object.keys(body.data.studies).length !== 10) throw new Error(`the indicators answer is not ten studies over 10 years: ${body.data.times.length} times, ${Object.keys(body.data.studies).length} studies`);
           if ((body.data.studies['rsi:14'] as Array<number | null>)[0] === null) throw new Error("the window's first RSI is null: the warm-up was not read");
         }
       }
