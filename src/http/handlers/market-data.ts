@@ -6,6 +6,7 @@ import type { IndicatorService } from '../../services/indicators.js';
 import { InvalidRequestError } from '../../domain/errors.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
 import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv, type ExtraColumns } from '../history-export.js';
+import { cacheScopeOf, setCacheControl, varyByCredentials } from '../cache-policy.js';
 import { etagMatches, representationReply, varyByAccept } from './representation.js';
 import type { Handler, JsonResponse } from './types.js';
 
@@ -14,8 +15,10 @@ export type RememberTarget = (req: Request, key: string) => void;
 
 /** Sends a cached JSON representation (200 or 304) and lets the fast path answer its target for a second. */
 export function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
-  const reply = representationReply(rep, req.headers['if-none-match']);
+  const scope = cacheScopeOf(req);
+  const reply = representationReply(rep, req.headers['if-none-match'], scope);
   varyByAccept(res, rep.kind);
+  if (scope === 'private') varyByCredentials(res);
   res.status(reply.status).set(reply.headers);
   if (reply.body) res.end(reply.body);
   else res.end();
@@ -41,7 +44,8 @@ function historyFormat(req: Request, format: HistoryFormat | undefined): History
 async function sendExport(req: Request, res: Response, rep: CachedRepresentation, format: 'csv' | 'arrow', studies?: { etag: string; columns: () => Promise<ExtraColumns & { times: readonly string[] }> }): Promise<void> {
   // With studies, the ETag changes with the history and with the studies' answer.
   const etag = rep.etag.replace(/"$/, `${studies === undefined ? '' : `-${studies.etag.replaceAll('"', '')}`}-${format}"`);
-  res.set({ 'X-Cache': rep.cacheStatus, ETag: etag, 'Cache-Control': `public, max-age=${rep.maxAgeSeconds}` });
+  res.set({ 'X-Cache': rep.cacheStatus, ETag: etag });
+  setCacheControl(req, res, rep.maxAgeSeconds);
   varyByAccept(res);
   if (etagMatches(req.headers['if-none-match'], etag)) {
     res.status(304).end();
@@ -146,10 +150,11 @@ export function marketDataHandlers(
       const { q, limit } = req.query as unknown as { q: string; limit?: number };
       send(req, res, await market.search(q, limit === undefined ? undefined : Number(limit)), remember);
     },
-    getMarkets(_req, res) {
+    getMarkets(req, res) {
       const { body, maxAgeSeconds } = market.markets();
       const typed: JsonResponse<'getMarkets', 200> = body;
-      res.status(200).set('Cache-Control', `public, max-age=${maxAgeSeconds}`).json(typed);
+      setCacheControl(req, res, maxAgeSeconds);
+      res.status(200).json(typed);
     },
   };
 }
