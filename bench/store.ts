@@ -13,6 +13,10 @@
  * upstream's answer handed in from memory, validated, stored, read back) with the data-quality checks on
  * and off, interleaved in the same run on SQLite; target: on costs at most 5 % more. BENCH_QUALITY_MISSES
  * sets the misses per mode (default 200); BENCH_STORE_ONLY=quality runs that figure alone.
+ * The indicators figure is `mds serve` answering GET /api/indicators with ten studies over 10-year
+ * windows of stored daily bars (the representation cache missed: each request a window of its own),
+ * alternating with history reads of the same windows in the same run; target: p99 at most 2x history's.
+ * BENCH_STORE_ONLY=indicators runs that figure alone; BENCH_STORE_READS sets the reads per figure (default 2,000).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,7 +37,9 @@ const ROOT = resolve(import.meta.dirname, '..');
 const DAY_MS = 86_400_000;
 const WRITE_CANDLES = 500_000;
 const TEN_YEARS_DAILY = 2520;
-const READS = 2000;
+const READS = Number(process.env.BENCH_STORE_READS ?? 2000);
+/** Ten studies at their usual periods, as a chart asks for them. */
+const TEN_STUDIES = 'sma:20,ema:50,wma:20,rsi:14,macd:12:26:9,bbands:20:2,stoch:14:3:3,atr:14,adx:14,cci:20';
 const LARGE_CANDLES = Number(process.env.BENCH_STORE_CANDLES ?? 10_000_000);
 const SOURCE = { provider: 'bench', fetchedAtMs: Date.now() };
 const START = Date.UTC(2010, 0, 4);
@@ -248,18 +254,78 @@ async function validationCost(dir: string): Promise<Record<string, unknown>> {
   }
 }
 
+/**
+ * Ten studies over 10 years of stored daily bars (four more years before them, for the warm-up), the
+ * representation cache missed, beside history reads of the same windows, alternating in one run so
+ * both meet the same machine: p99 of each and their ratio (target <= 2).
+ */
+async function indicatorRead(dir: string): Promise<Record<string, unknown>> {
+  const env = { ...benchEnv(dir, 'redis://127.0.0.1:1/0'), DATABASE_URL: `sqlite:${join(dir, 'indicators.sqlite')}`, LOG_LEVEL: 'warn' };
+  initService(env);
+  const db = await openUserStore(env.DATABASE_URL, { runMigrations: true });
+  const before = 4 * 365;
+  const bars = candles(TEN_YEARS_DAILY + before, DAY_MS).map((c) => ({ ...c, timeMs: c.timeMs - before * DAY_MS }));
+  const span = { startMs: START - before * DAY_MS, endMs: START + TEN_YEARS_DAILY * DAY_MS };
+  await db.candles.putCandles('AAPL', '1d', bars, SOURCE);
+  await db.candles.putInstrument('AAPL', { currency: 'USD', timezone: 'America/New_York' }, SOURCE);
+  await db.candles.markCovered('AAPL', '1d', span, SOURCE);
+  await db.close();
+  const end = new Date(span.endMs).toISOString();
+  // A window a second earlier each time (the bar at START is its first): a key the cache has not seen.
+  const window = (i: number) => `interval=1d&start=${new Date(START - 1000 * (i + 1)).toISOString()}&end=${end}`;
+  const server = await spawnServe(['--port', String(await freePort())], { env, stdout: 'ignore' });
+  const history: number[] = [];
+  const studies: number[] = [];
+  let studyBytes = 0;
+  try {
+    for (let i = 0; i < READS; i++) {
+      for (const [path, times] of [
+        [`/api/history/AAPL?${window(i)}`, history],
+        [`/api/indicators/AAPL?${window(i)}&studies=${TEN_STUDIES}`, studies],
+      ] as const) {
+        const started = performance.now();
+        const res = await fetch(`${server.url}${path}`);
+        const bytes = await res.arrayBuffer();
+        times.push(performance.now() - started);
+        if (res.status !== 200 || res.headers.get('x-cache') !== 'MISS') throw new Error(`${path} answered ${res.status} ${res.headers.get('x-cache')}`);
+        if (i === 0 && times === studies) {
+          studyBytes = bytes.byteLength;
+          const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as { data: { times: string[]; studies: Record<string, Array<number | null> | Record<string, Array<number | null>>> } };
+          if (body.data.times.length !== TEN_YEARS_DAILY || Object.keys(body.data.studies).length !== 10) throw new Error(`the indicators answer is not ten studies over 10 years: ${body.data.times.length} times, ${Object.keys(body.data.studies).length} studies`);
+          if ((body.data.studies['rsi:14'] as Array<number | null>)[0] === null) throw new Error("the window's first RSI is null: the warm-up was not read");
+        }
+      }
+    }
+  } finally {
+    await server.stop();
+  }
+  history.sort((a, b) => a - b);
+  studies.sort((a, b) => a - b);
+  return {
+    store: 'http (sqlite, representation cache missed): ten studies vs history, same windows',
+    studies: TEN_STUDIES,
+    reads: READS,
+    indicatorsBodyBytes: studyBytes,
+    tenYearsDailyHistory: { p50Ms: percentile(history, 50), p99Ms: percentile(history, 99) },
+    tenYearsDailyTenStudies: { p50Ms: percentile(studies, 50), p99Ms: percentile(studies, 99) },
+    p99StudiesOverHistory: Math.round((percentile(studies, 99) / percentile(history, 99)) * 100) / 100,
+  };
+}
+
 const rows: Array<Record<string, unknown>> = [];
 const dir = mkdtempSync(join(tmpdir(), 'mds-bench-store-'));
 const only = process.env.BENCH_STORE_ONLY;
 try {
-  rows.push(await validationCost(dir));
-  if (only !== 'quality') await others();
+  if (only !== 'indicators') rows.push(await validationCost(dir));
+  if (only === 'indicators') rows.push(await indicatorRead(dir));
+  else if (only !== 'quality') await others();
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 
 async function others(): Promise<void> {
   rows.push(await httpRead(dir));
+  rows.push(await indicatorRead(dir));
   const sqlite = await openUserStore(`sqlite:${join(dir, 'mds.sqlite')}`, { runMigrations: true });
   try {
     rows.push(await measure('sqlite', sqlite, false));

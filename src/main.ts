@@ -46,6 +46,7 @@ import { AccountService } from './services/accounts.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
+import { IndicatorService } from './services/indicators.js';
 import { MarketCalendarService } from './services/market-calendar.js';
 import { ProviderRouter } from './services/provider-router.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
@@ -251,6 +252,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     ...(options.now ? { now: options.now } : {}),
   });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
+  const indicators = new IndicatorService({ engine, market, history, now: options.now });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,
@@ -329,7 +331,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, providers: provider, calendar, status, streams, backfill, usage, quality, ...(fastPath ? { rememberTarget: fastPath.remember } : {}) }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, indicators, providers: provider, calendar, status, streams, backfill, usage, quality, ...(fastPath ? { rememberTarget: fastPath.remember } : {}) }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,

@@ -372,6 +372,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/indicators/{symbol}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get technical indicators of one symbol
+         * @description Computes studies (moving averages, RSI, MACD, Bollinger bands and more) over a history window from the history store, exact from the window's first bar.
+         */
+        get: operations["getIndicators"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/search": {
         parameters: {
             query?: never;
@@ -1230,7 +1250,7 @@ export interface components {
              */
             misses: number;
             /**
-             * @description Hits, misses and stale answers per kind of cached data (`indices`, `quote`, `quotes`, `history`, `search`), since the process started.
+             * @description Hits, misses and stale answers per kind of cached data (`indices`, `quote`, `quotes`, `history`, `search`, `indicators`), since the process started.
              * @example {
              *       "indices": {
              *         "hits": 100,
@@ -1704,6 +1724,44 @@ export interface components {
              */
             updated_at: string;
         };
+        /** @description One value per bar of `times`; null while the study warms up (only at the start of the stored history) or where it has no value. */
+        StudySeries: (number | null)[];
+        /** @description The outputs of a study with several, by name (macd, signal, histogram; upper, middle, lower; k, d; adx, plus_di, minus_di). */
+        StudyOutputs: {
+            [key: string]: components["schemas"]["StudySeries"];
+        };
+        /** @description The studies of one window, each aligned to the window's bar times. */
+        Indicators: {
+            /**
+             * @description The symbol, upper-cased.
+             * @example AAPL
+             */
+            symbol: string;
+            interval: components["schemas"]["HistoryInterval"];
+            /** @description The start of each bar of the window (UTC), ascending, as history's candle times. */
+            times: string[];
+            /** @description Each study under its normalised name (lower case, every parameter given, e.g. `rsi:14`), sorted. */
+            studies: {
+                [key: string]: components["schemas"]["StudySeries"] | components["schemas"]["StudyOutputs"];
+            };
+        };
+        /** @description Technical indicators of one symbol over a window. */
+        IndicatorsResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Indicators"];
+            source: components["schemas"]["Source"];
+            /**
+             * Format: date-time
+             * @description When the studies were computed.
+             * @example 2026-11-21T12:00:00.000Z
+             */
+            updated_at: string;
+        };
         /** @description One instrument that matches a search. */
         SearchResult: {
             /**
@@ -2101,6 +2159,20 @@ export interface components {
         };
     };
     parameters: {
+        /** @description Comma-separated studies, each `name` or `name:param:param` (at most 10; periods 1 to 500; a parameter left out takes its default). `sma:N` (20), `ema:N` (20), `wma:N` (20), `rsi:N` (14), `macd:fast:slow:signal` (12, 26, 9; outputs macd, signal, histogram), `bbands:N:K` (20, 2; K population standard deviations 0.1 to 10; outputs upper, middle, lower), `stoch:k:smooth:d` (14, 3, 3; outputs k, d), `atr:N` (14), `adx:N` (14; outputs adx, plus_di, minus_di), `obv`, `vwap` (intraday intervals only, restarted at each session's open), `roc:N` (10), `willr:N` (14), `cci:N` (20). TA-Lib's conventions: EMAs seeded with the SMA of their first N values, Wilder's smoothing for RSI, ATR and ADX. An unknown study, a bad parameter or more than 10 studies is a 422 naming the study. */
+        Studies: string;
+        /** @description With `format=csv` or `arrow`: studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
+        OptionalStudies: string;
+        /** @description The bar size, as for history (default 1d). */
+        WindowInterval: components["schemas"]["HistoryInterval"];
+        /** @description A period ending now, as for history; the default (1mo) when neither `range` nor `start` is given. */
+        WindowRange: components["schemas"]["HistoryRange"];
+        /** @description The window's start, an ISO 8601 date (midnight UTC) or date-time. Not together with `range`. */
+        WindowStart: components["schemas"]["DateOrDateTime"];
+        /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
+        WindowEnd: components["schemas"]["DateOrDateTime"];
+        /** @description The price basis the studies are computed on, as for history (`splits` by default, `none`, `all`). */
+        WindowAdjust: "none" | "splits" | "all";
         /** @description A Yahoo-style symbol (`AAPL`, `^GSPC`, `000001.SS`, `BTC-USD`, `EURUSD=X`), case-insensitive. */
         Symbol: string;
         /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
@@ -2735,6 +2807,8 @@ export interface operations {
                 adjust?: "none" | "splits" | "all";
                 /** @description The answer's format; `csv` and `arrow` (an Apache Arrow IPC stream) carry the same candles, and up to 200,000 of them where JSON carries 5,000. Without it, `Accept` chooses (`text/csv`, `application/vnd.apache.arrow.stream`), JSON otherwise. */
                 format?: "json" | "csv" | "arrow";
+                /** @description With `format=csv` or `arrow`: studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
+                studies?: components["parameters"]["OptionalStudies"];
             };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
@@ -2766,6 +2840,57 @@ export interface operations {
                     "application/json": components["schemas"]["HistoryResponse"];
                     "text/csv": string;
                     "application/vnd.apache.arrow.stream": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["UnknownSymbol"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getIndicators: {
+        parameters: {
+            query: {
+                /** @description Comma-separated studies, each `name` or `name:param:param` (at most 10; periods 1 to 500; a parameter left out takes its default). `sma:N` (20), `ema:N` (20), `wma:N` (20), `rsi:N` (14), `macd:fast:slow:signal` (12, 26, 9; outputs macd, signal, histogram), `bbands:N:K` (20, 2; K population standard deviations 0.1 to 10; outputs upper, middle, lower), `stoch:k:smooth:d` (14, 3, 3; outputs k, d), `atr:N` (14), `adx:N` (14; outputs adx, plus_di, minus_di), `obv`, `vwap` (intraday intervals only, restarted at each session's open), `roc:N` (10), `willr:N` (14), `cci:N` (20). TA-Lib's conventions: EMAs seeded with the SMA of their first N values, Wilder's smoothing for RSI, ATR and ADX. An unknown study, a bad parameter or more than 10 studies is a 422 naming the study. */
+                studies: components["parameters"]["Studies"];
+                /** @description The bar size, as for history (default 1d). */
+                interval?: components["parameters"]["WindowInterval"];
+                /** @description A period ending now, as for history; the default (1mo) when neither `range` nor `start` is given. */
+                range?: components["parameters"]["WindowRange"];
+                /** @description The window's start, an ISO 8601 date (midnight UTC) or date-time. Not together with `range`. */
+                start?: components["parameters"]["WindowStart"];
+                /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
+                end?: components["parameters"]["WindowEnd"];
+                /** @description The price basis the studies are computed on, as for history (`splits` by default, `none`, `all`). */
+                adjust?: components["parameters"]["WindowAdjust"];
+            };
+            header?: {
+                /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description A Yahoo-style symbol (`AAPL`, `^GSPC`, `000001.SS`, `BTC-USD`, `EURUSD=X`), case-insensitive. */
+                symbol: components["parameters"]["Symbol"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The window's bar times and each study's values, aligned to them. */
+            200: {
+                headers: {
+                    "X-Cache": components["headers"]["X-Cache"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IndicatorsResponse"];
                 };
             };
             304: components["responses"]["NotModified"];

@@ -20,23 +20,38 @@ export const ARROW_CONTENT_TYPE = 'application/vnd.apache.arrow.stream';
 /** RFC 4180 ends records with CRLF. */
 const EOL = '\r\n';
 
+/**
+ * Study columns after the candle columns (`sma_20`, `macd_12_26_9_signal`): one value per candle,
+ * in the candles' order, null where the study has none.
+ */
+export interface ExtraColumns {
+  names: readonly string[];
+  /** `values[c][i]`: column `c` at candle `i`. */
+  values: ReadonlyArray<ReadonlyArray<number | null>>;
+}
+
 /** The header row. */
-export function csvHeader(): string {
-  return HISTORY_EXPORT_COLUMNS.join(',') + EOL;
+export function csvHeader(extra?: ExtraColumns): string {
+  return [...HISTORY_EXPORT_COLUMNS, ...(extra?.names ?? [])].join(',') + EOL;
 }
 
 /**
  * Rows of `candles`: numbers as JSON writes them (a reader gets the JSON values back), null as an
  * empty field. Nothing needs quoting: times are ISO 8601 and the rest are numbers.
  */
-export function csvRows(candles: readonly Candle[]): string {
+export function csvRows(candles: readonly Candle[], extra?: ExtraColumns): string {
   let out = '';
-  for (const c of candles) out += `${c.time},${c.open},${c.high},${c.low},${c.close},${c.adj_close ?? ''},${c.volume ?? ''}${EOL}`;
+  for (let i = 0; i < candles.length; i++) {
+    const c = candles[i]!;
+    let studies = '';
+    if (extra !== undefined) for (const column of extra.values) studies += `,${column[i] ?? ''}`;
+    out += `${c.time},${c.open},${c.high},${c.low},${c.close},${c.adj_close ?? ''},${c.volume ?? ''}${studies}${EOL}`;
+  }
   return out;
 }
 
 /** One Arrow record batch of `candles`. */
-export function arrowBatch(candles: readonly Candle[]): RecordBatch {
+export function arrowBatch(candles: readonly Candle[], extra?: ExtraColumns): RecordBatch {
   const column = (pick: (c: Candle) => number | null) => vectorFromArray(candles.map(pick), new Float64());
   const table = new Table({
     time: vectorFromArray(
@@ -52,6 +67,7 @@ export function arrowBatch(candles: readonly Candle[]): RecordBatch {
       candles.map((c) => (c.volume === null ? null : BigInt(c.volume))),
       new Int64(),
     ),
+    ...Object.fromEntries((extra?.names ?? []).map((name, c) => [name, vectorFromArray([...extra!.values[c]!], new Float64())])),
   });
   return table.batches[0] ?? new RecordBatch(table.schema);
 }
@@ -73,7 +89,7 @@ export async function writeCsv(res: ServerResponse, pages: AsyncIterable<readonl
 }
 
 /** Writes an Arrow IPC stream of every page of `pages` to `res` (headers already set), then ends it. */
-export async function writeArrow(res: ServerResponse, pages: AsyncIterable<readonly Candle[]>): Promise<void> {
+export async function writeArrow(res: ServerResponse, pages: AsyncIterable<readonly Candle[]>, extra?: ExtraColumns): Promise<void> {
   const writer = new RecordBatchStreamWriter();
   const bytes = writer.toNodeStream();
   bytes.pipe(res);
@@ -82,12 +98,12 @@ export async function writeArrow(res: ServerResponse, pages: AsyncIterable<reado
   for await (const page of pages) {
     if (res.destroyed) break;
     if (page.length === 0 && wrote) continue;
-    writer.write(arrowBatch(page));
+    writer.write(arrowBatch(page, extra));
     wrote = true;
     await drained(res);
   }
   // An empty history is still a stream with its schema, which readers open as an empty table.
-  if (!wrote) writer.write(arrowBatch([]));
+  if (!wrote) writer.write(arrowBatch([], extra));
   writer.finish();
   await done;
 }

@@ -15,7 +15,7 @@ import type { HistoryStore } from './history-store.js';
 import type { UnknownSymbols } from './unknown-symbols.js';
 import { MarketDataContext, type Source } from './market-data/context.js';
 import { Quotes } from './market-data/quotes.js';
-import { HistoryReads } from './market-data/history.js';
+import { HistoryReads, type HistoryWindow } from './market-data/history.js';
 import { exportHistory, type HistoryExport } from './market-data/exports.js';
 import type { HistoryParams } from './market-data/history-rules.js';
 import { HOUR_MS, MINUTE_MS, SEARCH_TTL_MS } from './market-data/lifetimes.js';
@@ -84,6 +84,11 @@ export class MarketDataService {
   /** See `Quotes.quoteOf`. */
   quoteOf(symbol: string): Promise<Quote | undefined> {
     return this.#quotes.quoteOf(symbol);
+  }
+
+  /** See `HistoryReads.window`. */
+  historyWindow(params: HistoryParams): Promise<HistoryWindow> {
+    return this.#history.window(params);
   }
 
   /** See `HistoryReads.getHistory`. */

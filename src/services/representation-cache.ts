@@ -26,7 +26,7 @@ import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';
 
 /** The kinds of cached data, each under its own key prefix. */
-export const CACHE_KINDS = ['indices', 'quote', 'quotes', 'history', 'search'] as const;
+export const CACHE_KINDS = ['indices', 'quote', 'quotes', 'history', 'search', 'indicators'] as const;
 export type CacheKind = (typeof CACHE_KINDS)[number];
 
 /** The channel on which `flush()` tells every instance to drop its in-process copies. */

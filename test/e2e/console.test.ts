@@ -156,6 +156,21 @@ async function candlePixels(page: Page): Promise<number> {
   });
 }
 
+/** Per chart canvas: its top on the page and how many of its pixels are near `rgb`. */
+async function pixelsOf(page: Page, rgb: readonly [number, number, number]): Promise<Array<{ top: number; count: number }>> {
+  return page.evaluate(([r0, g0, b0]) => {
+    return ([...document.querySelectorAll('.chart canvas')] as any[]).map((canvas) => {
+      const context = canvas.getContext('2d');
+      let count = 0;
+      if (context && canvas.width > 0 && canvas.height > 0) {
+        const data: number[] = context.getImageData(0, 0, canvas.width, canvas.height).data;
+        for (let i = 0; i < data.length; i += 4) if (Math.abs(data[i]! - r0) < 14 && Math.abs(data[i + 1]! - g0) < 14 && Math.abs(data[i + 2]! - b0) < 14) count += 1;
+      }
+      return { top: canvas.getBoundingClientRect().top as number, count };
+    });
+  }, rgb);
+}
+
 describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a browser', () => {
   const provider = new ConsoleProvider();
   let svc: TestService;
@@ -442,6 +457,37 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     expect(admin?.requests).toBeGreaterThanOrEqual(3);
     expect(body.data.some((r) => r.caller_kind === 'api-key' && r.caller.startsWith('static:'))).toBe(true);
     expect((await svc.fetch('/api/admin/usage?days=91', { headers: { 'X-API-Key': ADMIN_KEY } })).status).toBe(422);
+  });
+
+  it('studies: when SMA and RSI are chosen from the menu, then the SMA is drawn over the price and the RSI in a pane below it, and the choice is remembered', async () => {
+    const { page, context, errors } = await open(browser, `${svc.url}/app/symbol/AAPL`);
+    await page.locator('.chart canvas').first().waitFor();
+    const menu = page.getByRole('group', { name: 'Studies' });
+    await menu.getByRole('checkbox', { name: 'SMA 20' }).check();
+    await menu.getByRole('checkbox', { name: 'RSI 14' }).check();
+    await page.waitForFunction(() => document.querySelector('.chart')?.getAttribute('data-studies') === 'sma:20,rsi:14');
+    expect(await page.locator('.chart').getAttribute('data-panes')).toBe('2');
+    expect(await page.locator('.chart').getAttribute('aria-label')).toMatch(/SMA 20, RSI 14$/);
+
+    // SMA (#d97706) in the price pane's canvas; RSI (#7c3aed) in a canvas below it.
+    const priceTop = Math.min(...(await pixelsOf(page, [10, 125, 59])).filter((c) => c.count > 0).map((c) => c.top));
+    await expect.poll(async () => (await pixelsOf(page, [217, 119, 6])).filter((c) => c.top === priceTop).reduce((n, c) => n + c.count, 0), { timeout: 5000 }).toBeGreaterThan(100);
+    await expect.poll(async () => (await pixelsOf(page, [124, 58, 237])).filter((c) => c.top > priceTop + 200).reduce((n, c) => n + c.count, 0), { timeout: 5000 }).toBeGreaterThan(100);
+    figures.studyPixels = { sma: await pixelsOf(page, [217, 119, 6]), rsi: await pixelsOf(page, [124, 58, 237]) };
+    expect(await axeViolations(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
+    await shoot(page, 'console-symbol-studies.png');
+
+    // Remembered: a reload draws them again, the boxes still ticked.
+    await page.reload();
+    await page.waitForFunction(() => document.querySelector('.chart')?.getAttribute('data-studies') === 'sma:20,rsi:14');
+    expect(await page.getByRole('group', { name: 'Studies' }).getByRole('checkbox', { name: 'RSI 14' }).isChecked()).toBe(true);
+    expect(await page.getByRole('group', { name: 'Studies' }).getByRole('checkbox', { name: 'MACD 12, 26, 9' }).isChecked()).toBe(false);
+    expect(await page.evaluate(() => localStorage.getItem('mds.studies'))).toBe('["sma","rsi"]');
+    const js = await javascriptBytes(page);
+    expect(js.gzipped).toBeLessThanOrEqual(JS_BUDGET_BYTES);
+    expect(errors).toEqual([]);
+    await context.close();
   });
 
   it('budget: when the console is built, then no page loads more than 150 KB of gzipped JavaScript', () => {

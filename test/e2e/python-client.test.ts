@@ -54,7 +54,7 @@ afterAll(async () => {
 });
 
 describe('Python client', () => {
-  it('when its unittest suite runs against mds, then every test passes and none is skipped: quotes, a UTC DataFrame, 404 and 429 as MdsError', async () => {
+  it('when its unittest suite runs against mds, then every test passes and none is skipped: quotes, a UTC DataFrame, study columns equal to pandas, 404, 422 and 429 as MdsError', async () => {
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, MDS_URL: svc.url, MDS_LIMITED_URL: limited.url, PYTHONDONTWRITEBYTECODE: '1' };
 
     const r = await run(python(), ['-m', 'unittest', '-v'], env);
@@ -68,8 +68,10 @@ describe('Python client', () => {
       ...(SKIP_PANDAS ? [] : ['test_when_history_is_asked_with_pandas_then_a_dataframe_with_a_utc_datetimeindex_and_the_candle_columns']),
       'test_when_the_symbol_is_unknown_then_mds_error_with_code_404',
       'test_when_the_quota_is_used_up_then_mds_error_with_code_429_and_retry_after',
+      'test_when_history_is_asked_with_studies_then_one_dataframe_column_per_output_equal_to_pandas_from_the_first_row',
+      'test_when_a_study_is_bad_then_mds_error_422_naming_it',
     ]) {
-      expect(r.output).toMatch(new RegExp(`${name} \\(tests\\.test_client\\.\\w+(\\.${name})?\\) \\.\\.\\. ok`));
+      expect(r.output).toMatch(new RegExp(`${name} \\(tests\\.test_\\w+\\.\\w+(\\.${name})?\\) \\.\\.\\. ok`));
     }
   }, 120_000);
 

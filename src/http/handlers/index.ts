@@ -6,6 +6,7 @@ import type { ApiKeyService } from '../../services/api-keys.js';
 import type { DataQuality } from '../../services/data-quality.js';
 import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { HealthService } from '../../services/health.js';
+import type { IndicatorService } from '../../services/indicators.js';
 import type { MarketCalendarService } from '../../services/market-calendar.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import type { ProviderRouter } from '../../services/provider-router.js';
@@ -16,6 +17,7 @@ import { adminHandlers } from './admin.js';
 import { authHandlers } from './auth.js';
 import { dataQualityHandlers } from './data-quality.js';
 import { healthHandlers } from './health.js';
+import { indicatorHandlers } from './indicators.js';
 import { marketCalendarHandlers } from './market-calendar.js';
 import { marketDataHandlers, type RememberTarget } from './market-data.js';
 import { metaHandlers } from './meta.js';
@@ -30,6 +32,8 @@ export interface HandlerDeps {
   keys: ApiKeyService;
   audit: AuditLog;
   market: MarketDataService;
+  /** Technical indicators over stored history (and the study columns of history exports). */
+  indicators: IndicatorService;
   /** The chain of market-data providers, for GET /api/admin/providers. */
   providers: Pick<ProviderRouter, 'providers'>;
   /** The exchange calendars (sessions of a market). */
@@ -53,7 +57,8 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...metaHandlers(deps.contract, deps.docs),
     ...authHandlers(deps.accounts),
     ...adminHandlers(deps),
-    ...marketDataHandlers(deps.market, deps.rememberTarget),
+    ...marketDataHandlers(deps.market, deps.rememberTarget, deps.indicators),
+    ...indicatorHandlers(deps.indicators, deps.rememberTarget),
     ...marketCalendarHandlers(deps.calendar),
     ...streamHandlers(deps.streams),
     ...dataQualityHandlers(deps.quality),

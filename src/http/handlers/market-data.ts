@@ -2,8 +2,10 @@ import type { Request, Response } from 'express';
 import type { components } from '../../generated/api.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import { TooManyCandlesError, type HistoryParams } from '../../services/market-data/history-rules.js';
+import type { IndicatorService } from '../../services/indicators.js';
+import { InvalidRequestError } from '../../domain/errors.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
-import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv } from '../history-export.js';
+import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv, type ExtraColumns } from '../history-export.js';
 import { cacheScopeOf, setCacheControl } from '../cache-policy.js';
 import { etagMatches, varyByAccept, writeRepresentation } from './representation.js';
 import type { Handler, JsonResponse } from './types.js';
@@ -11,7 +13,8 @@ import type { Handler, JsonResponse } from './types.js';
 /** Tells the fast path that this request target was validated and answered from `key`. */
 export type RememberTarget = (req: Request, key: string) => void;
 
-function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
+/** Sends a cached JSON representation (200 or 304) and lets the fast path answer its target for a second. */
+export function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
   writeRepresentation(res, rep, req.headers['if-none-match'], undefined, cacheScopeOf(req));
   if (rep.cacheStatus !== 'STALE') remember?.(req, rep.key);
 }
@@ -32,8 +35,9 @@ function historyFormat(req: Request, format: HistoryFormat | undefined): History
  * ETag (one per representation, derived from the JSON's so it changes with it), `Vary: Accept` for
  * HTTP caches. Never handed to the fast path, which answers JSON.
  */
-async function sendExport(req: Request, res: Response, rep: CachedRepresentation, format: 'csv' | 'arrow'): Promise<void> {
-  const etag = rep.etag.replace(/"$/, `-${format}"`);
+async function sendExport(req: Request, res: Response, rep: CachedRepresentation, format: 'csv' | 'arrow', studies?: { etag: string; columns: () => Promise<ExtraColumns & { times: readonly string[] }> }): Promise<void> {
+  // With studies, the ETag changes with the history and with the studies' answer.
+  const etag = rep.etag.replace(/"$/, `${studies === undefined ? '' : `-${studies.etag.replaceAll('"', '')}`}-${format}"`);
   res.set({ 'X-Cache': rep.cacheStatus, ETag: etag });
   setCacheControl(req, res, rep.maxAgeSeconds);
   varyByAccept(res);
@@ -42,14 +46,27 @@ async function sendExport(req: Request, res: Response, rep: CachedRepresentation
     return;
   }
   const { candles } = (JSON.parse(rep.value) as HistoryResponse).data;
+  const extra = await studies?.columns();
+  const aligned = extra === undefined ? undefined : alignTo(candles, extra);
   if (format === 'csv') {
-    res.status(200).type(CSV_CONTENT_TYPE).send(csvHeader() + csvRows(candles));
+    res.status(200).type(CSV_CONTENT_TYPE).send(csvHeader(aligned) + csvRows(candles, aligned));
     return;
   }
   res.status(200).type(ARROW_CONTENT_TYPE);
-  await writeArrow(res, (async function* () {
-    yield candles;
-  })());
+  await writeArrow(
+    res,
+    (async function* () {
+      yield candles;
+    })(),
+    aligned,
+  );
+}
+
+/** Study columns (aligned to their own bar times) re-aligned to `candles` by time; null where a candle has no study bar. */
+function alignTo(candles: ReadonlyArray<{ time: string }>, extra: ExtraColumns & { times: readonly string[] }): ExtraColumns {
+  const at = new Map(extra.times.map((t, i) => [t, i]));
+  const rows = candles.map((c) => at.get(c.time));
+  return { names: extra.names, values: extra.values.map((column) => rows.map((i) => (i === undefined ? null : (column[i] ?? null)))) };
 }
 
 /**
@@ -74,6 +91,7 @@ async function streamExport(res: Response, market: MarketDataService, params: Hi
 export function marketDataHandlers(
   market: MarketDataService,
   remember?: RememberTarget,
+  indicators?: IndicatorService,
 ): {
   getIndices: Handler<'getIndices'>;
   getQuotes: Handler<'getQuotes'>;
@@ -94,10 +112,11 @@ export function marketDataHandlers(
       send(req, res, await market.getQuote(req.params.symbol), remember);
     },
     async getHistory(req, res) {
-      const { format: asked, ...query } = req.query as unknown as Omit<HistoryParams, 'symbol'> & { format?: HistoryFormat };
+      const { format: asked, studies, ...query } = req.query as unknown as Omit<HistoryParams, 'symbol'> & { format?: HistoryFormat; studies?: string };
       const params = { ...query, symbol: req.params.symbol };
       const format = historyFormat(req, asked);
       if (format === 'json') {
+        // Studies are columns of the exports; in JSON they are GET /api/indicators.
         send(req, res, await market.getHistory(params), remember);
         return;
       }
@@ -106,10 +125,20 @@ export function marketDataHandlers(
         rep = await market.getHistory(params);
       } catch (err) {
         // Too many candles for one JSON answer is what an export is for.
-        if (err instanceof TooManyCandlesError) return streamExport(res, market, params, format);
+        if (err instanceof TooManyCandlesError) {
+          if (studies !== undefined) {
+            throw new InvalidRequestError([{ path: 'query.studies', message: `studies are added to exports of at most 5000 candles: choose a larger interval or a shorter window` }]);
+          }
+          return streamExport(res, market, params, format);
+        }
         throw err;
       }
-      await sendExport(req, res, rep, format);
+      if (studies === undefined || indicators === undefined) {
+        await sendExport(req, res, rep, format);
+        return;
+      }
+      const { etag, times, columns } = await indicators.columns({ ...params, studies });
+      await sendExport(req, res, rep, format, { etag, columns: () => Promise.resolve({ times, names: columns.map((c) => c.column), values: columns.map((c) => c.values) }) });
     },
     async searchSymbols(req, res) {
       const { q, limit } = req.query as unknown as { q: string; limit?: number };

@@ -4,7 +4,7 @@
  */
 import { UnknownSymbolError } from '../../domain/errors.js';
 import type { components } from '../../generated/api.js';
-import type { StoredCandle } from '../../domain/ports/history-store.js';
+import type { StoredCandle, TimeSpan } from '../../domain/ports/history-store.js';
 import type { Candle, History, HistoryQuery } from '../../domain/ports/market-data.js';
 import { adjustCandles, type Adjustment } from '../../domain/history-adjustment.js';
 import type { CachedRepresentation, Loaded } from '../representation-cache.js';
@@ -15,6 +15,17 @@ import { eventsOf, historyQuery, spanOf, toCandle, TooManyCandlesError, type His
 import { MAX_CANDLES, tooManyCandles } from '../../domain/candle-limits.js';
 
 type HistoryResponse = components['schemas']['HistoryResponse'];
+
+/** A validated history window: see `HistoryReads.window`. */
+export interface HistoryWindow {
+  query: HistoryQuery;
+  adjust: Adjustment;
+  span: TimeSpan;
+  /** The canonical parameters of the window's history answer in the representation cache. */
+  cacheParams: string;
+  /** How long an answer over this window stays true. */
+  lifetimeMs: () => number;
+}
 
 /** The history reads of the market data service. */
 export class HistoryReads {
@@ -31,16 +42,32 @@ export class HistoryReads {
   }
 
   /**
+   * A history request's window as the store reads it, for studies computed over history: the validated
+   * query (throws as `getHistory` does), its span, its basis, the canonical cache parameters of its
+   * history answer, and how long an answer over it stays true.
+   */
+  async window(params: HistoryParams): Promise<HistoryWindow> {
+    const query = await this.query(params);
+    const adjust = params.adjust ?? 'splits';
+    const window = query.range !== undefined ? query.range : `${query.startMs}-${query.endMs ?? ''}`;
+    return {
+      query,
+      adjust,
+      span: spanOf(query, this.#ctx.now()),
+      cacheParams: `${query.symbol}:${query.interval}:${window}${adjust === 'splits' ? '' : `:${adjust}`}`,
+      lifetimeMs: () => historyLifetime(query, this.#ctx.now()),
+    };
+  }
+
+  /**
    * Candles of one symbol. Throws `InvalidRequestError` (422) for combinations an upstream cannot
    * serve, each violation naming its rule; `UnknownSymbolError`; `DataSourceError`.
    */
   async getHistory(params: HistoryParams): Promise<CachedRepresentation> {
-    const query = await this.query(params);
-    const adjust = params.adjust ?? 'splits';
-    const window = query.range !== undefined ? query.range : `${query.startMs}-${query.endMs ?? ''}`;
+    const { query, adjust, cacheParams } = await this.window(params);
     const rep = await this.#ctx.engine.read({
       kind: 'history',
-      params: `${query.symbol}:${query.interval}:${window}${adjust === 'splits' ? '' : `:${adjust}`}`,
+      params: cacheParams,
       load: () => this.#loadHistory(query, adjust),
       remembered: () => this.#ctx.remembered(`history:${query.symbol}`),
     });

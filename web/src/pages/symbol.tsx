@@ -1,8 +1,19 @@
 /**
  * One symbol: its quote with the market state, and a candlestick chart with volume, dividend and
- * split markers, interval and range buttons, and a CSV download of the bars shown.
+ * split markers, interval and range buttons, studies chosen from a menu (overlays on the price, panes
+ * below it; the choice remembered in localStorage), and a CSV download of the bars shown.
  */
-import { CandlestickSeries, ColorType, createChart, createSeriesMarkers, HistogramSeries, type SeriesMarker, type UTCTimestamp } from 'lightweight-charts';
+import {
+  CandlestickSeries,
+  ColorType,
+  createChart,
+  createSeriesMarkers,
+  HistogramSeries,
+  LineSeries,
+  type IChartApi,
+  type SeriesMarker,
+  type UTCTimestamp,
+} from 'lightweight-charts';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { components } from '../../../src/generated/api.ts';
 import { api, ApiError, call } from '../api.ts';
@@ -12,6 +23,48 @@ type Interval = components['schemas']['HistoryInterval'];
 type Range = components['schemas']['HistoryRange'];
 type History = components['schemas']['History'];
 type HistoryResponse = components['schemas']['HistoryResponse'];
+type Indicators = components['schemas']['Indicators'];
+type IndicatorsResponse = components['schemas']['IndicatorsResponse'];
+type Values = Array<number | null>;
+
+/** The studies the menu offers: where each is drawn, its lines and their colours. */
+const STUDY_MENU = [
+  { id: 'sma', label: 'SMA 20', study: 'sma:20', pane: false, lines: [{ output: undefined, color: '#d97706' }] },
+  { id: 'ema', label: 'EMA 50', study: 'ema:50', pane: false, lines: [{ output: undefined, color: '#1d4ed8' }] },
+  {
+    id: 'bbands',
+    label: 'Bollinger 20, 2',
+    study: 'bbands:20:2',
+    pane: false,
+    lines: [
+      { output: 'upper', color: '#64748b' },
+      { output: 'middle', color: '#94a3b8' },
+      { output: 'lower', color: '#64748b' },
+    ],
+  },
+  { id: 'rsi', label: 'RSI 14', study: 'rsi:14', pane: true, lines: [{ output: undefined, color: '#7c3aed' }] },
+  {
+    id: 'macd',
+    label: 'MACD 12, 26, 9',
+    study: 'macd:12:26:9',
+    pane: true,
+    lines: [
+      { output: 'macd', color: '#0e7490' },
+      { output: 'signal', color: '#be185d' },
+    ],
+  },
+] as const;
+type StudyId = (typeof STUDY_MENU)[number]['id'];
+const STUDIES_KEY = 'mds.studies';
+
+function loadStudies(): StudyId[] {
+  try {
+    const stored = JSON.parse(localStorage.getItem(STUDIES_KEY) ?? '[]') as unknown;
+    return Array.isArray(stored) ? STUDY_MENU.map((m) => m.id).filter((id) => stored.includes(id)) : [];
+  } catch {
+    return [];
+  }
+}
 
 const INTERVALS: Array<{ value: Interval; label: string }> = [
   { value: '5m', label: '5 min' },
@@ -46,8 +99,31 @@ function fittingInterval(interval: Interval, range: Range): Interval {
 
 const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000) as UTCTimestamp;
 
-function Chart({ history }: { history: History }) {
+/** Draws the chosen studies: overlays on the price pane, each pane study in a pane of its own below it. */
+function drawStudies(chart: IChartApi, studies: Indicators, chosen: readonly StudyId[]): number {
+  let panes = 1;
+  for (const item of STUDY_MENU) {
+    if (!chosen.includes(item.id)) continue;
+    const values = studies.studies[item.study];
+    if (values === undefined) continue;
+    const pane = item.pane ? panes++ : 0;
+    for (const line of item.lines) {
+      const series: Values = line.output === undefined ? (values as Values) : ((values as Record<string, Values>)[line.output] ?? []);
+      const drawn = chart.addSeries(LineSeries, { color: line.color, lineWidth: 2, priceLineVisible: false, lastValueVisible: false, crosshairMarkerVisible: false }, pane);
+      drawn.setData(studies.times.flatMap((t, i) => (series[i] === null || series[i] === undefined ? [] : [{ time: seconds(t), value: series[i]! }])));
+    }
+    if (item.id === 'macd') {
+      const histogram = (values as Record<string, Values>)['histogram'] ?? [];
+      const bars = chart.addSeries(HistogramSeries, { priceLineVisible: false, lastValueVisible: false }, pane);
+      bars.setData(studies.times.flatMap((t, i) => (histogram[i] == null ? [] : [{ time: seconds(t), value: histogram[i]!, color: histogram[i]! >= 0 ? '#a7d8c0' : '#f3b7b7' }])));
+    }
+  }
+  return panes;
+}
+
+function Chart({ history, studies, chosen }: { history: History; studies: Indicators | undefined; chosen: readonly StudyId[] }) {
   const box = useRef<HTMLDivElement>(null);
+  const [panes, setPanes] = useState(1);
   useEffect(() => {
     if (!box.current) return;
     // TradingView is credited by the link under the chart: the library's own logo is a <style> element the policy refuses.
@@ -68,10 +144,45 @@ function Chart({ history }: { history: History }) {
       ...history.events.splits.map((s) => ({ time: seconds(s.time), position: 'belowBar' as const, shape: 'arrowUp' as const, color: '#7b3fa0', text: `Split ${s.numerator}:${s.denominator}` })),
     ].sort((a, b) => a.time - b.time);
     createSeriesMarkers(candles, markers);
+    const drawn = studies === undefined ? 1 : drawStudies(created, studies, chosen);
+    // The price pane keeps most of the height; each study pane below it takes a fixed share.
+    for (const pane of created.panes().slice(1)) pane.setHeight(130);
+    setPanes(drawn);
     created.timeScale().fitContent();
     return () => created.remove();
-  }, [history]);
-  return <div ref={box} class="chart" role="img" aria-label={`Candlestick chart of ${history.symbol}, ${history.candles.length} bars, with volume`} data-candles={history.candles.length} />;
+  }, [history, studies, chosen]);
+  const shown = studies === undefined ? [] : STUDY_MENU.filter((m) => chosen.includes(m.id) && studies.studies[m.study] !== undefined);
+  return (
+    <div
+      ref={box}
+      class={`chart panes-${panes}`}
+      role="img"
+      aria-label={`Candlestick chart of ${history.symbol}, ${history.candles.length} bars, with volume${shown.length > 0 ? ` and ${shown.map((m) => m.label).join(', ')}` : ''}`}
+      data-candles={history.candles.length}
+      data-studies={shown.map((m) => m.study).join(',')}
+      data-panes={panes}
+    />
+  );
+}
+
+function StudyMenu({ chosen, onChange }: { chosen: readonly StudyId[]; onChange: (next: StudyId[]) => void }) {
+  return (
+    <fieldset class="studies">
+      <legend>Studies</legend>
+      {STUDY_MENU.map((m) => (
+        <label key={m.id} class="check">
+          <input
+            type="checkbox"
+            name="study"
+            value={m.id}
+            checked={chosen.includes(m.id)}
+            onChange={(e) => onChange(STUDY_MENU.map((x) => x.id).filter((id) => (id === m.id ? (e.currentTarget as HTMLInputElement).checked : chosen.includes(id))))}
+          />{' '}
+          {m.label}
+        </label>
+      ))}
+    </fieldset>
+  );
 }
 
 function QuoteHeader({ quote }: { quote: components['schemas']['Quote'] | undefined }) {
@@ -107,6 +218,21 @@ export function SymbolPage({ symbol }: { symbol: string }) {
     setBarInterval((current) => fittingInterval(current, next));
   };
   const [download, setDownload] = useState<{ busy: boolean; problem?: ApiError }>({ busy: false });
+  const [chosen, setChosen] = useState<StudyId[]>(loadStudies);
+  const choose = (next: StudyId[]) => {
+    setChosen(next);
+    localStorage.setItem(STUDIES_KEY, JSON.stringify(next));
+  };
+  const studyList = STUDY_MENU.filter((m) => chosen.includes(m.id))
+    .map((m) => m.study)
+    .join(',');
+  const indicators = useApi(
+    (signal) =>
+      studyList === ''
+        ? Promise.resolve(undefined)
+        : (call(api.GET('/api/indicators/{symbol}', { params: { path: { symbol }, query: { interval, range, studies: studyList } }, signal })) as Promise<IndicatorsResponse>),
+    [symbol, interval, range, studyList],
+  );
   const history = useApi(
     // Without `format` the answer is JSON (the contract's other media type is the CSV below).
     (signal) => call(api.GET('/api/history/{symbol}', { params: { path: { symbol }, query: { interval, range } }, signal })) as Promise<HistoryResponse>,
@@ -165,11 +291,13 @@ export function SymbolPage({ symbol }: { symbol: string }) {
           Download CSV
         </button>
       </div>
+      <StudyMenu chosen={chosen} onChange={choose} />
+      {indicators.error ? <Problem error={indicators.error} onRetry={indicators.reload} /> : null}
       {download.problem ? <Problem error={download.problem} /> : null}
       {history.error ? <Problem error={history.error} onRetry={history.reload} /> : null}
       {history.data ? (
         history.data.data.candles.length > 0 ? (
-          <Chart history={history.data.data} />
+          <Chart history={history.data.data} studies={studyList === '' ? undefined : indicators.data?.data} chosen={chosen} />
         ) : (
           <p>No bars in this range.</p>
         )
