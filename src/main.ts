@@ -32,7 +32,7 @@ import { QuotaCounter } from './infra/counters/quota-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './infra/logger.js';
 import { createRateLimit } from './http/rate-limit.js';
-import { keys as keySpace } from './domain/key-space.js';
+import { channels, keys as keySpace } from './domain/key-space.js';
 import { NO_METRICS, type ApiKeyStore, type Broadcast, type LoginAttempts, type MarketDataProvider, type TokenIssuer, type UserStore } from './domain/ports.js';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.js';
 import { PrometheusMetrics } from './infra/metrics/index.js';
@@ -43,6 +43,10 @@ import { MarketDataService } from './services/market-data.js';
 import { MarketCalendarService } from './services/market-calendar.js';
 import { ProviderRouter } from './services/provider-router.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
+import { LiveFeed } from './services/live-feed.js';
+import { PushedQuotes } from './services/pushed-quotes.js';
+import { createPushUpstreams } from './infra/stream/index.js';
+import { WebSocketApi } from './http/ws-api.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { UnknownSymbols } from './services/unknown-symbols.js';
 import { recently } from './services/recently.js';
@@ -66,6 +70,8 @@ export interface StartOptions {
   metricsListener?: boolean;
   /** The clock in epoch milliseconds the market data (market states, cache lifetimes) reads; `Date.now` by default (tests pin a day). */
   now?: () => number;
+  /** First reconnect delay of the push upstreams in ms (tests shorten it); 500 by default. */
+  pushReconnectMs?: number;
 }
 
 export interface RunningService {
@@ -306,8 +312,20 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger: logger.child({ component: 'stream' }),
     ...config.stream,
     observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent() },
+    pushing: () => live?.pushing() ?? false,
   });
   shutdown.add('quote streams', () => streams.close());
+  // Pushed prices (DESIGN 23): one socket per push upstream for the fleet, held by the lease's holder.
+  const pushed = new PushedQuotes({ quoteOf: (symbol) => market.quoteOf(symbol), store: (kind, params, value, ttlMs) => engine.store(kind, params, value, ttlMs), ttlMs: config.cache.ttlMs, logger });
+  const upstreams = createPushUpstreams({ ...config.live, minReconnectMs: options.pushReconnectMs }, logger.child({ component: 'live' }));
+  const live: LiveFeed | undefined =
+    upstreams.length === 0
+      ? undefined
+      : new LiveFeed({ upstreams, lease: cache, broadcast: cache, leaseKey: (upstream) => keySpace.liveLease(provider.name, upstream), channel: channels.live(provider.name), symbols: () => streams.subscribedSymbols(), onPrice: (update, from) => pushed.accept(update, from), logger: logger.child({ component: 'live' }) });
+  if (live !== undefined) {
+    shutdown.add('push upstreams', () => live.close());
+    live.start();
+  }
 
   const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger: logger.child({ component: 'backfill' }) });
   shutdown.add('history backfill', () => backfill.close());
@@ -394,6 +412,17 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
 
   const server = createWireServer(fastPath.handler(app), logger);
+  const websockets = new WebSocketApi({
+    hub: streams,
+    authenticator: auth,
+    apiKeyHeader: credentialSchemes(contract.document).find((scheme) => scheme.kind === 'apiKey')?.header,
+    dataRequiresAuth: config.auth.dataRequiresAuth,
+    trustProxy: config.server.trustProxy,
+    maxMessageBytes: config.live.wsMaxMessageBytes,
+    heartbeatMs: config.stream.heartbeatMs,
+    logger: logger.child({ component: 'ws' }),
+  });
+  websockets.attach(server);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
@@ -426,6 +455,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
       // Streams never finish on their own: end them before the drain (the list closes them again, a
       // no-op), or the drain waits out its grace period.
       streams.close();
+      websockets.close();
       await new Promise<void>((done) => {
         // close() drops the connections idle right now; one busy now turns idle when its answer is
         // sent, and would then hold the process until its keep-alive timeout. Keep sweeping, and

@@ -436,14 +436,33 @@ export class RepresentationCache {
     await Promise.all(writes);
     const cacheStatus = loaded.fetched === false ? 'HIT' : 'MISS';
     if (loaded.outcome === 'refused') return { outcome: 'refused', detail: loaded.detail, cacheStatus };
+    this.#notifyFill(read.kind, read.params, value, key);
+    return this.#represent(key, value, cacheStatus, ttlMs);
+  }
+
+  /**
+   * Stores a body that arrived without a read (a pushed price merged into the cached quote), as a
+   * fill would: the entry, its stale copy and this process's copy are replaced, and the fill
+   * listeners hear of it (the stream hub then versions and announces it).
+   */
+  async store(kind: CacheKind, params: string, value: string, ttlMs: number): Promise<void> {
+    const key = this.keyOf(kind, params);
+    const lifetime = Math.max(1000, Math.round(ttlMs));
+    const writes = [this.#set(key, value, lifetime)];
+    if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), value, lifetime + this.#staleIfErrorMs));
+    await Promise.all(writes);
+    this.#represent(key, value, 'HIT', lifetime);
+    this.#notifyFill(kind, params, value, key);
+  }
+
+  #notifyFill(kind: CacheKind, params: string, value: string, key: string): void {
     for (const listener of this.#fillListeners) {
       try {
-        listener({ kind: read.kind, params: read.params, value });
+        listener({ kind, params, value });
       } catch (err) {
         this.#logger.error({ err, key }, 'a cache fill listener failed');
       }
     }
-    return this.#represent(key, value, cacheStatus, ttlMs);
   }
 
   #staleKey(key: string): string {

@@ -81,6 +81,9 @@ return {v, redis.call('PTTL', KEYS[1])}`;
 const RELEASE_LOCK_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+/** PEXPIRE the lock while the token owns it: 1 when extended, 0 when another holds it or none does. */
+const EXTEND_LOCK_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
+
 interface Scripts {
   mdsGetWithTtl(key: string): Promise<[string, number] | null>;
   mdsReleaseLock(key: string, token: string): Promise<number>;
@@ -557,6 +560,12 @@ export class RedisCacheStore implements CacheStore {
   /** Deletes the lock only if `token` still owns it (compare-and-delete in one script). */
   async releaseLock(key: string, token: string): Promise<void> {
     await this.#run('release lock', () => this.#client.mdsReleaseLock(key, token));
+  }
+
+  /** Extends the lock to `ttlMs` from now only if `token` still owns it (compare-and-expire in one script): a lease's renewal. */
+  async extendLock(key: string, token: string, ttlMs: number): Promise<boolean> {
+    const reply = await this.#run('extend lock', () => this.#client.eval(EXTEND_LOCK_LUA, 1, key, token, String(positiveMs(ttlMs))));
+    return reply === 1;
   }
 
   /** PUBLISHes `message` on `channel`. Throws `CacheUnavailableError` when Redis cannot take it. */

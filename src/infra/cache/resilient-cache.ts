@@ -212,6 +212,15 @@ export class ResilientCache implements CacheStore, Broadcast {
     );
   }
 
+  /** Extends a lock taken with `acquireLock` in whichever store issued it; false when `token` no longer holds it. */
+  async extendLock(key: string, token: string, ttlMs: number): Promise<boolean> {
+    if (await this.#memory.extendLock(key, token, ttlMs)) return true;
+    return this.#onRedis(
+      (redis) => redis.extendLock(key, token, ttlMs),
+      () => false,
+    );
+  }
+
   /**
    * Delivers `message` to this instance's subscribers at once and, in Redis mode, to every other
    * instance through Redis. A Redis failure loses the remote delivery only; never throws.
