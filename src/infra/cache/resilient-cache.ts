@@ -212,12 +212,15 @@ export class ResilientCache implements CacheStore, Broadcast {
     );
   }
 
-  /** Extends a lock taken with `acquireLock` in whichever store issued it; false when `token` no longer holds it. */
+  /**
+   * Extends a lock in the store in use now: a lock taken in memory while Redis was away is not
+   * extended once Redis is back (another instance may hold it there), so its holder lets go and takes
+   * it again where the fleet can see it. False when `token` no longer holds it.
+   */
   async extendLock(key: string, token: string, ttlMs: number): Promise<boolean> {
-    if (await this.#memory.extendLock(key, token, ttlMs)) return true;
     return this.#onRedis(
       (redis) => redis.extendLock(key, token, ttlMs),
-      () => false,
+      () => this.#memory.extendLock(key, token, ttlMs),
     );
   }
 
