@@ -4,6 +4,10 @@
  *
  *   http/ -> services/ -> domain/          main.ts wires infra/ adapters into services and http/
  *   infra/ -> domain/                      config.ts is read by main, infra/, http/ and the CLI
+ *
+ * The layout promises beyond the layers: the ports (domain/ports/<family>.ts) are types only and know
+ * only each other; domain/ holds no state (no memory, connection or subscription package); no orphan
+ * modules; no cycles; only main.ts and config.ts at the top of src/.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -28,6 +32,36 @@ module.exports = {
       comment: 'domain/ holds pure rules and the ports: it imports only domain/ and generated/.',
       from: { path: '^src/domain/' },
       to: { path: '^src/', pathNot: '^src/(domain|generated)/' },
+    },
+    {
+      name: 'ports-know-only-ports',
+      severity: 'error',
+      comment:
+        'domain/ports/<family>.ts describe what the services need: they import only other ports and the generated API types.',
+      from: { path: '^src/domain/ports/' },
+      to: { path: '^src/', pathNot: '^src/(domain/ports|generated)/' },
+    },
+    {
+      name: 'ports-import-only-types',
+      severity: 'error',
+      comment: 'A port file imports nothing at run time (import type only): the null objects it exports (NO_METRICS, NO_USAGE) need no import.',
+      from: { path: '^src/domain/ports/' },
+      to: { dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'domain-holds-no-state',
+      severity: 'error',
+      comment:
+        'domain/ is pure rules: of the npm packages it uses only luxon (time zones), ipaddr.js (address rules) and pino (the Logger type). A memory, a connection or a subscription (quick-lru, ioredis, ...) lives in services/ or infra/ (LocalMemory is in services/).',
+      from: { path: '^src/domain/' },
+      to: { dependencyTypes: ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-bundled', 'npm-no-pkg', 'npm-unknown'], pathNot: 'node_modules/(luxon|ipaddr\\.js|pino)/' },
+    },
+    {
+      name: 'no-orphans',
+      severity: 'error',
+      comment: 'Every module is used by another or uses one: a file nothing imports and that imports nothing is dead (or a loose end of a split).',
+      from: { orphan: true, pathNot: '\\.d\\.ts$' },
+      to: {},
     },
     {
       name: 'services-know-no-adapters',

@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { CandleStore, StoredCandle } from '../src/domain/ports.js';
+import type { CandleStore, StoredCandle } from '../src/domain/ports/history-store.js';
 import { openUserStore, type OpenedUserStore } from '../src/infra/db/typeorm-user-store.js';
 import { HistoryStore } from '../src/services/history-store.js';
 import { createTestSchema, findPostgres } from '../test/helpers/postgres.js';

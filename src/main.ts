@@ -22,7 +22,7 @@ import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
 import { PasswordHasher } from './infra/auth/passwords.js';
-import { RevocationCache } from './infra/auth/revocation-cache.js';
+import { RevocationCache } from './services/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
 import { openUserStore } from './infra/db/typeorm-user-store.js';
@@ -33,7 +33,11 @@ import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './infra/logger.js';
 import { createRateLimit } from './http/rate-limit.js';
 import { channels, keys as keySpace } from './domain/key-space.js';
-import { NO_METRICS, type ApiKeyStore, type Broadcast, type LoginAttempts, type MarketDataProvider, type TokenIssuer, type UserStore } from './domain/ports.js';
+import { NO_METRICS } from './domain/ports/metrics.js';
+import type { ApiKeyStore } from './domain/ports/api-keys.js';
+import type { Broadcast } from './domain/ports/cache.js';
+import type { LoginAttempts, TokenIssuer, UserStore } from './domain/ports/accounts.js';
+import type { MarketDataProvider } from './domain/ports/market-data.js';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.js';
 import { PrometheusMetrics } from './infra/metrics/index.js';
 import { AccountService } from './services/accounts.js';
@@ -54,6 +58,8 @@ import { StatusService } from './services/status.js';
 import { UsageMeter } from './services/usage-meter.js';
 import { HistoryBackfill } from './services/history-backfill.js';
 import { HistoryStore } from './services/history-store.js';
+import { refreshJob } from './services/refresh-job.js';
+import { ShutdownList } from './services/shutdown-list.js';
 
 export interface StartOptions {
   /** Validate every response against the contract and report violations (tests). */
@@ -114,43 +120,6 @@ function signingSecret(config: Config, logger: Logger): string {
   return randomBytes(48).toString('base64url');
 }
 
-/**
- * What a shutdown closes: every part that holds a connection, a timer or a listener registers here as
- * soon as it is built, and `close` ends them last built first, so each part closes before what it was
- * built on (the streams before the cache they publish through, the cache last). A startup that fails
- * half-way closes exactly what it had opened.
- */
-export class ShutdownList {
-  readonly #closers: Array<{ name: string; close: () => void | Promise<void> }> = [];
-  readonly #logger: Logger;
-
-  constructor(logger: Logger) {
-    this.#logger = logger;
-  }
-
-  /** Registers `close` (named for the log) to run at shutdown, before everything registered earlier. */
-  add(name: string, close: () => void | Promise<void>): void {
-    this.#closers.push({ name, close });
-  }
-
-  /**
-   * Runs every closer once, last registered first. A failing one is logged and the others still run;
-   * rejects with the first failure once all have run.
-   */
-  async close(): Promise<void> {
-    let failure: { err: unknown } | undefined;
-    for (const { name, close } of this.#closers.splice(0).reverse()) {
-      try {
-        await close();
-      } catch (err) {
-        this.#logger.error({ err, part: name }, `closing ${name} failed`);
-        failure ??= { err };
-      }
-    }
-    if (failure) throw failure.err;
-  }
-}
-
 /** The parts of the accounts and API-key services that differ between the CLI and a running service. */
 interface AccountParts {
   users: UserStore;
@@ -164,7 +133,7 @@ interface AccountParts {
 }
 
 /** The accounts and API-key services, built the same way for the CLI and the service. */
-function accountServices(config: Config, logger: Logger, parts: AccountParts) {
+export function accountServices(config: Config, logger: Logger, parts: AccountParts) {
   const audit = new PinoAuditLog(parts.auditLogger);
   const accounts = new AccountService({
     userStore: parts.users,
@@ -178,51 +147,6 @@ function accountServices(config: Config, logger: Logger, parts: AccountParts) {
   });
   const keys = new ApiKeyService({ store: parts.apiKeys, audit, broadcast: parts.broadcast, logger });
   return { accounts, keys, audit };
-}
-
-/**
- * The accounts and API-key services over the configured database, for the CLI: migrations run first,
- * tokens are never issued (a random secret), throttling stays in memory. A key revoked here reaches
- * running instances through their lookup cache's lifetime (under a second), not a broadcast.
- */
-export async function openAccounts(
-  config: Config,
-  logger: Logger,
-  options: { /** Where audit lines go; default `logger`. */ auditLogger?: Logger } = {},
-): Promise<{ accounts: AccountService; keys: ApiKeyService; description: string; close(): Promise<void> }> {
-  const shutdown = new ShutdownList(logger);
-  const db = await openUserStore(config.database.url, { runMigrations: true });
-  shutdown.add('database', () => db.close());
-  const { accounts, keys } = accountServices(config, logger, {
-    users: db.store,
-    apiKeys: db.apiKeys,
-    tokens: new TokenService({ secret: randomBytes(48).toString('base64url'), ttlMs: config.auth.tokenTtlMs }),
-    throttle: new LoginThrottle({ maxFailures: config.auth.loginMaxFailures, maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress, blockMs: config.auth.loginBlockMs }),
-    auditLogger: options.auditLogger ?? logger,
-  });
-  shutdown.add('api keys', () => keys.close());
-  return { accounts, keys, description: db.description, close: () => shutdown.close() };
-}
-
-/**
- * The history store and its backfill over the configured database and upstream, for the CLI:
- * migrations run first; the upstream budget is this process's own (no shared counters).
- */
-export async function openHistory(config: Config, logger: Logger): Promise<{ backfill: HistoryBackfill; description: string; close(): Promise<void> }> {
-  const shutdown = new ShutdownList(logger);
-  try {
-    const db = await openUserStore(config.database.url, { runMigrations: true });
-    shutdown.add('database', () => db.close());
-    const provider = new ProviderRouter({ links: createProviderChain(config.market, logger), logger });
-    shutdown.add('market data provider', () => provider.close());
-    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name });
-    const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
-    shutdown.add('history backfill', () => backfill.close());
-    return { backfill, description: db.description, close: () => shutdown.close() };
-  } catch (err) {
-    await shutdown.close().catch(() => undefined);
-    throw err;
-  }
 }
 
 /** Builds every part, logs the startup sequence, and listens on config.server. */
@@ -336,15 +260,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   shutdown.add('scheduler', () => scheduler.stop());
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {
-    // The same run keeps the stored daily history of the indices and the streamed symbols current once their market closes.
-    let historyCheckedAt = Date.now();
-    scheduler.add('refresh-indices', config.market.refreshIntervalMs, async () => {
-      const result = await market.refreshIndices(config.market.refreshIntervalMs * 2);
-      const since = historyCheckedAt;
-      historyCheckedAt = Date.now();
-      await history.keepCurrent([...config.market.symbols, ...streams.subscribedSymbols()], since);
-      return result;
-    });
+    const job = refreshJob({ market, history, horizonMs: config.market.refreshIntervalMs * 2, symbols: () => [...config.market.symbols, ...streams.subscribedSymbols()] });
+    scheduler.add('refresh-indices', config.market.refreshIntervalMs, job);
     scheduler.start();
   } else {
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
@@ -371,10 +288,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const status = new StatusService({
     version: contract.version,
     startedAtMs,
-    cache: () => {
-      const { topology, node } = cache.status();
-      return { ...market.stats(), topology, node };
-    },
+    cacheStats: () => market.stats(),
+    cacheLocation: () => cache.status(),
     datasource: () => provider.health(),
     // Dropped by every write to a user on any instance; at most AUTH_CACHE_SECONDS old otherwise.
     userCount: () => revocation.count(),

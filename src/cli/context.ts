@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { loadConfig, type Config } from '../config.js';
 import { AppError, InvalidRequestError } from '../domain/errors.js';
 import { createLogger, logFormatFor, type Logger } from '../infra/logger.js';
-import { openAccounts } from '../main.js';
+import { openAccounts } from './open-stores.js';
 
 /** Loads config; flags win over the environment. A bad value exits with one line naming the variable. */
 export function loadCliConfig(command: Command, overrides: Record<string, string | undefined> = {}): Config {

@@ -2,7 +2,7 @@
  * The errors the service raises on purpose. Each carries a stable `code` and a `cause`, never an HTTP
  * status: `http/envelope.ts` maps every failure to its status and the error envelope.
  */
-import type { Principal } from './ports.js';
+import type { Principal } from './ports/accounts.js';
 
 /** Base class of every error the service raises on purpose. */
 export class AppError extends Error {

@@ -3,7 +3,7 @@
  * `splits` returns them as they are, `none` undoes every split after each bar (the prices printed on
  * that day), `all` also takes dividends out by scaling OHLC by adj_close / close.
  */
-import type { CorporateAction, StoredCandle } from './ports.js';
+import type { CorporateAction, StoredCandle } from './ports/history-store.js';
 
 export const ADJUSTMENTS = ['none', 'splits', 'all'] as const;
 export type Adjustment = (typeof ADJUSTMENTS)[number];

@@ -1,5 +1,5 @@
 /** The named history ranges (`range=1mo`, ...) as instants: one table for the service, the router and the adapters. */
-import type { HistoryRange } from './ports.js';
+import type { HistoryRange } from './ports/market-data.js';
 
 const DAY_MS = 86_400_000;
 

@@ -10,7 +10,7 @@ import { DateTime, IANAZone } from 'luxon';
 import { specialDayOf, hongKongOpen, tokyoClose, type ExchangeCode } from './exchange-holidays.js';
 import { CHINESE_FESTIVAL_YEARS, CN_CLOSURES_LAST_YEAR } from './chinese-holiday-tables.js';
 import { isoDateOf, parseIsoDate, weekdayOf, type DayNumber } from './civil-date.js';
-import type { InstrumentType, MarketState } from './ports.js';
+import type { InstrumentType, MarketState } from './ports/market-data.js';
 
 /** The markets the calendar knows. */
 export type MarketCode = 'US' | 'UK' | 'DE' | 'EU' | 'JP' | 'HK' | 'CN' | 'CRYPTO' | 'FX';

@@ -4,7 +4,7 @@
  * cryptocurrency in a fiat or stable coin, `AAPL`/`BRK-B` a US-listed share, `VOD.L` a share on another
  * exchange. Pure: no I/O.
  */
-import type { AssetClass } from './ports.js';
+import type { AssetClass } from './ports/providers.js';
 import type { MarketCode } from './market-calendar.js';
 
 /** Quote currencies Yahoo spells crypto pairs in (`BTC-USD`); a share class (`BRK-B`) is never one of them. */

@@ -1,5 +1,5 @@
 /** Arithmetic on half-open spans of time (`startMs` included, `endMs` excluded), for the history store. */
-import type { TimeSpan } from './ports.js';
+import type { TimeSpan } from './ports/history-store.js';
 
 /** Merges overlapping or touching spans; input in any order, output oldest first (new objects). */
 export function mergeSpans(spans: readonly TimeSpan[]): TimeSpan[] {

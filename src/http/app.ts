@@ -13,12 +13,13 @@ import { createCors } from './cors.js';
 import { ForbiddenError, StartupError } from '../domain/errors.js';
 import { toErrorResponse, writeEnvelope } from './envelope.js';
 import type { Handlers } from './handlers/types.js';
-import type { Logger } from '../domain/ports.js';
+import type { Logger } from '../domain/ports/logger.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
 import { contractSecurity, credentialCheck, type Authenticator } from './security.js';
 import { runStep, series } from './series.js';
-import { NO_METRICS, UNMATCHED_ROUTE, type Metrics, type Principal } from '../domain/ports.js';
+import { NO_METRICS, UNMATCHED_ROUTE, type Metrics } from '../domain/ports/metrics.js';
+import type { Principal } from '../domain/ports/accounts.js';
 import { isRateLimitedPath, type RateLimit } from './rate-limit.js';
 
 declare module 'express-serve-static-core' {

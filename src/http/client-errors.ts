@@ -18,7 +18,7 @@ import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { requestIdOf } from './app.js';
 import { envelopeBytes, toParserErrorResponse, writeEnvelope } from './envelope.js';
-import type { Logger } from '../domain/ports.js';
+import type { Logger } from '../domain/ports/logger.js';
 
 /** How long a refused connection may stay half-open, waiting for the client to close its side. */
 const LINGER_MS = 5000;

@@ -19,9 +19,9 @@ import { requestIdOf, routeOf } from './app.js';
 import { createCors } from './cors.js';
 import { toErrorResponse, writeEnvelope } from './envelope.js';
 import { representationReply, varyByAccept } from './handlers/representation.js';
-import { LocalMemory } from '../domain/local-memory.js';
-import type { Logger } from '../domain/ports.js';
-import { NO_METRICS, type Metrics } from '../domain/ports.js';
+import { LocalMemory } from '../services/local-memory.js';
+import type { Logger } from '../domain/ports/logger.js';
+import { NO_METRICS, type Metrics } from '../domain/ports/metrics.js';
 import type { RepresentationCache } from '../services/representation-cache.js';
 import type { RateLimit } from './rate-limit.js';
 

@@ -5,8 +5,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { toErrorResponse, writeEnvelope } from './envelope.js';
-import type { Logger } from '../domain/ports.js';
-import type { MetricsSource } from '../domain/ports.js';
+import type { Logger } from '../domain/ports/logger.js';
+import type { MetricsSource } from '../domain/ports/metrics.js';
 
 /** A listening metrics server. */
 export interface MetricsServer {

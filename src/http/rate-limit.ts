@@ -9,7 +9,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { RateLimitedError } from '../domain/errors.js';
 import { addressGroup } from '../domain/address-group.js';
-import { NO_METRICS, NO_USAGE, type Metrics, type Principal, type QuotaUsage, type RequestCounter, type UsageRecorder } from '../domain/ports.js';
+import { NO_METRICS, type Metrics } from '../domain/ports/metrics.js';
+import { NO_USAGE, type UsageRecorder } from '../domain/ports/usage.js';
+import type { Principal } from '../domain/ports/accounts.js';
+import type { QuotaUsage, RequestCounter } from '../domain/ports/counters.js';
 
 export interface RateLimitOptions {
   counter: RequestCounter;

@@ -11,7 +11,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Express, Request } from 'express';
-import type { Logger } from '../domain/ports.js';
+import type { Logger } from '../domain/ports/logger.js';
 
 declare module 'http' {
   interface IncomingMessage {

@@ -24,7 +24,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Operation } from './contract.js';
 import { AUTH_MESSAGES, readBearer } from '../domain/credentials.js';
 import { AppError, ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../domain/errors.js';
-import type { AuthCallback, Principal } from '../domain/ports.js';
+import type { AuthCallback, Principal } from '../domain/ports/accounts.js';
 
 /**
  * Checks the credentials of a request, one method per kind of scheme the contract may declare; ends

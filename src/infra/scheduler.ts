@@ -6,7 +6,7 @@
 import { Cron } from 'croner';
 import type { components } from '../generated/api.js';
 import type { Logger } from './logger.js';
-import type { CacheStore } from '../domain/ports.js';
+import type { CacheStore } from '../domain/ports/cache.js';
 
 export type SchedulerJobStatus = components['schemas']['SchedulerJob'];
 

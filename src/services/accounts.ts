@@ -6,8 +6,9 @@
  */
 import { BusinessRuleError, ConfigError, InvalidCredentialsError, InvalidRequestError, TooManyRequestsError, UsernameTakenError } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
-import type { Logger } from '../domain/ports.js';
-import type { ActionContext, AuditLog, LoginAttempts, Passwords, Principal, TokenIssuer, User, UserStore } from '../domain/ports.js';
+import type { Logger } from '../domain/ports/logger.js';
+import type { ActionContext, AuditLog } from '../domain/ports/audit.js';
+import type { LoginAttempts, Passwords, Principal, TokenIssuer, User, UserStore } from '../domain/ports/accounts.js';
 import { addressGroup } from '../domain/address-group.js';
 
 export type LoginResult = components['schemas']['LoginResult'];

@@ -10,9 +10,12 @@ import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { ApiKeyNotFoundError, InvalidCredentialsError, InvalidRequestError } from '../domain/errors.js';
 import { channels } from '../domain/key-space.js';
 import type { components } from '../generated/api.js';
-import type { Logger } from '../domain/ports.js';
-import type { ActionContext, ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier, AuditLog, Broadcast, Principal } from '../domain/ports.js';
-import { LocalMemory } from '../domain/local-memory.js';
+import type { Logger } from '../domain/ports/logger.js';
+import type { ActionContext, AuditLog } from '../domain/ports/audit.js';
+import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier } from '../domain/ports/api-keys.js';
+import type { Broadcast } from '../domain/ports/cache.js';
+import type { Principal } from '../domain/ports/accounts.js';
+import { LocalMemory } from './local-memory.js';
 
 /** What a managed key past its `expires_at` is told (401). */
 export const EXPIRED_KEY_MESSAGE = 'API key has expired';

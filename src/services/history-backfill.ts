@@ -12,7 +12,9 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, HistoryJobNotFoundError, InvalidRequestError } from '../domain/errors.js';
 import { parseInstant } from '../domain/instant.js';
-import type { HistoryInterval, HistoryJob, HistoryJobStore, Logger } from '../domain/ports.js';
+import type { HistoryInterval } from '../domain/ports/market-data.js';
+import type { HistoryJob, HistoryJobStore } from '../domain/ports/history-store.js';
+import type { Logger } from '../domain/ports/logger.js';
 import type { HistoryStore } from './history-store.js';
 
 /** The most symbols one backfill may name. */

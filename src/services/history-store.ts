@@ -12,16 +12,8 @@
  * stored bars before it that were fetched before it took effect (later-fetched ones already came on
  * the new basis), before the new bars are written, so no answer mixes the two.
  */
-import type {
-  CandleStore,
-  CorporateAction,
-  History,
-  HistoryInterval,
-  HistoryQuery,
-  InstrumentInfo,
-  StoredCandle,
-  TimeSpan,
-} from '../domain/ports.js';
+import type { CandleStore, CorporateAction, InstrumentInfo, StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
+import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/market-data.js';
 import { marketOf, tradingSessions } from '../domain/market-calendar.js';
 import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
 

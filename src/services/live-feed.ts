@@ -14,8 +14,9 @@
  * cover its subscribers; while none is connected anywhere, the stream hub's polling refresh covers.
  */
 import { randomUUID } from 'node:crypto';
-import type { Broadcast, Logger } from '../domain/ports.js';
-import type { LeaseStore, PushedPrice, PushUpstream } from '../domain/push-ports.js';
+import type { Broadcast } from '../domain/ports/cache.js';
+import type { Logger } from '../domain/ports/logger.js';
+import type { LeaseStore, PushedPrice, PushUpstream } from '../domain/ports/push.js';
 
 export interface LiveFeedOptions {
   upstreams: readonly PushUpstream[];

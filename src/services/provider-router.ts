@@ -8,20 +8,10 @@ import QuickLRU from 'quick-lru';
 import { DataSourceError, ProvidersUnavailableError, type ProviderAttempt } from '../domain/errors.js';
 import { rangeStartMs } from '../domain/history-ranges.js';
 import type { components } from '../generated/api.js';
-import {
-  NO_METRICS,
-  type AssetClass,
-  type History,
-  type HistoryQuery,
-  type HistoryRange,
-  type Logger,
-  type MarketDataProvider,
-  type Metrics,
-  type ProviderBreakerState,
-  type ProviderLink,
-  type Quote,
-  type SearchResult,
-} from '../domain/ports.js';
+import { NO_METRICS, type Metrics } from '../domain/ports/metrics.js';
+import type { AssetClass, ProviderBreakerState, ProviderLink } from '../domain/ports/providers.js';
+import type { History, HistoryQuery, HistoryRange, MarketDataProvider, Quote, SearchResult } from '../domain/ports/market-data.js';
+import type { Logger } from '../domain/ports/logger.js';
 import { UpstreamFailureError, UpstreamHeldBackError } from '../domain/upstream-failure.js';
 
 type DatasourceStatus = components['schemas']['DatasourceStatus'];

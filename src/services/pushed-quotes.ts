@@ -8,8 +8,9 @@
  * Prices of one symbol are applied one at a time; while one is being stored only the latest waiting
  * one is kept (a burst of ticks costs one write per symbol at a time, never a queue).
  */
-import type { PushedPrice } from '../domain/push-ports.js';
-import type { Logger, Quote } from '../domain/ports.js';
+import type { PushedPrice } from '../domain/ports/push.js';
+import type { Logger } from '../domain/ports/logger.js';
+import type { Quote } from '../domain/ports/market-data.js';
 import type { CacheKind } from './representation-cache.js';
 
 export interface PushedQuotesOptions {

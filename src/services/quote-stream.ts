@@ -18,10 +18,11 @@
  * a margin that covers clocks and delivery delays between instances (a duplicate rather than a gap).
  */
 import { InvalidRequestError, UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
-import type { Logger } from '../domain/ports.js';
-import type { Broadcast, CacheStore, Quote } from '../domain/ports.js';
+import type { Logger } from '../domain/ports/logger.js';
+import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
+import type { Quote } from '../domain/ports/market-data.js';
 import { channels, keys } from '../domain/key-space.js';
-import { quoteInBody, serializedAs, serializedQuote } from './market-data.js';
+import { quoteInBody, serializedAs, serializedQuote } from './market-data/quote-body.js';
 import type { FillListener } from './representation-cache.js';
 
 /**

@@ -5,7 +5,7 @@
  * such as the user count an administrator reads right after creating a user.)
  */
 
-import { LocalMemory } from '../domain/local-memory.js';
+import { LocalMemory } from './local-memory.js';
 
 /**
  * Wraps `probe` so that calls within `maxAgeMs` of the last answer (or while one is being computed)

@@ -15,9 +15,10 @@
 import { createHash } from 'node:crypto';
 import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
 import { channels, keys } from '../domain/key-space.js';
-import { LocalMemory, type MemoryEntry } from '../domain/local-memory.js';
-import type { Logger } from '../domain/ports.js';
-import { NO_METRICS, type Broadcast, type CacheEntry, type CacheResult, type CacheStore, type Metrics } from '../domain/ports.js';
+import { LocalMemory, type MemoryEntry } from './local-memory.js';
+import type { Logger } from '../domain/ports/logger.js';
+import { NO_METRICS, type CacheResult, type Metrics } from '../domain/ports/metrics.js';
+import type { Broadcast, CacheEntry, CacheStore } from '../domain/ports/cache.js';
 
 /** The `X-Cache` value: from the cache, fetched upstream now, or an expired copy standing in for a failed upstream. */
 export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';

@@ -16,8 +16,9 @@
  * own. A lost update (two instances rewriting one bucket at once) only forgets a negative answer:
  * the next ask goes upstream once more. Writes from this process to one bucket are serialized.
  */
-import { LocalMemory } from '../domain/local-memory.js';
-import type { Broadcast, CacheStore, Logger } from '../domain/ports.js';
+import { LocalMemory } from './local-memory.js';
+import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
+import type { Logger } from '../domain/ports/logger.js';
 import { channels, keys } from '../domain/key-space.js';
 
 /** How many store keys hold one provider's negative answers. */

@@ -6,7 +6,10 @@
  * database, where any instance may raise them and they are kept 90 days.
  */
 import { keys, utcDay } from '../domain/key-space.js';
-import type { CounterWindow, Logger, Principal, SharedCounters, UsageCallerKind, UsageRecorder, UsageRow, UsageStore } from '../domain/ports.js';
+import type { CounterWindow, SharedCounters } from '../domain/ports/counters.js';
+import type { Logger } from '../domain/ports/logger.js';
+import type { Principal } from '../domain/ports/accounts.js';
+import type { UsageCallerKind, UsageRecorder, UsageRow, UsageStore } from '../domain/ports/usage.js';
 
 export interface UsageMeterOptions {
   counters: SharedCounters;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
-import type { ApiKeyRecord, ApiKeyStore } from '../../src/domain/ports.js';
+import type { ApiKeyRecord, ApiKeyStore } from '../../src/domain/ports/api-keys.js';
 import { createTestSchema, findPostgres, shouldRunPostgres } from '../helpers/postgres.js';
 
 interface Fixture {

@@ -5,10 +5,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import type { LeaseStore } from '../../src/domain/push-ports.js';
+import type { LeaseStore } from '../../src/domain/ports/push.js';
 import { MemoryCacheStore } from '../../src/infra/cache/memory-cache-store.js';
 import { RedisCacheStore } from '../../src/infra/cache/redis-cache-store.js';
-import type { CacheStore } from '../../src/domain/ports.js';
+import type { CacheStore } from '../../src/domain/ports/cache.js';
 import { startRedisCluster, startSentinelGroup } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 

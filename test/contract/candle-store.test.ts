@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/domain/errors.js';
-import type { CandleStore, StoredCandle } from '../../src/domain/ports.js';
+import type { CandleStore, StoredCandle } from '../../src/domain/ports/history-store.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
 import { createTestSchema, findPostgres, shouldRunPostgres } from '../helpers/postgres.js';
 

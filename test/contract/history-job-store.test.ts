@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { HistoryJob, HistoryJobStore } from '../../src/domain/ports.js';
+import type { HistoryJob, HistoryJobStore } from '../../src/domain/ports/history-store.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
 import { createTestSchema, findPostgres, shouldRunPostgres } from '../helpers/postgres.js';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AppError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../src/domain/errors.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
-import type { UserStore } from '../../src/domain/ports.js';
+import type { UserStore } from '../../src/domain/ports/accounts.js';
 import { createTestSchema, findPostgres, shouldRunPostgres, type TestSchema } from '../helpers/postgres.js';
 
 /** Opens a fresh, migrated, empty database; `dispose` removes every trace of it. */

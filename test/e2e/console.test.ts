@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../src/domain/ports.js';
+import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../src/domain/ports/market-data.js';
 import { SimulatedMarketDataProvider } from '../../src/infra/market/simulated-market-data-provider.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
 import { noteSecrets } from '../helpers/log-files.js';

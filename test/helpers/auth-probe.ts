@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { AppError } from '../../src/domain/errors.js';
 import type { PassportAuth } from '../../src/infra/auth/passport-auth.js';
-import type { AuthCallback, Principal } from '../../src/domain/ports.js';
+import type { AuthCallback, Principal } from '../../src/domain/ports/accounts.js';
 
 export type ProbeResult = { ok: true; principal: Principal } | { ok: false; error: string; code: string; message: string };
 

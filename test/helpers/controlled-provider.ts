@@ -4,7 +4,7 @@
  * cache engine and the streams.
  */
 import { randomBytes } from 'node:crypto';
-import type { History, MarketDataProvider, Quote, SearchResult } from '../../src/domain/ports.js';
+import type { History, MarketDataProvider, Quote, SearchResult } from '../../src/domain/ports/market-data.js';
 
 export class ControlledProvider implements MarketDataProvider {
   /** `name`: the provider it stands for ('simulated' unless a test needs a second one). */

@@ -24,7 +24,7 @@ import { PasswordHasher } from '../../src/infra/auth/passwords.js';
 import { TokenService } from '../../src/infra/auth/tokens.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
 import { createLogger } from '../../src/infra/logger.js';
-import type { Principal } from '../../src/domain/ports.js';
+import type { Principal } from '../../src/domain/ports/accounts.js';
 import { AccountService, LOGIN_FAILED_MESSAGE } from '../../src/services/accounts.js';
 import { startAuthProbe, type AuthProbe } from '../helpers/auth-probe.js';
 import { captureLogs, type LogLine } from '../helpers/log-capture.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DataSourceError } from '../../src/domain/errors.js';
-import type { History, HistoryQuery, MarketDataProvider } from '../../src/domain/ports.js';
+import type { History, HistoryQuery, MarketDataProvider } from '../../src/domain/ports/market-data.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
 import { SimulatedMarketDataProvider } from '../../src/infra/market/simulated-market-data-provider.js';
 import { HistoryStore } from '../../src/services/history-store.js';

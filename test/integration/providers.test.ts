@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ProviderAdapter } from '../../src/domain/ports.js';
+import type { ProviderAdapter } from '../../src/domain/ports/providers.js';
 import { UpstreamFailureError, type UpstreamFailureReason } from '../../src/domain/upstream-failure.js';
 import { createProviderAdapter } from '../../src/infra/market/provider-adapters.js';
 import { fixture, startReplayUpstream, type ReplayAnswer, type ReplayRoute, type ReplayUpstream } from '../helpers/replay-upstream.js';

@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { USER_CHANGED_CHANNEL } from '../../src/infra/auth/revocation-cache.js';
+import { USER_CHANGED_CHANNEL } from '../../src/services/revocation-cache.js';
 import { createCache, RedisCacheStore } from '../../src/infra/cache/index.js';
 import { startLoad, summarize } from '../helpers/ha-load.js';
 import { captureLogs } from '../helpers/log-capture.js';

@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RevocationCache } from '../../src/infra/auth/revocation-cache.js';
+import { RevocationCache } from '../../src/services/revocation-cache.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
-import type { UserStore } from '../../src/domain/ports.js';
+import type { UserStore } from '../../src/domain/ports/accounts.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait-for.js';
 

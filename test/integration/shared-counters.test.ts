@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { keys, utcDay } from '../../src/domain/key-space.js';
-import type { CounterWindow } from '../../src/domain/ports.js';
+import type { CounterWindow } from '../../src/domain/ports/counters.js';
 import { loadConfig } from '../../src/config.js';
 import { createCache } from '../../src/infra/cache/index.js';
 import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';

@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { UnknownSymbolError } from '../../src/domain/errors.js';
-import type { MarketDataProvider } from '../../src/domain/ports.js';
+import type { MarketDataProvider } from '../../src/domain/ports/market-data.js';
 import { createCache, type ResilientCache } from '../../src/infra/cache/index.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { SimulatedMarketDataProvider } from '../../src/infra/market/simulated-market-data-provider.js';

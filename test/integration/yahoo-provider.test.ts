@@ -11,7 +11,7 @@ import {
 } from '../../src/infra/market/resilient-market-data-provider.js';
 import { UpstreamRateLimitedError } from '../../src/infra/market/upstream-guard-errors.js';
 import { DEFAULT_USER_AGENT, YahooMarketDataProvider } from '../../src/infra/market/yahoo-market-data-provider.js';
-import type { Quote } from '../../src/domain/ports.js';
+import type { Quote } from '../../src/domain/ports/market-data.js';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamMode } from '../helpers/fake-upstream.js';
 
 const FIXTURES_DIR = fileURLToPath(new URL('../fixtures/yahoo/', import.meta.url));

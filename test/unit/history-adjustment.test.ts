@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adjustCandles } from '../../src/domain/history-adjustment.js';
-import type { CorporateAction, StoredCandle } from '../../src/domain/ports.js';
+import type { CorporateAction, StoredCandle } from '../../src/domain/ports/history-store.js';
 
 const DAY_MS = 86_400_000;
 const SPLIT: CorporateAction = { kind: 'split', timeMs: 10 * DAY_MS, numerator: 4, denominator: 1 };

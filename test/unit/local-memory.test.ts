@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LocalMemory } from '../../src/domain/local-memory.js';
+import { LocalMemory } from '../../src/services/local-memory.js';
 
 describe('LocalMemory', () => {
   const memoryAt = (clock: { now: number }, maxAgeMs = 1000, maxEntries = 100) => new LocalMemory<string, string>({ maxEntries, maxAgeMs, now: () => clock.now });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MARKETS, allMarketStatuses, marketOf, marketStatus, tradingSessions, type MarketCode } from '../../src/domain/market-calendar.js';
-import type { MarketState } from '../../src/domain/ports.js';
+import type { MarketState } from '../../src/domain/ports/market-data.js';
 
 /**
  * Every expected instant below was worked out by hand from the exchange's hours and the zone's UTC

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DataSourceError, ProvidersUnavailableError } from '../../src/domain/errors.js';
-import type { AssetClass, History, HistoryQuery, ProviderCapabilities, ProviderLink, ProviderSymbol, Quote, SearchResult } from '../../src/domain/ports.js';
+import type { AssetClass, ProviderCapabilities, ProviderLink, ProviderSymbol } from '../../src/domain/ports/providers.js';
+import type { History, HistoryQuery, Quote, SearchResult } from '../../src/domain/ports/market-data.js';
 import { UpstreamFailureError, UpstreamHeldBackError } from '../../src/domain/upstream-failure.js';
 import { KeyPool } from '../../src/infra/market/key-pool.js';
 import { ProviderRouter } from '../../src/services/provider-router.js';

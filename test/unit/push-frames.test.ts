@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { decodePricing, encodePricing } from '../../src/infra/stream/yahoo-pricing.js';
 import { mergePushedPrice } from '../../src/services/pushed-quotes.js';
-import type { Quote } from '../../src/domain/ports.js';
+import type { Quote } from '../../src/domain/ports/market-data.js';
 
 interface Frame {
   symbol: string;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { RateLimitedError } from '../../src/domain/errors.js';
 import { QuotaCounter } from '../../src/infra/counters/quota-counter.js';
 import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
-import type { Principal } from '../../src/domain/ports.js';
+import type { Principal } from '../../src/domain/ports/accounts.js';
 import { clientAddress, createRateLimit, isRateLimitedPath } from '../../src/http/rate-limit.js';
 
 function exchange(headers: Record<string, string> = {}): { req: IncomingMessage; res: ServerResponse } {

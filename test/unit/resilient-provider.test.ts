@@ -4,7 +4,8 @@ import { createMarketDataProvider } from '../../src/infra/market/index.js';
 import { ResilientMarketDataProvider } from '../../src/infra/market/resilient-market-data-provider.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { UpstreamBusyError } from '../../src/infra/market/upstream-guard-errors.js';
-import type { MarketDataProvider, Quote, UpstreamOutcome } from '../../src/domain/ports.js';
+import type { MarketDataProvider, Quote } from '../../src/domain/ports/market-data.js';
+import type { UpstreamOutcome } from '../../src/domain/ports/metrics.js';
 
 function captureLogger() {
   const lines: Array<{ level: number; msg: string; provider?: string }> = [];

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { contractFromYaml } from '../../src/http/contract.js';
 import { ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../../src/domain/errors.js';
 import type { Authenticator } from '../../src/http/security.js';
-import type { AuthCallback } from '../../src/domain/ports.js';
+import type { AuthCallback } from '../../src/domain/ports/accounts.js';
 import { contractSecurity } from '../../src/http/security.js';
 import { AUTH_MESSAGES } from '../../src/domain/credentials.js';
 

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/infra/logger.js';
-import { ShutdownList } from '../../src/main.js';
+import { ShutdownList } from '../../src/services/shutdown-list.js';
 
 describe('ShutdownList', () => {
   it('when closed, then the parts close in the reverse order of registration, each once', async () => {

@@ -1,7 +1,7 @@
 import { DateTime, IANAZone } from 'luxon';
 import { describe, expect, it } from 'vitest';
 import { SIMULATED_DIRECTORY, SIMULATED_LISTING_MS, SimulatedMarketDataProvider } from '../../src/infra/market/simulated-market-data-provider.js';
-import type { Candle, History, HistoryQuery, Quote } from '../../src/domain/ports.js';
+import type { Candle, History, HistoryQuery, Quote } from '../../src/domain/ports/market-data.js';
 import { marketOf } from '../../src/domain/market-calendar.js';
 
 const MINUTE = 60_000;

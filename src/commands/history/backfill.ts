@@ -3,8 +3,8 @@ import { SingleBar } from 'cli-progress';
 import { MdsCommand } from '../../cli/command.js';
 import { cliLogger, fail, failure, loadCliConfig } from '../../cli/context.js';
 import { InvalidRequestError } from '../../domain/errors.js';
-import type { HistoryInterval } from '../../domain/ports.js';
-import { openHistory } from '../../main.js';
+import type { HistoryInterval } from '../../domain/ports/market-data.js';
+import { openHistory } from '../../cli/open-stores.js';
 
 const INTERVALS: HistoryInterval[] = ['1m', '5m', '15m', '30m', '1h', '1d', '1wk', '1mo'];
 

@@ -1,4 +1,5 @@
-import type { AuditLog, HistoryJob } from '../../domain/ports.js';
+import type { AuditLog } from '../../domain/ports/audit.js';
+import type { HistoryJob } from '../../domain/ports/history-store.js';
 import type { AccountService } from '../../services/accounts.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
 import type { HistoryBackfill } from '../../services/history-backfill.js';

@@ -1,6 +1,6 @@
 /** Who did what from where: the audit context of a request, from its principal, address and id. */
 import type { Request } from 'express';
-import type { ActionContext } from '../../domain/ports.js';
+import type { ActionContext } from '../../domain/ports/audit.js';
 import { actorOf } from '../../services/accounts.js';
 
 export function actionContext(req: Request): ActionContext {

@@ -1,6 +1,6 @@
 /** All handlers, keyed by operationId; `createApp` refuses to start when one is missing. */
 import type { Contract } from '../contract.js';
-import type { AuditLog } from '../../domain/ports.js';
+import type { AuditLog } from '../../domain/ports/audit.js';
 import type { AccountService } from '../../services/accounts.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
 import type { HistoryBackfill } from '../../services/history-backfill.js';

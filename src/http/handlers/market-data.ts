@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import type { components } from '../../generated/api.js';
-import { TooManyCandlesError, type HistoryParams, type MarketDataService } from '../../services/market-data.js';
+import type { MarketDataService } from '../../services/market-data.js';
+import { TooManyCandlesError, type HistoryParams } from '../../services/market-data/history-rules.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
 import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv } from '../history-export.js';
 import { etagMatches, representationReply, varyByAccept } from './representation.js';

@@ -4,7 +4,7 @@
  * paths stay on as a second guard against a credential slipping into `details`.
  */
 import type { Logger } from '../logger.js';
-import type { ActionContext, AuditEvent, AuditLog } from '../../domain/ports.js';
+import type { ActionContext, AuditEvent, AuditLog } from '../../domain/ports/audit.js';
 
 /** Writes each event as `{audit: true, actor, action, target, ip, reqId, ...details}` at level info. */
 export class PinoAuditLog implements AuditLog {

@@ -6,7 +6,9 @@
  */
 import { TooManyRequestsError } from '../../domain/errors.js';
 import { keys } from '../../domain/key-space.js';
-import type { CounterWindow, LoginAttempts, Metrics, SharedCounters } from '../../domain/ports.js';
+import type { CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
+import type { LoginAttempts } from '../../domain/ports/accounts.js';
+import type { Metrics } from '../../domain/ports/metrics.js';
 import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
 
 export interface LoginThrottleOptions {

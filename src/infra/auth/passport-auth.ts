@@ -22,7 +22,8 @@ import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
 import { Strategy as JwtStrategy } from 'passport-jwt';
 import { AUTH_MESSAGES, readBearer } from '../../domain/credentials.js';
 import { InvalidCredentialsError, NotAuthenticatedError } from '../../domain/errors.js';
-import type { ApiKeyVerifier, AuthCallback, Principal, User, UserStore } from '../../domain/ports.js';
+import type { ApiKeyVerifier } from '../../domain/ports/api-keys.js';
+import type { AuthCallback, Principal, User, UserStore } from '../../domain/ports/accounts.js';
 import { claimsOf, type TokenClaims, type TokenService } from './tokens.js';
 
 /** The service account an API key acts as. Every protected endpoint is an admin endpoint, so it is one. */

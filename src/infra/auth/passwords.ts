@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { InvalidRequestError } from '../../domain/errors.js';
-import type { Passwords } from '../../domain/ports.js';
+import type { Passwords } from '../../domain/ports/accounts.js';
 import { sharedBcryptPool, type BcryptPool } from './bcrypt-pool.js';
 
 /** bcrypt reads at most 72 bytes; a longer password would be silently truncated, so it is refused. */

@@ -8,7 +8,7 @@ import jwt from 'jsonwebtoken';
 import QuickLRU from 'quick-lru';
 import { AUTH_MESSAGES } from '../../domain/credentials.js';
 import { InvalidCredentialsError } from '../../domain/errors.js';
-import type { TokenIssuer } from '../../domain/ports.js';
+import type { TokenIssuer } from '../../domain/ports/accounts.js';
 
 /** The only signing algorithm issued or accepted. */
 export const TOKEN_ALGORITHM = 'HS256';

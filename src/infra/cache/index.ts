@@ -9,8 +9,8 @@ import { RedisCacheStore } from './redis-cache-store.js';
 import { ResilientCache } from './resilient-cache.js';
 
 export { MemoryCacheStore, type MemoryCacheStoreOptions } from './memory-cache-store.js';
+export { RedisCacheStore } from './redis-cache-store.js';
 export {
-  RedisCacheStore,
   failFastClusterOptions,
   failFastRedisOptions,
   type RedisCacheStoreOptions,
@@ -18,7 +18,7 @@ export {
   type RedisClient,
   type RedisNodeAddress,
   type RedisTopology,
-} from './redis-cache-store.js';
+} from './redis-connection.js';
 export { ResilientCache, type CacheStatus, type ResilientCacheOptions } from './resilient-cache.js';
 
 /** Timings for tests and tuning; the defaults suit production. */

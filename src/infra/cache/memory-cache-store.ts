@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import QuickLRU from 'quick-lru';
-import type { CacheEntry, CacheStore } from '../../domain/ports.js';
+import type { CacheEntry, CacheStore } from '../../domain/ports/cache.js';
 
 export interface MemoryCacheStoreOptions {
   /**

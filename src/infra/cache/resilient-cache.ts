@@ -6,10 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
-import type { Broadcast, CacheEntry, CacheStore, SharedCounters } from '../../domain/ports.js';
+import type { Broadcast, CacheEntry, CacheStore } from '../../domain/ports/cache.js';
+import type { SharedCounters } from '../../domain/ports/counters.js';
 import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
 import type { MemoryCacheStore } from './memory-cache-store.js';
-import type { RedisCacheStore, RedisClient, RedisTopology } from './redis-cache-store.js';
+import type { RedisCacheStore } from './redis-cache-store.js';
+import type { RedisClient, RedisTopology } from './redis-connection.js';
 
 /** Which store answers, whether Redis is connected, and hit/miss counts of `get` since start. */
 export interface CacheStatus {

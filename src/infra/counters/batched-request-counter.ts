@@ -9,7 +9,7 @@
  * with each flush's answer.
  */
 import QuickLRU from 'quick-lru';
-import type { QuotaUsage, RequestCounter } from '../../domain/ports.js';
+import type { QuotaUsage, RequestCounter } from '../../domain/ports/counters.js';
 
 export interface BatchedRequestCounterOptions {
   /** How long points wait before they are sent together, in ms. Default 10. */

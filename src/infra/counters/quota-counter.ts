@@ -4,7 +4,7 @@
  * keeps most requests off it.
  */
 import { keys } from '../../domain/key-space.js';
-import type { CounterWindow, QuotaUsage, RequestCounter, SharedCounters } from '../../domain/ports.js';
+import type { CounterWindow, QuotaUsage, RequestCounter, SharedCounters } from '../../domain/ports/counters.js';
 
 export interface QuotaCounterOptions {
   counters: SharedCounters;

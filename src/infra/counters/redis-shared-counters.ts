@@ -10,8 +10,8 @@
  * cache then falls back for every caller at once) and is answered from memory instead.
  */
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { CounterUsage, CounterWindow, SharedCounters } from '../../domain/ports.js';
-import { within, type RedisClient } from '../cache/redis-cache-store.js';
+import type { CounterUsage, CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
+import { within, type RedisClient } from '../cache/redis-connection.js';
 
 export interface RedisSharedCountersOptions {
   /** The cache's ioredis client (any topology); absent = memory only. */

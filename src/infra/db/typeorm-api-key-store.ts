@@ -3,7 +3,7 @@
  * and errors stop here: callers get `ApiKeyRecord` values and the errors of `src/errors.ts`.
  */
 import { Brackets, type DataSource, type Repository } from 'typeorm';
-import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore } from '../../domain/ports.js';
+import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore } from '../../domain/ports/api-keys.js';
 import { API_KEY_ENTITY, type ApiKeyRow } from './api-key-entity.js';
 import { storeOperations } from './serial-queue.js';
 

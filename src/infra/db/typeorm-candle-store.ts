@@ -8,15 +8,8 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
-import type {
-  CandleStore,
-  CorporateAction,
-  HistoryInterval,
-  InstrumentInfo,
-  Provenance,
-  StoredCandle,
-  TimeSpan,
-} from '../../domain/ports.js';
+import type { CandleStore, CorporateAction, InstrumentInfo, Provenance, StoredCandle, TimeSpan } from '../../domain/ports/history-store.js';
+import type { HistoryInterval } from '../../domain/ports/market-data.js';
 import { mergeSpans } from '../../domain/time-spans.js';
 import { storeOperations } from './serial-queue.js';
 

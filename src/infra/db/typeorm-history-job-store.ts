@@ -3,7 +3,8 @@
  * is one conditional UPDATE, so two instances reaching for the same job cannot both get it.
  */
 import { Brackets, type DataSource, type Repository } from 'typeorm';
-import type { HistoryInterval, HistoryJob, HistoryJobState, HistoryJobStore } from '../../domain/ports.js';
+import type { HistoryInterval } from '../../domain/ports/market-data.js';
+import type { HistoryJob, HistoryJobState, HistoryJobStore } from '../../domain/ports/history-store.js';
 import { HISTORY_JOB_ENTITY, type HistoryJobRow } from './history-job-entity.js';
 import { storeOperations } from './serial-queue.js';
 

@@ -3,7 +3,7 @@
  * raises counts is one statement in both dialects (`max` in SQLite, `GREATEST` in PostgreSQL).
  */
 import type { DataSource } from 'typeorm';
-import type { UsageCallerKind, UsageRow, UsageStore } from '../../domain/ports.js';
+import type { UsageCallerKind, UsageRow, UsageStore } from '../../domain/ports/usage.js';
 import { AppError } from '../../domain/errors.js';
 import { reasonOf } from './db-errors.js';
 

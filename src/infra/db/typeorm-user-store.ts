@@ -5,7 +5,7 @@
 import type { DataSource, Repository } from 'typeorm';
 import { isUniqueViolation, reasonOf } from './db-errors.js';
 import { AppError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../domain/errors.js';
-import type { User, UserStore } from '../../domain/ports.js';
+import type { User, UserStore } from '../../domain/ports/accounts.js';
 import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
 import { TypeormCandleStore } from './typeorm-candle-store.js';
 import { TypeormHistoryJobStore } from './typeorm-history-job-store.js';

@@ -9,7 +9,8 @@
  * bad key (`unauthorized`, naming the key), and `{"Global Quote": {}}` for a quote of an unknown symbol.
  */
 import { DateTime } from 'luxon';
-import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol, Quote, SearchResult } from '../../domain/ports.js';
+import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, Quote, SearchResult } from '../../domain/ports/market-data.js';
+import type { ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol } from '../../domain/ports/providers.js';
 import { tradingSessions } from '../../domain/market-calendar.js';
 import { usTickerOf } from '../../domain/provider-symbols.js';
 import { type UpstreamFailureError } from '../../domain/upstream-failure.js';

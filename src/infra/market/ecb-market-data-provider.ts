@@ -5,7 +5,8 @@
  * pairs without EUR are crossed through the euro (`USDJPY=X` = JPY rate / USD rate).
  */
 import { DateTime } from 'luxon';
-import type { Candle, History, HistoryQuery, ProviderAdapter, ProviderCapabilities, ProviderSymbol, Quote, SearchResult } from '../../domain/ports.js';
+import type { Candle, History, HistoryQuery, Quote, SearchResult } from '../../domain/ports/market-data.js';
+import type { ProviderAdapter, ProviderCapabilities, ProviderSymbol } from '../../domain/ports/providers.js';
 import { fxPairOf, type CurrencyPair } from '../../domain/provider-symbols.js';
 import { KeyPool } from './key-pool.js';
 import { changeOf, inWindow, marketStateOf, ProviderHttp, windowOf, type ProviderHttpOptions } from './provider-http.js';

@@ -3,7 +3,8 @@
  * (`historical-price-eod/full`), `dividends` and `splits` for events, `search-symbol` for search. The
  * key goes in `apikey=`, as FMP documents and as the recordings show.
  */
-import type { Candle, History, HistoryQuery, ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol, Quote, SearchResult } from '../../domain/ports.js';
+import type { Candle, History, HistoryQuery, Quote, SearchResult } from '../../domain/ports/market-data.js';
+import type { ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol } from '../../domain/ports/providers.js';
 import { assetClassOf, cryptoPairOf, fxPairOf, marketOfSymbol, usTickerOf } from '../../domain/provider-symbols.js';
 import {
   changeOf, dailyBarStartMs, finite, inWindow, isoDate, isRecord, lastDateBefore, marketStateOf, nonEmptyString, ProviderHttp, timezoneOfMarket,

@@ -5,7 +5,9 @@
  */
 import type { Config } from '../../config.js';
 import type { Logger } from '../logger.js';
-import type { MarketDataProvider, Metrics, SharedCounters } from '../../domain/ports.js';
+import type { MarketDataProvider } from '../../domain/ports/market-data.js';
+import type { Metrics } from '../../domain/ports/metrics.js';
+import type { SharedCounters } from '../../domain/ports/counters.js';
 import type { ProviderName } from '../../config.js';
 import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
 import { asProviderAdapter, createProviderAdapter, SIMULATED_CAPABILITIES, YAHOO_CAPABILITIES } from './provider-adapters.js';

@@ -2,7 +2,7 @@
  * The API keys of one provider, handed out in turn (round robin over the active ones), in this
  * process's memory. The router may set keys aside or wrap this pool to count fleet-wide budgets.
  */
-import type { KeySetAsideReason, ProviderKey, ProviderKeyPool, ProviderKeyStatus } from '../../domain/ports.js';
+import type { KeySetAsideReason, ProviderKey, ProviderKeyPool, ProviderKeyStatus } from '../../domain/ports/providers.js';
 
 interface Slot {
   value: string;

@@ -3,7 +3,8 @@
  * reference tickers for search, reference dividends and splits for events. Key sent as a bearer
  * token (Polygon documents the header beside `apiKey=`), so it never sits in a URL.
  */
-import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol, Quote, SearchResult } from '../../domain/ports.js';
+import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, Quote, SearchResult } from '../../domain/ports/market-data.js';
+import type { ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol } from '../../domain/ports/providers.js';
 import { assetClassOf, cryptoPairOf, fxPairOf, marketOfSymbol, usTickerOf } from '../../domain/provider-symbols.js';
 import { isSymbol } from '../../domain/symbols.js';
 import {

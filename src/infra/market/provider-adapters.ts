@@ -2,7 +2,8 @@
  * Builds one provider adapter by name from its settings (`config.market.providerSettings[name]`), and
  * declares what Yahoo and the simulated provider serve, so the router can treat every provider alike.
  */
-import type { MarketDataProvider, ProviderAdapter, ProviderCapabilities, ProviderKeyPool, ProviderSymbol } from '../../domain/ports.js';
+import type { MarketDataProvider } from '../../domain/ports/market-data.js';
+import type { ProviderAdapter, ProviderCapabilities, ProviderKeyPool, ProviderSymbol } from '../../domain/ports/providers.js';
 import { assetClassOf } from '../../domain/provider-symbols.js';
 import type { ProviderName, ProviderSettings } from '../../config.js';
 import { AlphaVantageMarketDataProvider } from './alpha-vantage-market-data-provider.js';

@@ -6,7 +6,8 @@
  */
 import { rangeStartMs } from '../../domain/history-ranges.js';
 import { MARKETS, marketStatus, tradingSessions, type MarketCode } from '../../domain/market-calendar.js';
-import type { HistoryQuery, HistoryRange, MarketState, ProviderKey, ProviderKeyPool } from '../../domain/ports.js';
+import type { HistoryQuery, HistoryRange, MarketState } from '../../domain/ports/market-data.js';
+import type { ProviderKey, ProviderKeyPool } from '../../domain/ports/providers.js';
 import { UpstreamFailureError, type UpstreamFailureReason } from '../../domain/upstream-failure.js';
 import { UpstreamRateLimitedError } from './upstream-guard-errors.js';
 

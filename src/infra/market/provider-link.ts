@@ -4,9 +4,9 @@
  * cap, 429 pause) and the circuit breaker.
  */
 import { keys as keySpace } from '../../domain/key-space.js';
-import type {
-  History, HistoryQuery, ProviderAdapter, ProviderBreakerState, ProviderHealth, ProviderKeyStatus, ProviderLink, ProviderUsage, Quote, SearchResult, SharedCounters,
-} from '../../domain/ports.js';
+import type { History, HistoryQuery, Quote, SearchResult } from '../../domain/ports/market-data.js';
+import type { ProviderAdapter, ProviderBreakerState, ProviderHealth, ProviderKeyStatus, ProviderLink, ProviderUsage } from '../../domain/ports/providers.js';
+import type { SharedCounters } from '../../domain/ports/counters.js';
 import type { ResilientMarketDataProvider } from './resilient-market-data-provider.js';
 import type { SharedKeyPool } from './shared-key-pool.js';
 

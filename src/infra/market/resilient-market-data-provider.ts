@@ -8,7 +8,8 @@ import type { components } from '../../generated/api.js';
 import { DataSourceError } from '../../domain/errors.js';
 import { UpstreamHeldBackError } from '../../domain/upstream-failure.js';
 import type { Logger } from '../logger.js';
-import type { History, HistoryQuery, MarketDataProvider, Metrics, Quote, SearchResult, UpstreamOutcome } from '../../domain/ports.js';
+import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../domain/ports/market-data.js';
+import type { Metrics, UpstreamOutcome } from '../../domain/ports/metrics.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 /** The provider's health as the admin status reports it. */

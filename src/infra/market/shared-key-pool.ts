@@ -5,7 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import { keys as keySpace, utcDay } from '../../domain/key-space.js';
-import type { CounterWindow, KeySetAsideReason, ProviderKey, ProviderKeyPool, ProviderKeyStatus, SharedCounters } from '../../domain/ports.js';
+import type { CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
+import type { KeySetAsideReason, ProviderKey, ProviderKeyPool, ProviderKeyStatus } from '../../domain/ports/providers.js';
 import { KeyPool, nextUtcMidnight } from './key-pool.js';
 
 /** A count with no real limit, so a provider without `<P>_DAILY_LIMIT` still shows its keys' use. */

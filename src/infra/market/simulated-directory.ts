@@ -2,7 +2,7 @@
  * The instruments the simulated provider knows: Yahoo Finance symbols (so switching to the `yahoo`
  * provider keeps them working) with plausible late-2026 orders of magnitude. Demo data, not reference data.
  */
-import type { InstrumentType } from '../../domain/ports.js';
+import type { InstrumentType } from '../../domain/ports/market-data.js';
 
 /** One simulated instrument: its identity and the level and behaviour its random walk stays around. */
 export interface SimulatedInstrument {

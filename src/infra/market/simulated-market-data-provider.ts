@@ -4,7 +4,7 @@
  * never be mistaken for market data.
  */
 import { DateTime } from 'luxon';
-import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, Quote, SearchResult } from '../../domain/ports.js';
+import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, Quote, SearchResult } from '../../domain/ports/market-data.js';
 import { marketOf, marketStatus, tradingSessions, type MarketCode, type TradingSession } from '../../domain/market-calendar.js';
 import { SIMULATED_DIRECTORY, type SimulatedInstrument } from './simulated-directory.js';
 import { canonical } from '../../domain/symbols.js';

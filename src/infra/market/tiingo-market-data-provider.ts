@@ -3,7 +3,8 @@
  * `splitFactor` as events), crypto and FX prices (daily and intraday), and the utilities search. The
  * key is sent as `Authorization: Token <key>` (documented beside `token=`), so it never sits in a URL.
  */
-import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol, Quote, SearchResult } from '../../domain/ports.js';
+import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, Quote, SearchResult } from '../../domain/ports/market-data.js';
+import type { ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol } from '../../domain/ports/providers.js';
 import { assetClassOf, cryptoPairOf, fxPairOf, marketOfSymbol, usTickerOf } from '../../domain/provider-symbols.js';
 import {
   changeOf, dailyBarStartMs, finite, inWindow, isoDate, isRecord, lastDateBefore, marketStateOf, nonEmptyString, ProviderHttp, sessionEndMs,

@@ -9,7 +9,8 @@
  */
 import type { Logger } from '../logger.js';
 import { keys } from '../../domain/key-space.js';
-import type { CounterWindow, History, HistoryQuery, MarketDataProvider, Quote, SearchResult, SharedCounters } from '../../domain/ports.js';
+import type { CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
+import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../domain/ports/market-data.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 export { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';

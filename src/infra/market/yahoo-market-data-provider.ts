@@ -6,7 +6,7 @@
  */
 import { DataSourceError } from '../../domain/errors.js';
 import { canonical, isSymbol } from '../../domain/symbols.js';
-import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, MarketState, Quote, SearchResult } from '../../domain/ports.js';
+import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, MarketState, Quote, SearchResult } from '../../domain/ports/market-data.js';
 import { UpstreamFailureError } from '../../domain/upstream-failure.js';
 import { errorCode, finite, isRecord, parseRetryAfter, roundTo } from './provider-http.js';
 import { UpstreamRateLimitedError } from './upstream-guard-errors.js';

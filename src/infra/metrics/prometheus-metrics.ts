@@ -4,7 +4,7 @@
  * `serve --workers N` each worker hands its registry to the primary, which sums them into one view.
  */
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { CacheResult, Metrics, MetricsSource, UpstreamOutcome } from '../../domain/ports.js';
+import type { CacheResult, Metrics, MetricsSource, UpstreamOutcome } from '../../domain/ports/metrics.js';
 import { SeriesHistogram } from './series-histogram.js';
 
 /**

@@ -1,6 +1,6 @@
 /** The push upstreams STREAM_UPSTREAMS names, built from their configuration (DESIGN 23). */
-import type { Logger } from '../../domain/ports.js';
-import type { PushUpstream } from '../../domain/push-ports.js';
+import type { Logger } from '../../domain/ports/logger.js';
+import type { PushUpstream } from '../../domain/ports/push.js';
 import { POLYGON_STREAM_URLS, PolygonSocket } from './polygon-socket.js';
 import { YAHOO_STREAM_URL, YahooStreamer } from './yahoo-streamer.js';
 

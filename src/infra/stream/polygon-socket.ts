@@ -8,8 +8,8 @@
  * connection; with every key set aside the adapter stops connecting, and the stream hub's polling
  * covers its subscribers.
  */
-import type { Logger } from '../../domain/ports.js';
-import type { PushListener, PushUpstream } from '../../domain/push-ports.js';
+import type { Logger } from '../../domain/ports/logger.js';
+import type { PushListener, PushUpstream } from '../../domain/ports/push.js';
 import { KeyPool } from '../market/key-pool.js';
 import { ReconnectingSocket } from './reconnecting-socket.js';
 

@@ -4,7 +4,7 @@
  * for a while. The vendor-specific part (what to say on open, how to read a message) is the owner's.
  */
 import WebSocket from 'ws';
-import type { Logger } from '../../domain/ports.js';
+import type { Logger } from '../../domain/ports/logger.js';
 
 export interface ReconnectingSocketOptions {
   /** The URL to connect to, asked again on every attempt. */

@@ -7,8 +7,8 @@
  * The stream names a currency pair against the dollar by its quote currency alone (USD/JPY arrives as
  * `JPY=X`, not `USDJPY=X`): both names are subscribed and the frame is given to the symbol asked for.
  */
-import type { Logger } from '../../domain/ports.js';
-import type { PushListener, PushUpstream } from '../../domain/push-ports.js';
+import type { Logger } from '../../domain/ports/logger.js';
+import type { PushListener, PushUpstream } from '../../domain/ports/push.js';
 import { ReconnectingSocket } from './reconnecting-socket.js';
 import { decodePricing, type PricingData } from './yahoo-pricing.js';
 

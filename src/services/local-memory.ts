@@ -18,7 +18,7 @@
  * No I/O: reads are handed in by the caller.
  */
 import QuickLRU from 'quick-lru';
-import type { Broadcast } from './ports.js';
+import type { Broadcast } from '../domain/ports/cache.js';
 
 /**
  * How long an entry is served while the broadcast is not live, by default: long enough that a burst of

@@ -12,9 +12,10 @@
  * every write, here and on every instance, and read again after at most `ttlMs`. Checks that decide a
  * write (the last administrator cannot be deleted) ask the store itself, never this memory.
  */
-import { LocalMemory } from '../../domain/local-memory.js';
-import type { Broadcast, User, UserStore } from '../../domain/ports.js';
-import { channels } from '../../domain/key-space.js';
+import { LocalMemory } from './local-memory.js';
+import type { Broadcast } from '../domain/ports/cache.js';
+import type { User, UserStore } from '../domain/ports/accounts.js';
+import { channels } from '../domain/key-space.js';
 
 /** The channel on which instances tell each other that a user changed; the message is the username. */
 export const USER_CHANGED_CHANNEL = channels.userChanged;

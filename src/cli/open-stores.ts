@@ -1,0 +1,65 @@
+/**
+ * The parts a CLI command opens over the configured database (and upstream): the accounts and
+ * API-key services, and the history store with its backfill. Built like the service's own, by
+ * `accountServices` of the composition root, without what only a running service has (broadcast,
+ * shared counters).
+ */
+import { randomBytes } from 'node:crypto';
+import type { Config } from '../config.js';
+import { accountServices } from '../main.js';
+import { LoginThrottle } from '../infra/auth/login-throttle.js';
+import { TokenService } from '../infra/auth/tokens.js';
+import { openUserStore } from '../infra/db/typeorm-user-store.js';
+import { createProviderChain } from '../infra/market/index.js';
+import type { Logger } from '../infra/logger.js';
+import type { AccountService } from '../services/accounts.js';
+import type { ApiKeyService } from '../services/api-keys.js';
+import { HistoryBackfill } from '../services/history-backfill.js';
+import { HistoryStore } from '../services/history-store.js';
+import { ProviderRouter } from '../services/provider-router.js';
+import { ShutdownList } from '../services/shutdown-list.js';
+
+/**
+ * The accounts and API-key services over the configured database, for the CLI: migrations run first,
+ * tokens are never issued (a random secret), throttling stays in memory. A key revoked here reaches
+ * running instances through their lookup cache's lifetime (under a second), not a broadcast.
+ */
+export async function openAccounts(
+  config: Config,
+  logger: Logger,
+  options: { /** Where audit lines go; default `logger`. */ auditLogger?: Logger } = {},
+): Promise<{ accounts: AccountService; keys: ApiKeyService; description: string; close(): Promise<void> }> {
+  const shutdown = new ShutdownList(logger);
+  const db = await openUserStore(config.database.url, { runMigrations: true });
+  shutdown.add('database', () => db.close());
+  const { accounts, keys } = accountServices(config, logger, {
+    users: db.store,
+    apiKeys: db.apiKeys,
+    tokens: new TokenService({ secret: randomBytes(48).toString('base64url'), ttlMs: config.auth.tokenTtlMs }),
+    throttle: new LoginThrottle({ maxFailures: config.auth.loginMaxFailures, maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress, blockMs: config.auth.loginBlockMs }),
+    auditLogger: options.auditLogger ?? logger,
+  });
+  shutdown.add('api keys', () => keys.close());
+  return { accounts, keys, description: db.description, close: () => shutdown.close() };
+}
+
+/**
+ * The history store and its backfill over the configured database and upstream, for the CLI:
+ * migrations run first; the upstream budget is this process's own (no shared counters).
+ */
+export async function openHistory(config: Config, logger: Logger): Promise<{ backfill: HistoryBackfill; description: string; close(): Promise<void> }> {
+  const shutdown = new ShutdownList(logger);
+  try {
+    const db = await openUserStore(config.database.url, { runMigrations: true });
+    shutdown.add('database', () => db.close());
+    const provider = new ProviderRouter({ links: createProviderChain(config.market, logger), logger });
+    shutdown.add('market data provider', () => provider.close());
+    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name });
+    const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
+    shutdown.add('history backfill', () => backfill.close());
+    return { backfill, description: db.description, close: () => shutdown.close() };
+  } catch (err) {
+    await shutdown.close().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * The stored history ports: candles, corporate actions, coverage and backfill jobs.
+ * Adapters in `src/infra` implement them and translate their technology's errors into the errors of
+ * `domain/errors.ts` at their own boundary.
+ */
+import type { HistoryInterval } from './market-data.js';
+
+/** One stored bar: its start (epoch ms, UTC), prices as the provider gave them, and volume when known. */
+export interface StoredCandle {
+  timeMs: number;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+  /** Close adjusted for splits and dividends, as the provider gave it; null when it gave none. */
+  adjClose: number | null;
+  /** Null where the instrument has no volume (indices, some FX). */
+  volume: number | null;
+}
+
+/** A dividend (amount per share) or a split (numerator for denominator) effective at `timeMs` (ex-date, UTC). */
+export type CorporateAction =
+  | { kind: 'dividend'; timeMs: number; amount: number }
+  | { kind: 'split'; timeMs: number; numerator: number; denominator: number };
+
+/** A half-open span of time, epoch ms: `startMs` included, `endMs` excluded. */
+export interface TimeSpan {
+  startMs: number;
+  endMs: number;
+}
+
+/** Who gave stored data, and when. */
+export interface Provenance {
+  provider: string;
+  fetchedAtMs: number;
+}
+
+/**
+ * Candles and corporate actions kept in the database, so history is fetched from an upstream once.
+ * A candle's identity is (symbol, interval, bar start): writing the same bar again replaces it.
+ * "Covered" spans record what was asked of an upstream and answered, so a bar the upstream does not
+ * have (inside a covered span, absent from the store) is known to be absent and is not asked again.
+ * Every method throws an `AppError` (`DATABASE_ERROR`, `DATABASE_NOT_INITIALIZED`) when the database fails.
+ */
+export interface CandleStore {
+  /** Writes `candles` of one symbol and interval in bulk (in one transaction per batch); resolves to how many were written. */
+  putCandles(symbol: string, interval: HistoryInterval, candles: readonly StoredCandle[], source: Provenance): Promise<number>;
+  /** Candles with `startMs <= timeMs < endMs`, oldest first, at most `limit` (default: all). */
+  getCandles(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredCandle[]>;
+  /** How many candles `getCandles` would return for `span`. */
+  countCandles(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<number>;
+  /** Drops the candles of `symbol` (every interval, or one) and their coverage, so they are fetched again; resolves to how many candles went. */
+  deleteCandles(symbol: string, interval?: HistoryInterval): Promise<number>;
+  /** Records that `span` was asked of an upstream and answered (merged with the spans it touches). */
+  markCovered(symbol: string, interval: HistoryInterval, span: TimeSpan, source: Provenance): Promise<void>;
+  /** The covered spans that overlap `span`, merged and clipped to it, oldest first. */
+  coverage(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<TimeSpan[]>;
+  /** Writes corporate actions of `symbol` (same kind and time replaces); resolves to how many were written. */
+  putActions(symbol: string, actions: readonly CorporateAction[], source: Provenance): Promise<number>;
+  /** The corporate actions of `symbol` in `span`, oldest first. */
+  getActions(symbol: string, span: TimeSpan): Promise<CorporateAction[]>;
+  /**
+   * Re-bases the stored bars of `symbol` (every interval) that start before `barsBeforeMs` and were
+   * fetched before `fetchedBeforeMs` (bars fetched later already came on the new basis): prices times
+   * `priceFactor`, volume divided by it (a 4-for-1 split is 0.25). Resolves to how many bars changed.
+   */
+  rescale(symbol: string, bars: { barsBeforeMs: number; fetchedBeforeMs: number }, priceFactor: number): Promise<number>;
+  /** Records the currency and exchange time zone of `symbol`, which answers from the store carry. */
+  putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void>;
+  /** What `putInstrument` recorded for `symbol`, or `undefined`. */
+  getInstrument(symbol: string): Promise<InstrumentInfo | undefined>;
+  /** How many candles are stored and the bytes the candle tables and their indexes take on disk. */
+  footprint(): Promise<{ candles: number; bytes: number }>;
+}
+
+/** What a history answer says of its instrument besides the bars. */
+export interface InstrumentInfo {
+  currency: string;
+  /** IANA time zone of the exchange. */
+  timezone: string;
+}
+
+/** Where a backfill job stands. */
+export type HistoryJobState = 'queued' | 'running' | 'done' | 'failed';
+
+/** A backfill of stored history: symbols, one interval, from `sinceMs` to when it runs. */
+export interface HistoryJob {
+  id: string;
+  symbols: string[];
+  interval: HistoryInterval;
+  sinceMs: number;
+  state: HistoryJobState;
+  /** How many symbols are finished (stored, or failed). */
+  doneSymbols: number;
+  /** Bars stored by this job so far. */
+  candles: number;
+  /** The symbol being fetched now; null when none. */
+  currentSymbol: string | null;
+  /** Symbols that could not be backfilled, with why. */
+  failures: Array<{ symbol: string; error: string }>;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/**
+ * Backfill jobs, shared by every instance through the database, so any instance answers for a job
+ * and one whose runner died is taken over. Throws `AppError` when the database fails.
+ */
+export interface HistoryJobStore {
+  create(job: HistoryJob): Promise<HistoryJob>;
+  /** The job, or `undefined`. */
+  get(id: string): Promise<HistoryJob | undefined>;
+  /**
+   * Takes the job for `owner` when it is queued, or running with a heartbeat before `staleBefore`
+   * (its runner is gone); resolves to true when this call took it.
+   */
+  claim(id: string, owner: string, at: Date, staleBefore: Date): Promise<boolean>;
+  /** Saves progress and the heartbeat of the owner's run. */
+  update(id: string, progress: Pick<HistoryJob, 'state' | 'doneSymbols' | 'candles' | 'currentSymbol' | 'failures'>, at: Date): Promise<void>;
+  /** Ids of jobs that are queued, or running with a heartbeat before `staleBefore`. */
+  unfinished(staleBefore: Date): Promise<string[]>;
+}

@@ -1,0 +1,47 @@
+/**
+ * The usage metering ports: per-caller daily totals.
+ * Adapters in `src/infra` implement them and translate their technology's errors into the errors of
+ * `domain/errors.ts` at their own boundary.
+ */
+import type { Principal } from './accounts.js';
+
+/** Who a usage row counts: a managed or static API key (by id), or a user with a token (by name). */
+export type UsageCallerKind = 'api-key' | 'user';
+
+/** One caller's requests on one UTC day. */
+export interface UsageRow {
+  /** `YYYY-MM-DD`, UTC. */
+  day: string;
+  callerKind: UsageCallerKind;
+  /** A managed key's id, `static:<digest>` for a key from API_KEYS, or a username. */
+  caller: string;
+  /** Requests counted against the caller's quota, refused ones included. */
+  requests: number;
+  /** Requests refused with 429. */
+  rateLimited: number;
+}
+
+/**
+ * Counts the requests of authenticated callers for the usage report. Called on the hot path: it
+ * must be synchronous, cheap and never throw (counts are batched and written later).
+ */
+export interface UsageRecorder {
+  /** One request by `principal`; `limited` when it was refused for its quota (429). */
+  record(principal: Principal, limited: boolean): void;
+}
+
+/** A recorder that counts nothing (usage metering off, tests of other parts). */
+export const NO_USAGE: UsageRecorder = { record: () => undefined };
+
+/** Daily usage totals in the database, shared by every instance. Throws `AppError` when the database fails. */
+export interface UsageStore {
+  /**
+   * Raises each row's counts to at least the given totals, creating missing rows. Totals only grow
+   * within a day, so any instance may write the fleet-wide totals it read, in any order.
+   */
+  raiseTotals(rows: readonly UsageRow[]): Promise<void>;
+  /** Every row of `sinceDay` (`YYYY-MM-DD`) and later, newest day first, then by caller. */
+  list(sinceDay: string): Promise<UsageRow[]>;
+  /** Deletes the rows of days before `day`; resolves to how many went. */
+  deleteBefore(day: string): Promise<number>;
+}

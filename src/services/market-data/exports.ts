@@ -1,0 +1,53 @@
+/**
+ * History exports (CSV, Arrow): windows too large for one JSON answer, up to 200,000 candles read
+ * from the history store page by page and written as they are read.
+ */
+import { InvalidRequestError, UnknownSymbolError } from '../../domain/errors.js';
+import type { components } from '../../generated/api.js';
+import type { HistoryInterval } from '../../domain/ports/market-data.js';
+import type { TimeSpan } from '../../domain/ports/history-store.js';
+import { adjustCandles } from '../../domain/history-adjustment.js';
+import type { MarketDataContext } from './context.js';
+import type { HistoryReads } from './history.js';
+import { MAX_CANDLES, MAX_EXPORT_CANDLES, spanOf, toCandle, TooManyCandlesError, type HistoryParams } from './history-rules.js';
+
+type Candle = components['schemas']['Candle'];
+
+/** Candles read from the store at a time while an export is written. */
+const EXPORT_PAGE_CANDLES = 10_000;
+
+/** A history export: the instrument, the window's candles page by page, and what is missing. */
+export interface HistoryExport {
+  symbol: string;
+  interval: HistoryInterval;
+  candles: AsyncIterable<Candle[]>;
+  missing: TimeSpan[];
+}
+
+/**
+ * The same window as `getHistory`, as an export, up to 200,000 candles read from the store page by
+ * page. Throws as `getHistory` does, and `InvalidRequestError` past 200,000 candles.
+ */
+export async function exportHistory(ctx: MarketDataContext, reads: HistoryReads, params: HistoryParams): Promise<HistoryExport> {
+  const history = ctx.history;
+  if (history === undefined) throw new TooManyCandlesError(`over ${MAX_CANDLES}`);
+  const query = await reads.query(params);
+  const span = spanOf(query, ctx.now());
+  const read = await history.read(query.symbol, query.interval, span, 1);
+  if (read.info === undefined) throw new UnknownSymbolError([query.symbol]);
+  const count = await history.count(query.symbol, query.interval, span);
+  if (count > MAX_EXPORT_CANDLES) {
+    throw new InvalidRequestError([{ path: 'query.interval', message: `the window holds ${count} candles, more than the ${MAX_EXPORT_CANDLES} one export carries: choose a larger interval or a shorter window` }]);
+  }
+  const adjust = params.adjust ?? 'splits';
+  const actions = read.actions;
+  const pages = history.pages(query.symbol, query.interval, span, EXPORT_PAGE_CANDLES);
+  return {
+    symbol: query.symbol,
+    interval: query.interval,
+    missing: read.missing,
+    candles: (async function* () {
+      for await (const page of pages) yield adjustCandles(page, actions, adjust).map(toCandle);
+    })(),
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * History: candles of one symbol for a named range or a window, through the one representation
+ * cache, read through the history store when there is one (fetching only what it lacks).
+ */
+import { UnknownSymbolError } from '../../domain/errors.js';
+import type { components } from '../../generated/api.js';
+import type { History, HistoryQuery } from '../../domain/ports/market-data.js';
+import { adjustCandles, type Adjustment } from '../../domain/history-adjustment.js';
+import type { CachedRepresentation, Loaded } from '../representation-cache.js';
+import type { HistoryStore, StoredHistory } from '../history-store.js';
+import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext, type Source } from './context.js';
+import { historyLifetime, PARTIAL_TTL_MS } from './lifetimes.js';
+import { eventsOf, historyQuery, MAX_CANDLES, spanOf, toCandle, TooManyCandlesError, type HistoryParams } from './history-rules.js';
+
+type HistoryResponse = components['schemas']['HistoryResponse'];
+
+/** The refusal of a history window with more candles than one answer may carry: `too-many:<count>`. */
+const TOO_MANY = 'too-many:';
+
+/** The history reads of the market data service. */
+export class HistoryReads {
+  readonly #ctx: MarketDataContext;
+
+  constructor(ctx: MarketDataContext) {
+    this.#ctx = ctx;
+  }
+
+  /** The query of `params` after the defaults and the rules (see `historyQuery`). */
+  query(params: HistoryParams): Promise<HistoryQuery> {
+    const history = this.#ctx.history;
+    return historyQuery(params, this.#ctx.now(), async (symbol, interval, span) => history?.holds(symbol, interval, span));
+  }
+
+  /**
+   * Candles of one symbol. Throws `InvalidRequestError` (422) for combinations an upstream cannot
+   * serve, each violation naming its rule; `UnknownSymbolError`; `DataSourceError`.
+   */
+  async getHistory(params: HistoryParams): Promise<CachedRepresentation> {
+    const query = await this.query(params);
+    const adjust = params.adjust ?? 'splits';
+    const window = query.range !== undefined ? query.range : `${query.startMs}-${query.endMs ?? ''}`;
+    const rep = await this.#ctx.engine.read({
+      kind: 'history',
+      params: `${query.symbol}:${query.interval}:${window}${adjust === 'splits' ? '' : `:${adjust}`}`,
+      load: () => this.#loadHistory(query, adjust),
+      remembered: () => this.#ctx.remembered(`history:${query.symbol}`),
+    });
+    if (rep.outcome === 'unknown') throw new UnknownSymbolError([query.symbol]);
+    if (rep.outcome === 'refused') throw new TooManyCandlesError(rep.detail.slice(TOO_MANY.length));
+    return rep;
+  }
+
+  async #loadHistory(query: HistoryQuery, adjust: Adjustment): Promise<Loaded> {
+    const ctx = this.#ctx;
+    const member = `history:${query.symbol}`;
+    if (await ctx.unknown?.has(member)) return REMEMBERED_UNKNOWN;
+    if (ctx.history !== undefined) return this.#loadStoredHistory(query, adjust, ctx.history);
+    const history: History | undefined = await ctx.provider.getHistory(query);
+    if (history === undefined) {
+      await ctx.unknown?.remember(member);
+      return UNKNOWN;
+    }
+    const ttlMs = historyLifetime(query, history, ctx.now());
+    if (history.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}${history.candles.length}`, ttlMs };
+    const body: HistoryResponse = { success: true, data: history, source: ctx.sourceOf(history), updated_at: ctx.iso() };
+    return { outcome: 'found', value: JSON.stringify(body), ttlMs };
+  }
+
+  /** History read through the store: what it holds, plus what it fetched of what it lacked. */
+  async #loadStoredHistory(query: HistoryQuery, adjust: Adjustment, store: HistoryStore): Promise<Loaded> {
+    const ctx = this.#ctx;
+    const read: StoredHistory = await store.read(query.symbol, query.interval, spanOf(query, ctx.now()), MAX_CANDLES + 1);
+    if (read.info === undefined) {
+      await ctx.unknown?.remember(`history:${query.symbol}`);
+      return UNKNOWN;
+    }
+    const history: History = {
+      symbol: query.symbol,
+      currency: read.info.currency,
+      timezone: read.info.timezone,
+      interval: query.interval,
+      candles: [],
+      events: eventsOf(read.actions, spanOf(query, ctx.now())),
+    };
+    let ttlMs = historyLifetime(query, history, ctx.now());
+    if (read.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}over ${MAX_CANDLES}`, ttlMs };
+    history.candles = adjustCandles(read.candles, read.actions, adjust).map(toCandle);
+    if (read.missing.length > 0) {
+      history.partial = true;
+      history.missing = read.missing.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString() }));
+      ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
+    }
+    const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? ctx.source, updated_at: ctx.iso() };
+    return { outcome: 'found', value: JSON.stringify(body), ttlMs };
+  }
+}
