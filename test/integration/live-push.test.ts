@@ -78,7 +78,7 @@ describe("pushed prices from Yahoo's streamer", () => {
     expect(await quoteOverRest(svc, symbol)).toBe(123.45);
     console.log(`pushed price latency: WebSocket ${wsMs.toFixed(1)} ms, SSE within ${sseMs.toFixed(1)} ms (loaded shared machine)`);
     // A generous bound: the figures are measured by the bench, not asserted here.
-    expect(wsMs).toBeLessThan(2000);
+    expect(wsMs).toBeLessThan(10_000);
   });
 
   it('when USD/JPY is followed, then the stream is asked for JPY=X too and its frames reach USDJPY=X subscribers', async () => {
