@@ -245,7 +245,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const live: LiveFeed | undefined =
     upstreams.length === 0
       ? undefined
-      : new LiveFeed({ upstreams, lease: cache, broadcast: cache, leaseKey: (upstream) => keySpace.liveLease(provider.name, upstream), channel: channels.live(provider.name), symbols: () => streams.subscribedSymbols(), onPrice: (update, from) => pushed.accept(update, from), logger: logger.child({ component: 'live' }) });
+      : new LiveFeed({ upstreams, lease: cache, broadcast: cache, leaseKey: (upstream) => keySpace.liveLease(provider.name, upstream), channel: channels.live(provider.name), symbols: () => streams.subscribedSymbols(), onPrice: (update, from) => pushed.accept(update, from), shared: () => cache.status().mode === 'redis', logger: logger.child({ component: 'live' }) });
   if (live !== undefined) {
     shutdown.add('push upstreams', () => live.close());
     live.start();

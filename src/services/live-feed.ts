@@ -35,6 +35,17 @@ export interface LiveFeedOptions {
   leaseTtlMs?: number;
   /** How often leases are renewed or tried and symbols announced. Default 750. */
   tickMs?: number;
+  /**
+   * True while the lease store is the fleet's (Redis answers); false while this process keeps its
+   * cache in memory. Default: always shared.
+   */
+  shared?: () => boolean;
+  /**
+   * How long the store must have been this process's own before it takes a lease by itself: a short
+   * Redis outage (or a slow answer on a loaded machine) must not open a second connection per
+   * instance, which vendors that allow one connection per key punish. Default 10000.
+   */
+  localGraceMs?: number;
   /** Most symbols one instance announces (the union is bounded by instances times this). Default 10000. */
   maxSymbols?: number;
   now?: () => number;
@@ -65,11 +76,13 @@ export class LiveFeed {
   /** What each other instance announced last, and when. */
   readonly #peers = new Map<string, { symbols: string[]; up: string[]; at: number }>();
   #timer: NodeJS.Timeout | undefined;
+  /** Since when the lease store has been this process's own (undefined while shared). */
+  #localSince: number | undefined;
   #stopSub: (() => void) | undefined;
   #closed = false;
 
   constructor(options: LiveFeedOptions) {
-    this.#o = { leaseTtlMs: 2500, tickMs: 750, maxSymbols: 10_000, now: Date.now, ...options };
+    this.#o = { leaseTtlMs: 2500, tickMs: 750, maxSymbols: 10_000, shared: () => true, localGraceMs: 10_000, now: Date.now, ...options };
     this.#led = options.upstreams.map((upstream) => ({ upstream, token: undefined, last: '', busy: false }));
   }
 
@@ -116,6 +129,8 @@ export class LiveFeed {
     const announcement: Announcement = { i: this.#id, s: own, u: up };
     await this.#o.broadcast.publish(this.#o.channel, JSON.stringify(announcement)).catch(() => undefined);
     const union = this.union();
+    if (this.#o.shared()) this.#localSince = undefined;
+    else this.#localSince ??= this.#o.now();
     await Promise.all(this.#led.map((led) => this.#lead(led, union)));
   }
 
@@ -126,7 +141,9 @@ export class LiveFeed {
     try {
       if (led.token !== undefined) {
         const kept = await this.#o.lease.extendLock(key, led.token, this.#o.leaseTtlMs).catch(() => false);
-        if (!kept) {
+        // While the fleet's store is away nobody else can take the lease over (they wait out the
+        // grace), so the connection is kept; once it answers again, a lease it no longer confirms goes.
+        if (!kept && this.#o.shared()) {
           this.#o.logger.warn({ upstream: led.upstream.name }, 'push upstream lease lost: closing the connection');
           led.token = undefined;
           led.last = '';
@@ -134,6 +151,7 @@ export class LiveFeed {
           return;
         }
       } else {
+        if (this.#localSince !== undefined && this.#o.now() - this.#localSince < this.#o.localGraceMs) return;
         const token = await this.#o.lease.acquireLock(key, this.#o.leaseTtlMs).catch(() => undefined);
         if (token === undefined || this.#closed) return;
         led.token = token;

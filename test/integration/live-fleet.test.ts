@@ -72,12 +72,18 @@ afterAll(async () => {
 
 describe('one push connection for the fleet', () => {
   it('when three instances share Redis, then one connects; when it is killed, another connects within 5 s and the others keep receiving', async () => {
+    const t0 = performance.now();
+    const phase = (name: string) => console.log(`${name}: ${(performance.now() - t0).toFixed(0)} ms`);
     const [a, b, c] = await Promise.all([serve(), serve(), serve()]);
+    phase('three instances listening');
     const subs = await Promise.all([subscriber(a), subscriber(b), subscriber(c)]);
+    phase('a subscriber on each');
     await yahoo.waitForSubscribed(SYMBOL, 10_000);
+    phase('upstream subscribed');
     // An instance that started while Redis was slow to answer (a loaded machine) may have connected
     // alone for a moment; once Redis answers it gives that lease up: one connection remains.
     await waitFor(() => yahoo.open === 1, { timeoutMs: 10_000, message: 'one upstream connection' });
+    phase('one connection');
     // Over more than a lease lifetime and a tick, no second instance opens a connection.
     const accepted = yahoo.accepted;
     const watchUntil = Date.now() + 4000;

@@ -90,4 +90,34 @@ describe('the fleet lease', () => {
     await waitFor(() => yahoo.subscribed().has(own) && !yahoo.subscribed().has(gone), { message: 'only the remaining feed\'s symbols subscribed' });
     expect(yahoo.accepted).toBe(2);
   });
+
+  it('when the lease store is not the fleet\'s (Redis away), then a feed connects alone only after the grace, and a holder keeps its socket meanwhile', async () => {
+    const yahoo = await startFakeYahooStreamer();
+    cleanups.push(() => yahoo.close());
+    let shared = false;
+    const feed = new LiveFeed({
+      upstreams: [new YahooStreamer({ url: yahoo.url, logger, minReconnectMs: 20 })],
+      lease: new MemoryCacheStore({ maxEntries: 100 }),
+      broadcast: localBroadcast(),
+      leaseKey: (u) => `lease:${u}`,
+      channel: 'live',
+      symbols: () => ['AAA'],
+      onPrice: () => undefined,
+      logger,
+      leaseTtlMs: 400,
+      tickMs: 50,
+      shared: () => shared,
+      localGraceMs: 600,
+    });
+    cleanups.push(() => feed.close());
+    const startedAt = Date.now();
+    feed.start();
+    await waitFor(() => yahoo.open === 1, { message: 'the feed to connect alone after the grace' });
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(600);
+    // The store becomes the fleet's: the lease taken in memory is still this store's, so it is kept.
+    shared = true;
+    await feed.tick();
+    expect(feed.leading()).toEqual(['yahoo']);
+    expect(yahoo.accepted).toBe(1);
+  });
 });
