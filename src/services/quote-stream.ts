@@ -1,6 +1,8 @@
 /**
- * Live quotes over Server-Sent Events: the hub that keeps every open stream of this instance, tells
- * them about quote changes whichever instance saw the change, and keeps their symbols fresh.
+ * Live quotes over Server-Sent Events and WebSocket sessions (`openSession`, the `/api/ws` API): the
+ * hub that keeps every open stream of this instance, tells them about quote changes whichever
+ * instance saw the change (polled, or pushed by an upstream socket: see live-feed.ts), and keeps their
+ * symbols fresh. Streams and sessions share the limits per caller, per address and per instance.
  *
  * How a change travels: the cache engine calls `onFill` after each quote it loads and stores; the hub
  * of that instance compares the quote with the fleet's version record of the symbol (in the cache
@@ -276,7 +278,7 @@ export class QuoteStreamHub {
    * Throws as `open` does before anything is taken: `TooManyRequestsError`, `ServiceBusyError`.
    */
   openSession(who: { address?: string | undefined; caller?: string | undefined }, deliver: (symbol: string, json: string, version: number) => void, end: () => void): LiveSession {
-    const holder = this.#reserve({ symbols: [], address: who.address, caller: who.caller, sink: undefined as never });
+    const holder = this.#reserve(who);
     const client: Client = { deliver, end, symbols: new Set(), address: who.address, holder, lastId: 0, closed: false };
     this.#attach(client);
     const hub = this;
@@ -352,7 +354,7 @@ export class QuoteStreamHub {
   }
 
   /** Takes a place for `request` within the limits; returns whose count it holds a place in. */
-  #reserve(request: StreamRequest): string | undefined {
+  #reserve(request: Pick<StreamRequest, 'address' | 'caller'>): string | undefined {
     if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
     // An identified caller is counted as itself wherever it connects from; an anonymous one by its address.
     const holder = request.caller !== undefined ? `caller:${request.caller}` : request.address !== undefined ? `address:${request.address}` : undefined;
