@@ -512,14 +512,13 @@ export class QuoteStreamHub {
     try {
       const symbols = [...this.#bySymbol.keys()];
       const horizonMs = this.#o.refreshIntervalMs * 2;
-      // Pushed prices keep the cache current while a push upstream is connected: no upstream calls.
-      const pushing = this.#o.pushing();
       let next = 0;
       const worker = async () => {
         while (next < symbols.length && !this.#closed) {
           const symbol = symbols[next++] as string;
           try {
-            if (!pushing) await this.#o.market.refreshQuote(symbol, horizonMs);
+            // Pushed prices keep the cache current while a push upstream is connected: no upstream calls.
+            if (!this.#o.pushing()) await this.#o.market.refreshQuote(symbol, horizonMs);
             const quote = await this.#o.market.quoteOf(symbol);
             if (quote !== undefined) await this.#reconcile(symbol, quote);
           } catch (err) {
