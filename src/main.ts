@@ -240,7 +240,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
   shutdown.add('quote streams', () => streams.close());
   // Pushed prices (DESIGN 23): one socket per push upstream for the fleet, held by the lease's holder.
-  const pushed = new PushedQuotes({ quoteOf: (symbol) => market.quoteOf(symbol), store: (kind, params, value, ttlMs) => engine.store(kind, params, value, ttlMs), ttlMs: config.cache.ttlMs, logger });
+  const pushed = new PushedQuotes({ quoteOf: (symbol) => market.quoteOf(symbol), store: (kind, params, value, ttlMs, parts) => engine.store(kind, params, value, ttlMs, parts), ttlMs: config.cache.ttlMs, logger });
   const upstreams = createPushUpstreams({ ...config.live, minReconnectMs: options.pushReconnectMs }, logger.child({ component: 'live' }));
   const live: LiveFeed | undefined =
     upstreams.length === 0

@@ -78,13 +78,22 @@ export function assetClassOf(symbol: string): AssetClass {
   return 'equity';
 }
 
-/** The market whose sessions a symbol's daily bars follow. */
+/** The market whose sessions a symbol's daily bars follow (a US market when its spelling names none this codebase lists). */
 export function marketOfSymbol(symbol: string): MarketCode {
+  return listedMarketOfSymbol(symbol) ?? 'US';
+}
+
+/**
+ * The market a symbol's spelling names, by the symbol rule: crypto and currency pairs, the indices
+ * listed here (any other index is a US one), an exchange suffix listed here, a plain ticker (US).
+ * `undefined` for an exchange suffix this codebase does not list (`BHP.AX`): its sessions are unknown.
+ */
+export function listedMarketOfSymbol(symbol: string): MarketCode | undefined {
   const upper = symbol.toUpperCase();
   const assetClass = assetClassOf(upper);
   if (assetClass === 'crypto') return 'CRYPTO';
   if (assetClass === 'fx') return 'FX';
   if (assetClass === 'index') return INDEX_MARKETS[upper] ?? 'US';
   const suffix = /\.([A-Z]{1,2})$/.exec(upper)?.[1];
-  return (suffix !== undefined ? SUFFIX_MARKETS[suffix] : undefined) ?? 'US';
+  return suffix !== undefined ? SUFFIX_MARKETS[suffix] : 'US';
 }

@@ -107,7 +107,7 @@ export class FastPath {
       const extra: Record<string, string> = { 'X-Request-Id': reqId };
       const send = () => {
         const reply = representationReply(rep, req.headers['if-none-match']);
-        varyByAccept(res, rep.key);
+        varyByAccept(res, rep.kind);
         res.writeHead(reply.status, Object.assign(reply.headers, extra));
         res.end(reply.body);
         if (this.#metrics !== NO_METRICS) this.#metrics.httpRequest(req.method ?? 'GET', route, reply.status, (performance.now() - startedAt) / 1000);

@@ -14,7 +14,8 @@
  */
 import type { CandleStore, CorporateAction, InstrumentInfo, StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
 import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/market-data.js';
-import { marketOf, tradingSessions } from '../domain/market-calendar.js';
+import { tradingSessions } from '../domain/market-calendar.js';
+import { listedMarketOfSymbol } from '../domain/provider-symbols.js';
 import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
 
 const MINUTE_MS = 60_000;
@@ -176,8 +177,9 @@ export class HistoryStore {
 
   /**
    * Keeps the daily history of `symbols` current: each symbol already in the store whose market closed
-   * a session since `sinceMs` has its last days read again (only the new bars are fetched). Symbols of
-   * no listed market (crypto, FX) are read once a UTC day. Resolves to how many symbols were read;
+   * a session since `sinceMs` has its last days read again (only the new bars are fetched); the market
+   * is the symbol's, by the symbol rule (crypto closes each UTC day). Symbols of an exchange not listed
+   * here are read once a UTC day. Resolves to how many symbols were read;
    * one symbol's failure does not stop the others.
    */
   async keepCurrent(symbols: Iterable<string>, sinceMs: number): Promise<number> {
@@ -186,7 +188,7 @@ export class HistoryStore {
     for (const symbol of new Set(symbols)) {
       const info = await this.#store.getInstrument(symbol);
       if (info === undefined) continue;
-      const market = marketOf({ instrument_type: 'equity', timezone: info.timezone });
+      const market = listedMarketOfSymbol(symbol);
       const closed =
         market === undefined
           ? Math.floor(sinceMs / DAY_MS) < Math.floor(now / DAY_MS)

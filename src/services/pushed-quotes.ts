@@ -12,12 +12,14 @@ import type { PushedPrice } from '../domain/ports/push.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { Quote } from '../domain/ports/market-data.js';
 import type { CacheKind } from './representation-cache.js';
+import type { BodyParts } from './stored-entry.js';
+import { writeQuoteBody } from './market-data/quote-body.js';
 
 export interface PushedQuotesOptions {
   /** The current quote of a canonical symbol through the cache; `undefined` when unknown. */
   quoteOf(symbol: string): Promise<Quote | undefined>;
   /** Stores a quote body as the cache's entry of `quote:<symbol>` (`RepresentationCache.store`). */
-  store(kind: CacheKind, params: string, value: string, ttlMs: number): Promise<void>;
+  store(kind: CacheKind, params: string, value: string, ttlMs: number, parts?: BodyParts): Promise<void>;
   /** Lifetime of a stored pushed quote (CACHE_TTL_SECONDS in ms). */
   ttlMs: number;
   logger: Logger;
@@ -99,8 +101,8 @@ export class PushedQuotes {
       const baseMs = Date.parse(base.timestamp);
       if (Number.isFinite(baseMs) && update.timeMs < baseMs) return;
       const quote = mergePushedPrice(base, update);
-      const body = JSON.stringify({ success: true, data: quote, source: from, updated_at: new Date(this.#o.now()).toISOString() });
-      await this.#o.store('quote', update.symbol, body, this.#o.ttlMs);
+      const { value, parts } = writeQuoteBody(quote, from, new Date(this.#o.now()).toISOString());
+      await this.#o.store('quote', update.symbol, value, this.#o.ttlMs, parts);
       this.#applied += 1;
     } catch (err) {
       this.#o.logger.warn({ err: (err as Error).message, symbol: update.symbol, upstream: from }, 'a pushed price could not be stored');

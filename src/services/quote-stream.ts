@@ -25,6 +25,7 @@ import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 import type { Quote } from '../domain/ports/market-data.js';
 import { channels, keys } from '../domain/key-space.js';
 import { quoteInBody, serializedAs, serializedQuote } from './market-data/quote-body.js';
+import type { BodyParts } from './stored-entry.js';
 import type { FillListener } from './representation-cache.js';
 
 /**
@@ -190,7 +191,7 @@ export class QuoteStreamHub {
     this.#stop.push(
       options.broadcast.subscribe(quoteEventsChannel(options.provider), (message) => this.#onMessage(message)),
       options.onFill((fill) => {
-        if (fill.kind === 'quote') void this.#onQuoteFill(fill.params, fill.value);
+        if (fill.kind === 'quote') void this.#onQuoteFill(fill.params, fill.value, fill.parts);
       }),
     );
     const heartbeat = setInterval(() => this.#heartbeat(), options.heartbeatMs);
@@ -487,9 +488,9 @@ export class QuoteStreamHub {
   }
 
   /** After a quote fill here: when it differs from the fleet's record, record and announce it. */
-  async #onQuoteFill(symbol: string, value: string): Promise<void> {
+  async #onQuoteFill(symbol: string, value: string, parts: BodyParts | undefined): Promise<void> {
     try {
-      const { quote, json } = quoteInBody(value);
+      const { quote, json } = quoteInBody(value, parts);
       const fingerprint = fingerprintOf(quote);
       const record = await this.#readRecord(symbol);
       if (record?.f === fingerprint) return;

@@ -8,7 +8,8 @@
  *
  * A loader's outcome is typed: a body found, a symbol the upstream does not know (never stored here:
  * the caller remembers those in a bounded structure of its own), a refusal of what the upstream
- * answered (stored), or a rejection for a failed upstream. A miss waits for another instance's fill
+ * answered (stored), or a rejection for a failed upstream. What is stored is typed too
+ * (`stored-entry.ts`): the outcome is a field of the entry, never a prefix of the body. A miss waits for another instance's fill
  * for `lockWaitMs` (500 ms) at most, and no longer once the cache changes mode (Redis lost or back):
  * a lock left by a dead instance, or stranded by a failover, never holds a read for seconds.
  */
@@ -16,9 +17,10 @@ import { createHash } from 'node:crypto';
 import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
 import { channels, keys } from '../domain/key-space.js';
 import { LocalMemory, type MemoryEntry } from './local-memory.js';
+import { decodeEntry, encodeEntry, type BodyParts, type Refusal, type StoredEntry } from './stored-entry.js';
 import type { Logger } from '../domain/ports/logger.js';
 import { NO_METRICS, type CacheResult, type Metrics } from '../domain/ports/metrics.js';
-import type { Broadcast, CacheEntry, CacheStore } from '../domain/ports/cache.js';
+import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 
 /** The `X-Cache` value: from the cache, fetched upstream now, or an expired copy standing in for a failed upstream. */
 export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';
@@ -49,6 +51,8 @@ export interface Found {
    * upstream (a batch of cached quotes): it is stored as any, and answered as a HIT.
    */
   fetched?: boolean;
+  /** Where the body's data lies and what it says of it, for answers assembled from this one (a quote in a batch). */
+  parts?: BodyParts | undefined;
 }
 
 /**
@@ -68,8 +72,8 @@ export interface Unknown {
  */
 export interface Refused {
   outcome: 'refused';
-  /** What the caller needs to explain the refusal (a number, a name); a short string. */
-  detail: string;
+  /** Why, as a type (a window of too many candles, with its count). */
+  refusal: Refusal;
   ttlMs: number;
   fetched?: boolean;
 }
@@ -97,6 +101,8 @@ export interface CacheRead {
 /** A ready-to-send value: the exact cached bytes and their validators. */
 export interface CachedRepresentation {
   outcome: 'found';
+  /** What kind of data it is (the read named it; never parsed back from the key). */
+  kind: CacheKind;
   /** The full cache key, e.g. `mds:v1:quote:yahoo:AAPL`. */
   key: string;
   /** The cached string, unchanged. */
@@ -110,6 +116,8 @@ export interface CachedRepresentation {
   ttlMs: number;
   /** Whole seconds the entry has left (0 for STALE): the `Cache-Control` max-age. */
   maxAgeSeconds: number;
+  /** Where the body's data lies, when the loader said (see `Found.parts`). */
+  parts?: BodyParts | undefined;
 }
 
 /** How a read ended when the upstream does not know the thing asked for. */
@@ -121,7 +129,7 @@ export interface UnknownAnswer {
 /** How a read ended when the upstream's answer cannot be served. */
 export interface RefusedAnswer {
   outcome: 'refused';
-  detail: string;
+  refusal: Refusal;
   cacheStatus: CacheStatusHeader;
 }
 
@@ -145,7 +153,7 @@ export interface CacheStats {
 }
 
 /** Called after a body was fetched upstream and stored (a miss or a refresh), on this instance. */
-export type FillListener = (fill: { kind: CacheKind; params: string; value: string }) => void;
+export type FillListener = (fill: { kind: CacheKind; params: string; value: string; parts?: BodyParts | undefined }) => void;
 
 export interface RepresentationCacheOptions {
   /** The cache; when it also has `status()` (ResilientCache), `stats()` reports it. */
@@ -186,18 +194,18 @@ const RESULT: Record<keyof KindStats, CacheResult> = { hits: 'hit', misses: 'mis
 
 /** The last body seen for a key, ready to send: bytes and ETag are computed once per value. */
 interface LocalCopy {
+  kind: CacheKind;
   value: string;
   body: Buffer;
   etag: string;
+  parts: BodyParts | undefined;
 }
 
-/**
- * How a stored string that is not a body starts (JSON bodies never start with `!`): a refusal is
- * stored as `!<detail>`. `!unknown` is what the previous release stored for an unknown symbol; it is
- * still read as unknown until those entries expire.
- */
-const NOT_A_BODY = '!';
-const LEGACY_UNKNOWN = '!unknown';
+/** A stored entry as read, with the time it has left. */
+interface ReadEntry {
+  entry: StoredEntry;
+  ttlMs: number;
+}
 
 const POLL_FIRST_MS = 20;
 const POLL_MAX_MS = 100;
@@ -263,10 +271,10 @@ export class RepresentationCache {
       this.#count(read.kind, 'hits');
       return { outcome: 'unknown', cacheStatus: 'HIT' };
     }
-    const entry = await this.#get(key);
-    if (entry !== undefined) {
+    const stored = await this.#get(key);
+    if (stored !== undefined) {
       this.#count(read.kind, 'hits');
-      return this.#answer(key, entry.value, 'HIT', entry.ttlMs);
+      return this.#answer(read.kind, key, stored.entry, 'HIT', stored.ttlMs);
     }
     let inflight = this.#inflight.get(key);
     if (inflight === undefined) {
@@ -303,7 +311,7 @@ export class RepresentationCache {
     const local = this.#local.entry(key, now);
     if (local === undefined) return undefined;
     if (now - local.storedAt >= this.#local.maxAgeMs(local) / 2 && !this.#confirming.has(key)) this.#confirm(key, local.value);
-    this.#count(keys.kindOf(key) as CacheKind, 'hits');
+    this.#count(local.value.kind, 'hits');
     return this.#hit(key, local, now);
   }
 
@@ -311,7 +319,7 @@ export class RepresentationCache {
   #hit(key: string, local: MemoryEntry<LocalCopy>, now: number): CachedRepresentation {
     const ttlMs = local.expiresAt - now;
     const copy = local.value;
-    return { outcome: 'found', key, value: copy.value, body: copy.body, etag: copy.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000) };
+    return { outcome: 'found', kind: copy.kind, key, value: copy.value, body: copy.body, etag: copy.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000), parts: copy.parts };
   }
 
   /**
@@ -373,11 +381,11 @@ export class RepresentationCache {
     this.#confirming.add(key);
     const version = this.#local.version;
     this.#get(key).then(
-      (entry) => {
+      (stored) => {
         this.#confirming.delete(key);
         if (version !== this.#local.version || this.#local.peek(key)?.value !== copy) return;
-        if (entry === undefined) this.#local.delete(key);
-        else this.#answer(key, entry.value, 'HIT', entry.ttlMs);
+        if (stored === undefined || stored.entry.outcome !== 'found') this.#local.delete(key);
+        else this.#answer(copy.kind, key, stored.entry, 'HIT', stored.ttlMs);
       },
       () => {
         this.#confirming.delete(key);
@@ -397,13 +405,13 @@ export class RepresentationCache {
       const waited = await this.#waitForFill(key);
       // The holder is slow, gone, or out of reach; answering from the upstream beats waiting on it.
       if (waited === undefined) return this.#loadOrStale(read, key);
-      if ('entry' in waited) return this.#answer(key, waited.entry.value, 'HIT', waited.entry.ttlMs);
+      if ('stored' in waited) return this.#answer(read.kind, key, waited.stored.entry, 'HIT', waited.stored.ttlMs);
       token = waited.token;
     }
     try {
       // A fill that finished between our miss and the lock (here or on another instance) already did the work.
-      const entry = await this.#get(key);
-      if (entry !== undefined) return this.#answer(key, entry.value, 'HIT', entry.ttlMs);
+      const stored = await this.#get(key);
+      if (stored !== undefined) return this.#answer(read.kind, key, stored.entry, 'HIT', stored.ttlMs);
       return await this.#loadOrStale(read, key);
     } finally {
       if (token !== null) await this.#unlock(key, token);
@@ -418,7 +426,7 @@ export class RepresentationCache {
       const stale = await this.#get(this.#staleKey(key));
       if (stale === undefined) throw err;
       this.#logger.warn({ key, err: err.message }, 'upstream failed: serving the stale copy');
-      return this.#answer(key, stale.value, 'STALE', 0);
+      return this.#answer(read.kind, key, stale.entry, 'STALE', 0);
     }
   }
 
@@ -428,17 +436,25 @@ export class RepresentationCache {
     if (loaded.outcome === 'found' && loaded.stale === true) {
       // The last good copy of this very key says the same with the bytes and ETag clients already have.
       const own = this.#staleIfErrorMs > 0 ? await this.#get(this.#staleKey(key)) : undefined;
-      return this.#answer(key, own?.value ?? loaded.value, 'STALE', 0);
+      if (own?.entry.outcome === 'found') return this.#represent(read.kind, key, own.entry.body, own.entry.parts, 'STALE', 0);
+      return this.#represent(read.kind, key, loaded.value, loaded.parts, 'STALE', 0);
     }
-    const value = loaded.outcome === 'found' ? loaded.value : `${NOT_A_BODY}${loaded.detail}`;
+    const entry: StoredEntry = loaded.outcome === 'found' ? { outcome: 'found', body: loaded.value, parts: loaded.parts } : { outcome: 'refused', refusal: loaded.refusal };
+    const value = encodeEntry(entry);
     const ttlMs = Math.max(1000, Math.round(loaded.ttlMs));
     const writes = [this.#set(key, value, ttlMs)];
     if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), value, ttlMs + this.#staleIfErrorMs));
     await Promise.all(writes);
     const cacheStatus = loaded.fetched === false ? 'HIT' : 'MISS';
-    if (loaded.outcome === 'refused') return { outcome: 'refused', detail: loaded.detail, cacheStatus };
-    this.#notifyFill(read.kind, read.params, value, key);
-    return this.#represent(key, value, cacheStatus, ttlMs);
+    if (loaded.outcome === 'refused') return { outcome: 'refused', refusal: loaded.refusal, cacheStatus };
+    for (const listener of this.#fillListeners) {
+      try {
+        listener({ kind: read.kind, params: read.params, value: loaded.value, parts: loaded.parts });
+      } catch (err) {
+        this.#logger.error({ err, key }, 'a cache fill listener failed');
+      }
+    }
+    return this.#represent(read.kind, key, loaded.value, loaded.parts, cacheStatus, ttlMs);
   }
 
   /**
@@ -446,20 +462,17 @@ export class RepresentationCache {
    * fill would: the entry, its stale copy and this process's copy are replaced, and the fill
    * listeners hear of it (the stream hub then versions and announces it).
    */
-  async store(kind: CacheKind, params: string, value: string, ttlMs: number): Promise<void> {
+  async store(kind: CacheKind, params: string, value: string, ttlMs: number, parts?: BodyParts): Promise<void> {
     const key = this.keyOf(kind, params);
     const lifetime = Math.max(1000, Math.round(ttlMs));
-    const writes = [this.#set(key, value, lifetime)];
-    if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), value, lifetime + this.#staleIfErrorMs));
+    const stored = encodeEntry({ outcome: 'found', body: value, parts });
+    const writes = [this.#set(key, stored, lifetime)];
+    if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), stored, lifetime + this.#staleIfErrorMs));
     await Promise.all(writes);
-    this.#represent(key, value, 'HIT', lifetime);
-    this.#notifyFill(kind, params, value, key);
-  }
-
-  #notifyFill(kind: CacheKind, params: string, value: string, key: string): void {
+    this.#represent(kind, key, value, parts, 'HIT', lifetime);
     for (const listener of this.#fillListeners) {
       try {
-        listener({ kind, params, value });
+        listener({ kind, params, value, parts });
       } catch (err) {
         this.#logger.error({ err, key }, 'a cache fill listener failed');
       }
@@ -470,11 +483,16 @@ export class RepresentationCache {
     return keys.stale(key);
   }
 
-  /** What a stored string says: a body to send, or a refusal or unknown answer stored in its place. */
-  #answer(key: string, stored: string, cacheStatus: CacheStatusHeader, ttlMs: number): ReadOutcome {
-    if (!stored.startsWith(NOT_A_BODY)) return this.#represent(key, stored, cacheStatus, ttlMs);
-    if (stored === LEGACY_UNKNOWN) return { outcome: 'unknown', cacheStatus };
-    return { outcome: 'refused', detail: stored.slice(NOT_A_BODY.length), cacheStatus };
+  /** What a stored entry answers: a body to send, or why there is none. */
+  #answer(kind: CacheKind, key: string, entry: StoredEntry, cacheStatus: CacheStatusHeader, ttlMs: number): ReadOutcome {
+    switch (entry.outcome) {
+      case 'found':
+        return this.#represent(kind, key, entry.body, entry.parts, cacheStatus, ttlMs);
+      case 'refused':
+        return { outcome: 'refused', refusal: entry.refusal, cacheStatus };
+      case 'unknown':
+        return { outcome: 'unknown', cacheStatus };
+    }
   }
 
   /**
@@ -482,15 +500,15 @@ export class RepresentationCache {
    * hashing. `ttlMs` is what the store says the entry has left; a STALE answer is never kept as the
    * local copy.
    */
-  #represent(key: string, value: string, cacheStatus: CacheStatusHeader, ttlMs: number): CachedRepresentation {
+  #represent(kind: CacheKind, key: string, value: string, parts: BodyParts | undefined, cacheStatus: CacheStatusHeader, ttlMs: number): CachedRepresentation {
     let copy = this.#local.peek(key)?.value;
     if (copy === undefined || copy.value !== value) {
       const body = Buffer.from(value, 'utf8');
-      copy = { value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"` };
+      copy = { kind, value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, parts };
     }
     if (cacheStatus !== 'STALE') this.#local.set(key, copy, ttlMs);
     const left = cacheStatus === 'STALE' ? 0 : ttlMs;
-    return { outcome: 'found', key, value, body: copy.body, etag: copy.etag, cacheStatus, ttlMs: left, maxAgeSeconds: Math.max(0, Math.floor(left / 1000)) };
+    return { outcome: 'found', kind, key, value, body: copy.body, etag: copy.etag, cacheStatus, ttlMs: left, maxAgeSeconds: Math.max(0, Math.floor(left / 1000)), parts: copy.parts };
   }
 
   /**
@@ -499,14 +517,14 @@ export class RepresentationCache {
    * when the store stops being the one the wait began on (it fell back to memory, or Redis came
    * back): a holder on another instance can then neither be seen filling nor be relied on to.
    */
-  async #waitForFill(key: string): Promise<{ entry: CacheEntry } | { token: string | null } | undefined> {
+  async #waitForFill(key: string): Promise<{ stored: ReadEntry } | { token: string | null } | undefined> {
     const deadline = Date.now() + this.#lockWaitMs;
     const mode = this.#mode();
     let delay = POLL_FIRST_MS;
     while (Date.now() < deadline && this.#mode() === mode) {
       await new Promise((resolve) => setTimeout(resolve, Math.min(delay, Math.max(1, deadline - Date.now()))));
-      const entry = await this.#get(key);
-      if (entry !== undefined) return { entry };
+      const stored = await this.#get(key);
+      if (stored !== undefined) return { stored };
       if (this.#mode() !== mode || Date.now() >= deadline) break;
       // A holder whose upstream call failed releases the lock without filling: waiting out lockWaitMs
       // would only delay this caller's answer.
@@ -550,9 +568,13 @@ export class RepresentationCache {
     }
   }
 
-  async #get(key: string): Promise<CacheEntry | undefined> {
+  /** The entry under `key` as a type; `undefined` on a miss, a failed read, or a string this release cannot read. */
+  async #get(key: string): Promise<ReadEntry | undefined> {
     try {
-      return await this.#cache.get(key);
+      const raw = await this.#cache.get(key);
+      if (raw === undefined) return undefined;
+      const entry = decodeEntry(raw.value);
+      return entry === undefined ? undefined : { entry, ttlMs: raw.ttlMs };
     } catch (err) {
       if (!(err instanceof CacheUnavailableError)) throw err;
       this.#logger.warn({ err: err.message }, 'cache read failed: treating it as a miss');

@@ -12,7 +12,7 @@ export type RememberTarget = (req: Request, key: string) => void;
 
 function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
   const reply = representationReply(rep, req.headers['if-none-match']);
-  varyByAccept(res, rep.key);
+  varyByAccept(res, rep.kind);
   res.status(reply.status).set(reply.headers);
   if (reply.body) res.end(reply.body);
   else res.end();

@@ -4,19 +4,18 @@
  */
 import type { ServerResponse } from 'node:http';
 import vary from 'vary';
-import { keys } from '../../domain/key-space.js';
-import type { CachedRepresentation } from '../../services/representation-cache.js';
+import type { CachedRepresentation, CacheKind } from '../../services/representation-cache.js';
 
 /** Kinds whose one URL answers several formats, chosen by `Accept`: history (JSON, CSV, Arrow). */
-const FORMATS_BY_ACCEPT: ReadonlySet<string> = new Set(['history']);
+const FORMATS_BY_ACCEPT: ReadonlySet<CacheKind> = new Set(['history']);
 
 /**
  * Adds `Accept` to the answer's `Vary`, after what is there (CORS's `Origin`), when its URL gives
  * other formats by `Accept`: every answer of such a URL says so, JSON included, or an HTTP cache could
- * hand a JSON answer to a client that asked for CSV. Without `key` (an export), always.
+ * hand a JSON answer to a client that asked for CSV. Without `kind` (an export), always.
  */
-export function varyByAccept(res: ServerResponse, key?: string): void {
-  if (key === undefined || FORMATS_BY_ACCEPT.has(keys.kindOf(key))) vary(res, 'Accept');
+export function varyByAccept(res: ServerResponse, kind?: CacheKind): void {
+  if (kind === undefined || FORMATS_BY_ACCEPT.has(kind)) vary(res, 'Accept');
 }
 
 /** True when an `If-None-Match` header names `etag` (or `*`); weak comparison, as RFC 9110 asks for GET. */

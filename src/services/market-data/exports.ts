@@ -9,7 +9,8 @@ import type { TimeSpan } from '../../domain/ports/history-store.js';
 import { adjustCandles } from '../../domain/history-adjustment.js';
 import type { MarketDataContext } from './context.js';
 import type { HistoryReads } from './history.js';
-import { MAX_CANDLES, MAX_EXPORT_CANDLES, spanOf, toCandle, TooManyCandlesError, type HistoryParams } from './history-rules.js';
+import { spanOf, toCandle, TooManyCandlesError, type HistoryParams } from './history-rules.js';
+import { overTheLimit, tooManyCandles, tooManyCandlesMessage } from '../../domain/candle-limits.js';
 
 type Candle = components['schemas']['Candle'];
 
@@ -30,15 +31,15 @@ export interface HistoryExport {
  */
 export async function exportHistory(ctx: MarketDataContext, reads: HistoryReads, params: HistoryParams): Promise<HistoryExport> {
   const history = ctx.history;
-  if (history === undefined) throw new TooManyCandlesError(`over ${MAX_CANDLES}`);
+  // Without a store there is nothing to export from: the answer's refusal stands.
+  if (history === undefined) throw new TooManyCandlesError(overTheLimit('answer'));
   const query = await reads.query(params);
   const span = spanOf(query, ctx.now());
   const read = await history.read(query.symbol, query.interval, span, 1);
   if (read.info === undefined) throw new UnknownSymbolError([query.symbol]);
   const count = await history.count(query.symbol, query.interval, span);
-  if (count > MAX_EXPORT_CANDLES) {
-    throw new InvalidRequestError([{ path: 'query.interval', message: `the window holds ${count} candles, more than the ${MAX_EXPORT_CANDLES} one export carries: choose a larger interval or a shorter window` }]);
-  }
+  const refusal = tooManyCandles(count, 'export');
+  if (refusal !== undefined) throw new InvalidRequestError([{ path: 'query.interval', message: tooManyCandlesMessage(refusal) }]);
   const adjust = params.adjust ?? 'splits';
   const actions = read.actions;
   const pages = history.pages(query.symbol, query.interval, span, EXPORT_PAGE_CANDLES);

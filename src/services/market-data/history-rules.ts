@@ -12,18 +12,17 @@ import type { CorporateAction, StoredCandle, TimeSpan } from '../../domain/ports
 import type { Adjustment } from '../../domain/history-adjustment.js';
 import { INTERVAL_MS } from '../history-store.js';
 import { DAY_MS, INTRADAY } from './lifetimes.js';
+import { tooManyCandlesMessage, type TooManyCandles } from '../../domain/candle-limits.js';
 
 type Candle = components['schemas']['Candle'];
 
-/** The most candles one history answer carries. */
-export const MAX_CANDLES = 5000;
-/** The most candles one export (CSV, Arrow) carries; it is written as it is read, never held whole. */
-export const MAX_EXPORT_CANDLES = 200_000;
-
 /** A window with more candles than one JSON answer carries (an export may carry it). */
 export class TooManyCandlesError extends InvalidRequestError {
-  constructor(detail: string) {
-    super([{ path: 'query.interval', message: `the window holds ${detail} candles, more than the ${MAX_CANDLES} one answer carries: choose a larger interval or a shorter window, or format=csv or arrow (up to ${MAX_EXPORT_CANDLES})` }]);
+  readonly refusal: TooManyCandles;
+
+  constructor(refusal: TooManyCandles) {
+    super([{ path: 'query.interval', message: tooManyCandlesMessage(refusal) }]);
+    this.refusal = refusal;
   }
 }
 

@@ -10,12 +10,10 @@ import type { CachedRepresentation, Loaded } from '../representation-cache.js';
 import type { HistoryStore, StoredHistory } from '../history-store.js';
 import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext, type Source } from './context.js';
 import { historyLifetime, PARTIAL_TTL_MS } from './lifetimes.js';
-import { eventsOf, historyQuery, MAX_CANDLES, spanOf, toCandle, TooManyCandlesError, type HistoryParams } from './history-rules.js';
+import { eventsOf, historyQuery, spanOf, toCandle, TooManyCandlesError, type HistoryParams } from './history-rules.js';
+import { MAX_CANDLES, tooManyCandles } from '../../domain/candle-limits.js';
 
 type HistoryResponse = components['schemas']['HistoryResponse'];
-
-/** The refusal of a history window with more candles than one answer may carry: `too-many:<count>`. */
-const TOO_MANY = 'too-many:';
 
 /** The history reads of the market data service. */
 export class HistoryReads {
@@ -46,7 +44,7 @@ export class HistoryReads {
       remembered: () => this.#ctx.remembered(`history:${query.symbol}`),
     });
     if (rep.outcome === 'unknown') throw new UnknownSymbolError([query.symbol]);
-    if (rep.outcome === 'refused') throw new TooManyCandlesError(rep.detail.slice(TOO_MANY.length));
+    if (rep.outcome === 'refused') throw new TooManyCandlesError(rep.refusal);
     return rep;
   }
 
@@ -60,8 +58,9 @@ export class HistoryReads {
       await ctx.unknown?.remember(member);
       return UNKNOWN;
     }
-    const ttlMs = historyLifetime(query, history, ctx.now());
-    if (history.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}${history.candles.length}`, ttlMs };
+    const ttlMs = historyLifetime(query, ctx.now());
+    const refusal = tooManyCandles(history.candles.length, 'answer');
+    if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
     const body: HistoryResponse = { success: true, data: history, source: ctx.sourceOf(history), updated_at: ctx.iso() };
     return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
@@ -82,8 +81,10 @@ export class HistoryReads {
       candles: [],
       events: eventsOf(read.actions, spanOf(query, ctx.now())),
     };
-    let ttlMs = historyLifetime(query, history, ctx.now());
-    if (read.candles.length > MAX_CANDLES) return { outcome: 'refused', detail: `${TOO_MANY}over ${MAX_CANDLES}`, ttlMs };
+    let ttlMs = historyLifetime(query, ctx.now());
+    // The read stops one past the limit: only "more than the limit" is known.
+    const refusal = tooManyCandles(read.candles.length, 'answer', true);
+    if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
     history.candles = adjustCandles(read.candles, read.actions, adjust).map(toCandle);
     if (read.missing.length > 0) {
       history.partial = true;

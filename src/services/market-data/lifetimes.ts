@@ -3,7 +3,8 @@
  * while its market is closed, history by its interval and its market's session.
  */
 import { marketOf, marketStatus } from '../../domain/market-calendar.js';
-import type { History, HistoryInterval, HistoryQuery, Quote } from '../../domain/ports/market-data.js';
+import { listedMarketOfSymbol } from '../../domain/provider-symbols.js';
+import type { HistoryInterval, HistoryQuery, Quote } from '../../domain/ports/market-data.js';
 
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 60 * MINUTE_MS;
@@ -40,10 +41,11 @@ export function quoteLifetime(quote: Quote, lifetimes: QuoteLifetimes, now: numb
 /**
  * Intraday candles change every minute; daily and longer ones change only while the market
  * trades: an hour while it is open, until the next open while it is closed (at most three days).
+ * The market is the symbol's own, by the symbol rule.
  */
-export function historyLifetime(query: HistoryQuery, history: History, now: number): number {
+export function historyLifetime(query: HistoryQuery, now: number): number {
   if (INTRADAY.has(query.interval)) return MINUTE_MS;
-  const market = marketOf({ instrument_type: 'equity', timezone: history.timezone });
+  const market = listedMarketOfSymbol(query.symbol);
   if (market === undefined) return HOUR_MS;
   const status = marketStatus(market, now);
   if (status.state === 'open' || status.nextOpen === null) return HOUR_MS;

@@ -1,17 +1,36 @@
 /**
- * The cached quote body (`QuoteResponse` as cached) taken apart without serializing the quote again:
- * batches and the stream reuse each quote's JSON exactly as it was cached.
+ * The body of one quote (`QuoteResponse`), written once from the quote serialized once, with its parts
+ * (where the quote's JSON lies, its source and time) kept beside it as a type in the cached entry:
+ * batches, the indices and the stream reuse the quote's JSON exactly as it was cached, without
+ * searching the body or serializing the quote again.
  */
 import type { components } from '../../generated/api.js';
 import type { Quote } from '../../domain/ports/market-data.js';
-import type { CachedRepresentation } from '../representation-cache.js';
+import type { BodyParts } from '../stored-entry.js';
 
 type QuoteResponse = components['schemas']['QuoteResponse'];
 
-/** How every quote body begins: `JSON.stringify` of a `QuoteResponse` writes its fields in this order. */
+/** How every quote body begins: the quote's JSON follows at once. */
 const QUOTE_BODY_HEAD = '{"success":true,"data":';
-const QUOTE_BODY_SOURCE = ',"source":';
-const QUOTE_BODY_UPDATED = ',"updated_at":';
+
+/** A quote body as written: the exact string to cache and send, its parts, and the quote's JSON. */
+export interface QuoteBody {
+  value: string;
+  parts: BodyParts;
+  json: string;
+}
+
+/**
+ * The body of `quote`, byte for byte what `JSON.stringify` of its `QuoteResponse` writes, with the
+ * quote serialized once and its place in the body recorded.
+ */
+export function writeQuoteBody(quote: Quote, source: string, updatedAt: string): QuoteBody {
+  const json = JSON.stringify(quote);
+  quoteJson.set(quote, json);
+  const from = QUOTE_BODY_HEAD.length;
+  const value = `${QUOTE_BODY_HEAD}${json},"source":${JSON.stringify(source)},"updated_at":${JSON.stringify(updatedAt)}}`;
+  return { value, parts: { data: { from, to: from + json.length }, source, updatedAt }, json };
+}
 
 /** A cached quote body taken apart: the quote's own JSON (as cached), its time, and the object when asked for. */
 export interface DecodedQuote {
@@ -24,44 +43,42 @@ export interface DecodedQuote {
 
 /** Decoded once per cached body (the engine hands out one `body` buffer per cached value). */
 const decodedBodies = new WeakMap<Buffer, DecodedQuote>();
-/** The JSON each decoded quote object came from, so the stream sends it without serializing it again. */
+/** The JSON each quote object was written as or read from, so the stream sends it without serializing it again. */
 const quoteJson = new WeakMap<Quote, string>();
 
-/** The quote of a cached quote body, without serializing it again; decoded once per cached body. */
-export function decodeQuote(rep: CachedRepresentation): DecodedQuote {
+/** The quote of a cached quote answer, without serializing it again; decoded once per cached body. */
+export function decodeQuote(rep: { value: string; body: Buffer; parts?: BodyParts | undefined }): DecodedQuote {
   let decoded = decodedBodies.get(rep.body);
   if (decoded !== undefined) return decoded;
-  decoded = quoteInBody(rep.value);
+  decoded = quoteInBody(rep.value, rep.parts);
   decodedBodies.set(rep.body, decoded);
   return decoded;
 }
 
 /**
- * The quote in a quote body (`QuoteResponse` as cached), with its JSON exactly as the body holds it;
- * the object is parsed when first asked for.
+ * The quote in a quote body with its JSON exactly as the body holds it, at the place its parts name;
+ * the object is parsed when first asked for. A body without parts (written by the release before)
+ * is parsed whole.
  */
-export function quoteInBody(value: string): DecodedQuote {
-  const source = value.lastIndexOf(QUOTE_BODY_SOURCE);
-  const updated = value.lastIndexOf(QUOTE_BODY_UPDATED);
+export function quoteInBody(value: string, parts: BodyParts | undefined): DecodedQuote {
   let json: string;
   let updatedAt: string;
-  let from: string;
-  if (value.startsWith(QUOTE_BODY_HEAD) && source > 0 && updated > source && value.endsWith('"}')) {
-    json = value.slice(QUOTE_BODY_HEAD.length, source);
-    updatedAt = value.slice(updated + QUOTE_BODY_UPDATED.length + 1, -2);
-    from = value.slice(source + QUOTE_BODY_SOURCE.length + 1, updated - 1);
+  let source: string;
+  if (parts !== undefined) {
+    json = value.slice(parts.data.from, parts.data.to);
+    updatedAt = parts.updatedAt;
+    source = parts.source;
   } else {
-    // Not in the shape this release writes: take the slow, sure way.
     const parsed = JSON.parse(value) as QuoteResponse;
     json = JSON.stringify(parsed.data);
     updatedAt = parsed.updated_at;
-    from = parsed.source;
+    source = parsed.source;
   }
   let quote: Quote | undefined;
   return {
     json,
     updatedAt,
-    source: from,
+    source,
     get quote() {
       if (quote === undefined) {
         quote = JSON.parse(json) as Quote;
@@ -73,8 +90,8 @@ export function quoteInBody(value: string): DecodedQuote {
 }
 
 /**
- * `JSON.stringify(quote)`, without the work when `quote` was read from a cached body (the stream's
- * first events): the JSON it came from is sent as it was cached.
+ * `JSON.stringify(quote)`, without the work when `quote` was written or read from a cached body (the
+ * stream's first events): the JSON it came from is sent as it was cached.
  */
 export function serializedQuote(quote: Quote): string {
   return quoteJson.get(quote) ?? JSON.stringify(quote);

@@ -3,15 +3,12 @@
  * is one cached entry per symbol; batches and the indices are assembled from those entries' JSON.
  */
 import { DataSourceError, UnknownSymbolError } from '../../domain/errors.js';
-import type { components } from '../../generated/api.js';
 import type { Quote } from '../../domain/ports/market-data.js';
 import { canonical, canonicalSymbol, parseSymbolList } from '../../domain/symbols.js';
 import type { CachedRepresentation, CacheRead, Loaded, ReadOutcome } from '../representation-cache.js';
 import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext } from './context.js';
 import { DEGRADED_INDICES_TTL_MS, quoteLifetime, type QuoteLifetimes } from './lifetimes.js';
-import { decodeQuote } from './quote-body.js';
-
-type QuoteResponse = components['schemas']['QuoteResponse'];
+import { decodeQuote, writeQuoteBody } from './quote-body.js';
 
 /** The quote reads of the market data service. */
 export class Quotes {
@@ -114,8 +111,8 @@ export class Quotes {
           await ctx.unknown?.remember(member);
           return UNKNOWN;
         }
-        const body: QuoteResponse = { success: true, data: quote, source: ctx.sourceOf(quote), updated_at: ctx.iso() };
-        return { outcome: 'found', value: JSON.stringify(body), ttlMs: quoteLifetime(quote, this.#lifetimes, ctx.now()) };
+        const { value, parts } = writeQuoteBody(quote, ctx.sourceOf(quote), ctx.iso());
+        return { outcome: 'found', value, parts, ttlMs: quoteLifetime(quote, this.#lifetimes, ctx.now()) };
       },
       remembered: () => ctx.remembered(`quote:${symbol}`),
     };

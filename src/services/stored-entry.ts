@@ -1,0 +1,88 @@
+/**
+ * What the representation cache stores under a key, as a type: a body found, or a refusal of what the
+ * upstream answered. The outcome is a field of the entry, never a prefix of the body; reading it back
+ * yields the same type (`decodeEntry`), or nothing for a string this release cannot read (a miss).
+ *
+ * One string per entry, so a read stays one GET:
+ * - a body is stored as it is sent (every success body of the contract is a JSON object, `{...}`), so a
+ *   hit is the stored string itself, with nothing parsed;
+ * - a body with parts (where its `data` lies, and the `source` and `updated_at` it carries, for the
+ *   answers assembled from others: batches, the indices, the stream) is a small JSON header
+ *   `["found",{parts}]`, a newline (which JSON.stringify never writes) and the body: only the header is
+ *   parsed, never the body (a body that is no JSON object gets the header `["found",null]`);
+ * - a refusal is `["refused",{refusal}]`, with no body;
+ * - `!unknown` is what the release before stored for an unknown symbol: still read as unknown until
+ *   those entries expire. Any other string (the release before's `!too-many:` refusals among them) is a
+ *   miss, and the next read loads it again.
+ *
+ * The release before reads only bodies and `!` strings: while both releases share one Redis (an upgrade
+ * instance by instance), an old instance would send a new entry with a header as it is. Upgrade the
+ * fleet together, or flush the cache once the last old instance is gone and expect old instances to
+ * answer quotes and refused windows wrongly until then.
+ */
+import { isTooManyCandles, type TooManyCandles } from '../domain/candle-limits.js';
+
+/** Why an upstream's answer cannot be served (stored, so the next read does not ask again). */
+export type Refusal = TooManyCandles;
+
+/** Where a body's `data` lies (`body.slice(from, to)`, the JSON of the data as it was serialized once), and what it says of it. */
+export interface BodyParts {
+  data: { from: number; to: number };
+  /** The body's `source`: the provider that gave the data. */
+  source: string;
+  /** The body's `updated_at`. */
+  updatedAt: string;
+}
+
+export type StoredEntry =
+  | { outcome: 'found'; body: string; parts?: BodyParts | undefined }
+  | { outcome: 'refused'; refusal: Refusal }
+  /** Only read, never written: the release before's unknown symbol. */
+  | { outcome: 'unknown' };
+
+const OPEN_BRACE = 0x7b; // {
+const OPEN_BRACKET = 0x5b; // [
+const HEADER_END = '\n';
+const LEGACY_UNKNOWN = '!unknown';
+
+/** The stored string of `entry`. */
+export function encodeEntry(entry: Exclude<StoredEntry, { outcome: 'unknown' }>): string {
+  if (entry.outcome === 'refused') return JSON.stringify(['refused', entry.refusal]);
+  // A body that is not a JSON object (none of the contract's) gets a header too, so it is never taken for one.
+  if (entry.parts === undefined && entry.body.charCodeAt(0) === OPEN_BRACE) return entry.body;
+  return `${JSON.stringify(['found', entry.parts ?? null])}${HEADER_END}${entry.body}`;
+}
+
+/** The entry a stored string holds; `undefined` for a string this release did not write (read as a miss). */
+export function decodeEntry(stored: string): StoredEntry | undefined {
+  const first = stored.charCodeAt(0);
+  if (first === OPEN_BRACE) return { outcome: 'found', body: stored };
+  if (first === OPEN_BRACKET) return decodeTagged(stored);
+  if (stored === LEGACY_UNKNOWN) return { outcome: 'unknown' };
+  return undefined;
+}
+
+function decodeTagged(stored: string): StoredEntry | undefined {
+  const end = stored.indexOf(HEADER_END);
+  let header: unknown;
+  try {
+    header = JSON.parse(end < 0 ? stored : stored.slice(0, end));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(header) || header.length !== 2) return undefined;
+  const [outcome, fields] = header as [unknown, unknown];
+  if (outcome === 'refused' && end < 0) return isTooManyCandles(fields) ? { outcome: 'refused', refusal: fields } : undefined;
+  if (outcome !== 'found' || end < 0) return undefined;
+  const body = stored.slice(end + HEADER_END.length);
+  if (fields === null) return { outcome: 'found', body };
+  return isBodyParts(fields, body.length) ? { outcome: 'found', body, parts: fields } : undefined;
+}
+
+function isBodyParts(value: unknown, bodyLength: number): value is BodyParts {
+  if (typeof value !== 'object' || value === null) return false;
+  const { data, source, updatedAt } = value as Record<string, unknown>;
+  if (typeof source !== 'string' || typeof updatedAt !== 'string' || typeof data !== 'object' || data === null) return false;
+  const { from, to } = data as Record<string, unknown>;
+  return Number.isSafeInteger(from) && Number.isSafeInteger(to) && (from as number) > 0 && (from as number) < (to as number) && (to as number) < bodyLength;
+}

@@ -1,0 +1,104 @@
+/**
+ * What the representation cache stores, over a real Redis: outcomes are typed fields of the stored
+ * entry (never a prefix of a body), a quote's parts travel with it to another instance, and the kind of
+ * an answer is the read's, never parsed back from its key.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { tooManyCandles } from '../../src/domain/candle-limits.js';
+import type { Quote } from '../../src/domain/ports/market-data.js';
+import { createCache } from '../../src/infra/cache/index.js';
+import type { ResilientCache } from '../../src/infra/cache/resilient-cache.js';
+import { createLogger } from '../../src/infra/logger.js';
+import { decodeQuote, writeQuoteBody } from '../../src/services/market-data/quote-body.js';
+import { RepresentationCache, type CacheRead } from '../../src/services/representation-cache.js';
+import { decodeEntry } from '../../src/services/stored-entry.js';
+import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
+
+const logger = createLogger({ level: 'silent' });
+const AT = '2026-11-26T16:00:00.000Z';
+
+let redis: RedisProcess;
+const caches: ResilientCache[] = [];
+
+async function newCache(): Promise<ResilientCache> {
+  const config = loadConfig({ CACHE_HOST: '127.0.0.1', CACHE_PORT: String(redis.port) }, { readFile: false });
+  const cache = createCache(config.cache, logger);
+  await cache.start();
+  caches.push(cache);
+  return cache;
+}
+
+function engine(cache: ResilientCache): RepresentationCache {
+  return new RepresentationCache({ cache, namespace: 'simulated', staleIfErrorMs: 0, logger, localMaxAgeMs: 0 });
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  for (const c of caches) await c.close();
+  await redis.stop();
+});
+
+describe('typed cache entries', () => {
+  it('when a history window is refused for too many candles, then the refusal is stored as a typed entry and another instance answers it without loading', async () => {
+    const refusal = tooManyCandles(7200, 'answer')!;
+    let loads = 0;
+    const read = (): CacheRead => ({
+      kind: 'history',
+      params: 'BTC-USD:5m:1mo',
+      load: async () => {
+        loads++;
+        return { outcome: 'refused', refusal, ttlMs: 60_000 };
+      },
+    });
+    const cache = await newCache();
+
+    await expect(engine(cache).read(read())).resolves.toEqual({ outcome: 'refused', refusal, cacheStatus: 'MISS' });
+    const stored = await cache.get('mds:v1:history:simulated:BTC-USD:5m:1mo');
+    expect(stored?.value.startsWith('!')).toBe(false);
+    expect(decodeEntry(stored!.value)).toEqual({ outcome: 'refused', refusal });
+
+    const other = engine(await newCache());
+    await expect(other.read(read())).resolves.toEqual({ outcome: 'refused', refusal, cacheStatus: 'HIT' });
+    expect(loads).toBe(1);
+  });
+
+  it('when a quote is filled on one instance, then another reads the same bytes with the quote JSON, source and time from its parts, and the kind of the read', async () => {
+    const quote = { symbol: 'MSFT', name: 'Microsoft ,"source":"x"', price: 410.2 } as unknown as Quote;
+    const written = writeQuoteBody(quote, 'yahoo', AT);
+    const read = (): CacheRead => ({ kind: 'quote', params: 'MSFT', load: async () => ({ outcome: 'found', value: written.value, parts: written.parts, ttlMs: 60_000 }) });
+    const first = await engine(await newCache()).read(read());
+
+    const rep = await engine(await newCache()).read(read());
+    if (rep.outcome !== 'found' || first.outcome !== 'found') throw new Error('expected quotes');
+    expect(rep.cacheStatus).toBe('HIT');
+    expect(rep.kind).toBe('quote');
+    expect(rep.body.equals(first.body)).toBe(true);
+    expect(rep.value).toBe(JSON.stringify({ success: true, data: quote, source: 'yahoo', updated_at: AT }));
+    const decoded = decodeQuote(rep);
+    expect(decoded.json).toBe(JSON.stringify(quote));
+    expect(decoded.source).toBe('yahoo');
+    expect(decoded.updatedAt).toBe(AT);
+  });
+
+  it('when the store holds a string this release did not write under a key, then the read loads again instead of answering it', async () => {
+    const cache = await newCache();
+    await cache.set('mds:v1:history:simulated:AAPL:1d:1mo', '!too-many:9000', 60_000);
+    let loads = 0;
+    const rep = await engine(cache).read({
+      kind: 'history',
+      params: 'AAPL:1d:1mo',
+      load: async () => {
+        loads++;
+        return { outcome: 'found', value: '{"success":true}', ttlMs: 60_000 };
+      },
+    });
+
+    expect(rep).toMatchObject({ outcome: 'found', kind: 'history', value: '{"success":true}', cacheStatus: 'MISS' });
+    expect(loads).toBe(1);
+    expect((await cache.get('mds:v1:history:simulated:AAPL:1d:1mo'))?.value).toBe('{"success":true}');
+  });
+});
