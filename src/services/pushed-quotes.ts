@@ -26,6 +26,9 @@ export interface PushedQuotesOptions {
   now?: () => number;
 }
 
+/** How much older than the cached quote a push may be and still be applied. */
+const CLOCK_TOLERANCE_MS = 5000;
+
 interface Pending {
   update: PushedPrice;
   from: string;
@@ -97,9 +100,10 @@ export class PushedQuotes {
     try {
       const base = await this.#o.quoteOf(update.symbol);
       if (base === undefined) return;
-      // A tick older than the quote the cache holds (a slow socket, a replay) would move it back.
+      // A tick clearly older than the quote the cache holds (a slow socket, a replay) would move it
+      // back; within a few seconds the two sources' clocks (a push, a poll stamped on arrival) decide nothing.
       const baseMs = Date.parse(base.timestamp);
-      if (Number.isFinite(baseMs) && update.timeMs < baseMs) return;
+      if (Number.isFinite(baseMs) && update.timeMs < baseMs - CLOCK_TOLERANCE_MS) return;
       const quote = mergePushedPrice(base, update);
       const { value, parts } = writeQuoteBody(quote, from, new Date(this.#o.now()).toISOString());
       await this.#o.store('quote', update.symbol, value, this.#o.ttlMs, parts);
