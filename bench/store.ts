@@ -9,6 +9,10 @@
  * the representation cache missed (every request a window of its own), one request at a time, beside
  * a bare node:http server sending the same bytes to the same client in the same run.
  * BENCH_STORE_CANDLES sets the size of the large PostgreSQL table (default 10,000,000).
+ * The validation figure (DESIGN 20) is a 10-year daily history miss through `HistoryStore.read` (the
+ * upstream's answer handed in from memory, validated, stored, read back) with the data-quality checks on
+ * and off, interleaved in the same run on SQLite; target: on costs at most 5 % more. BENCH_QUALITY_MISSES
+ * sets the misses per mode (default 200); BENCH_STORE_ONLY=quality runs that figure alone.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +20,9 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { CandleStore, StoredCandle } from '../src/domain/ports/history-store.js';
 import { openUserStore, type OpenedUserStore } from '../src/infra/db/typeorm-user-store.js';
+import { sessionsBetween } from '../src/domain/market-calendar.js';
+import type { History } from '../src/domain/ports/market-data.js';
+import { DataQuality } from '../src/services/data-quality.js';
 import { HistoryStore } from '../src/services/history-store.js';
 import { createTestSchema, findPostgres } from '../test/helpers/postgres.js';
 import { freePort } from '../test/helpers/redis-server.js';
@@ -193,9 +200,65 @@ async function httpRead(dir: string): Promise<Record<string, unknown>> {
   };
 }
 
+const QUALITY_MISSES = Number(process.env.BENCH_QUALITY_MISSES ?? 200);
+
+/**
+ * A 10-year daily history miss with the data-quality checks on and off, alternating, each miss a new
+ * symbol (so nothing is covered): the upstream's answer (2,520 US sessions, clean) is handed in from
+ * memory, so the figure is the store's and the validator's work alone.
+ */
+async function validationCost(dir: string): Promise<Record<string, unknown>> {
+  const db = await openUserStore(`sqlite:${join(dir, 'quality.sqlite')}`, { runMigrations: true });
+  try {
+    const sessions = sessionsBetween('US', '2010-01-04', '2020-12-31').slice(0, TEN_YEARS_DAILY);
+    const bars = candles(TEN_YEARS_DAILY, DAY_MS);
+    const answer: History = {
+      symbol: 'Q',
+      currency: 'USD',
+      timezone: 'America/New_York',
+      interval: '1d',
+      candles: bars.map((c, i) => ({ time: new Date(sessions[i]!.segments[0]!.startMs).toISOString(), open: c.open, high: c.high, low: c.low, close: c.close, adj_close: c.adjClose, volume: c.volume })),
+      events: { dividends: [], splits: [] },
+    };
+    const span = { startMs: sessions[0]!.segments[0]!.startMs, endMs: sessions[TEN_YEARS_DAILY - 1]!.segments[0]!.startMs + DAY_MS };
+    const stores = (process.env.BENCH_QUALITY_AA === "1" ? [true, true] : [false, true]).map((enabled) => {
+      const quality = new DataQuality({ store: db.dataIssues, enabled });
+      return new HistoryStore({ store: db.candles, fetch: async () => answer, provider: () => 'bench', quality, now: () => span.endMs + 30 * DAY_MS });
+    });
+    const times: [number[], number[]] = [[], []];
+    for (let i = 0; i < QUALITY_MISSES * 2; i++) {
+      const mode = i % 2;
+      const started = performance.now();
+      const got = await stores[mode]!.read(`Q${i}`, '1d', span, 5001);
+      times[mode]!.push(performance.now() - started);
+      if (got.candles.length !== TEN_YEARS_DAILY || got.quality !== undefined) throw new Error(`validation bench: ${got.candles.length} candles, quality ${JSON.stringify(got.quality)}`);
+    }
+    const [off, on] = times.map((t) => t.sort((a, b) => a - b)) as [number[], number[]];
+    const mean = (t: number[]) => t.reduce((a, b) => a + b, 0) / t.length;
+    return {
+      store: 'history miss, 10 years daily (sqlite): data-quality checks on vs off, same run',
+      misses: QUALITY_MISSES,
+      off: { p50Ms: percentile(off, 50), p99Ms: percentile(off, 99), meanMs: mean(off) },
+      on: { p50Ms: percentile(on, 50), p99Ms: percentile(on, 99), meanMs: mean(on) },
+      onOverOffMedian: percentile(on, 50) / percentile(off, 50),
+      onOverOffMean: mean(on) / mean(off),
+    };
+  } finally {
+    await db.close();
+  }
+}
+
 const rows: Array<Record<string, unknown>> = [];
 const dir = mkdtempSync(join(tmpdir(), 'mds-bench-store-'));
+const only = process.env.BENCH_STORE_ONLY;
 try {
+  rows.push(await validationCost(dir));
+  if (only !== 'quality') await others();
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function others(): Promise<void> {
   rows.push(await httpRead(dir));
   const sqlite = await openUserStore(`sqlite:${join(dir, 'mds.sqlite')}`, { runMigrations: true });
   try {
@@ -215,8 +278,6 @@ try {
       await schema.drop();
     }
   }
-} finally {
-  rmSync(dir, { recursive: true, force: true });
 }
 
 mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });

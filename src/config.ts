@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
+import { distance } from 'fastest-levenshtein';
 import { z } from 'zod';
 import { ConfigError } from './domain/errors.js';
 import { canonical, isSymbol, MAX_SYMBOL_LENGTH, SYMBOL_CHARS_IN_WORDS } from './domain/symbols.js';
@@ -158,6 +159,7 @@ const schema = z.object({
   CACHE_STALE_IF_ERROR_SECONDS: int(0, 86_400).default(0),
   /** The most unknown symbols remembered per provider, in memory and in Redis (64 keys at most either way). */
   CACHE_UNKNOWN_MAX_SYMBOLS: int(64, 1_000_000).default(10_000),
+  QUALITY_DIVERGENCE_BPS: int(1, 10_000).default(50),
 
   SECRET_KEY: z.string().optional(),
   ACCESS_TOKEN_EXPIRE_MINUTES: int(1, 525_600).default(10080),
@@ -305,6 +307,44 @@ function cacheTopology(v: z.infer<typeof schema>, input: Env): 'single' | 'senti
   return v.CACHE_SENTINELS.length > 0 ? 'sentinel' : 'single';
 }
 
+/** Variables mds reads besides the schema's. */
+const OTHER_VARIABLES = ['ENV_FILE'];
+/** At most this many edits apart, an unknown name is taken for a mistyped known one. */
+const TYPO_DISTANCE = 2;
+
+/** The known variable nearest to `name`, when it is close enough to be a typo of it. */
+function nearestKnown(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of known) {
+    const d = distance(name, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return bestDistance <= TYPO_DISTANCE ? best : undefined;
+}
+
+/**
+ * Startup warnings for variables mds does not read: every one the env file sets (a file holds only
+ * settings for mds), and those of the environment that look like a mistyped known name (the
+ * environment holds much else). Each names the closest known variable when there is one.
+ */
+function unknownVariableWarnings(fromFile: Env, env: Env, envFile: string): string[] {
+  const known = [...Object.keys(schema.shape), ...OTHER_VARIABLES];
+  const knownSet = new Set(known);
+  const warnings: string[] = [];
+  for (const name of Object.keys(fromFile)) {
+    if (knownSet.has(name)) continue;
+    const near = nearestKnown(name, known);
+    warnings.push(`${envFile} sets ${name}, which mds does not read${near ? ` (did you mean ${near}?)` : ''}: it is ignored`);
+  }
+  for (const name of Object.keys(env)) {
+    if (knownSet.has(name) || name in fromFile || name.length < 6) continue;
+    const near = nearestKnown(name, known);
+    if (near) warnings.push(`the environment sets ${name}, which mds does not read (did you mean ${near}?): it is ignored`);
+  }
+  return warnings;
+}
+
 /**
  * Reads configuration from `env` (the process environment by default) over the env file
  * (ENV_FILE, default `.env` in `cwd`). Real environment variables win over the file, and `overrides`
@@ -313,6 +353,7 @@ function cacheTopology(v: z.infer<typeof schema>, input: Env): 'single' | 'senti
  */
 export function loadConfig(env: Env = process.env, options: { cwd?: string; readFile?: boolean; overrides?: Env } = {}) {
   const fromFile = options.readFile === false ? {} : readEnvFile(env, options.cwd ?? process.cwd());
+  const warnings = unknownVariableWarnings(fromFile, env, env.ENV_FILE && env.ENV_FILE.length > 0 ? env.ENV_FILE : '.env');
   const merged: Env = { ...fromFile };
   for (const [k, v] of Object.entries(env)) if (v !== undefined) merged[k] = v;
   for (const [k, v] of Object.entries(options.overrides ?? {})) if (v !== undefined) merged[k] = v;
@@ -341,10 +382,14 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
 
   const config = {
     env: v.NODE_ENV,
+    /** Variables set but not read (unknown in the env file, or a likely typo in the environment): startup logs each. */
+    warnings,
     server: { host: v.HOST, port: v.PORT, bodyLimitBytes: v.BODY_LIMIT_BYTES, trustProxy: v.TRUST_PROXY, corsOrigins: v.CORS_ORIGINS },
     /** `format` `auto` (LOG_FORMAT unset): pretty where the log goes to a terminal, JSON elsewhere. */
     log: { level: v.LOG_LEVEL, format: v.LOG_FORMAT ?? ('auto' as const) },
     database: { url: v.DATABASE_URL },
+    /** Data quality (DESIGN 20): how far apart two providers' closes may be (basis points) before they diverge. */
+    quality: { divergenceBps: v.QUALITY_DIVERGENCE_BPS },
     cache: {
       /** `single`: `redis` is the server; `sentinel`: `sentinel` finds the master; `cluster`: `clusterNodes` are the seeds. */
       topology,

@@ -58,6 +58,7 @@ import { StatusService } from './services/status.js';
 import { UsageMeter } from './services/usage-meter.js';
 import { HistoryBackfill } from './services/history-backfill.js';
 import { HistoryStore } from './services/history-store.js';
+import { DataQuality } from './services/data-quality.js';
 import { refreshJob } from './services/refresh-job.js';
 import { ShutdownList } from './services/shutdown-list.js';
 
@@ -199,8 +200,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const adminName = config.auth.defaultAdmin.username;
   if (await accounts.defaultAdminExists()) {
     logger.info({ username: adminName }, `default administrator '${adminName}' exists`);
-    if (config.auth.defaultAdmin.password === PLACEHOLDERS.adminPassword) {
-      logger.warn('DEFAULT_ADMIN_PASSWORD is the shipped default: change the administrator password after first login');
+    if (await accounts.defaultAdminPasswordIs(PLACEHOLDERS.adminPassword)) {
+      logger.warn(`the administrator '${adminName}' still has the shipped default password: change it (console, POST /api/auth/change-password or mds users set-password)`);
     }
   } else {
     logger.warn({ username: adminName }, `default administrator '${adminName}' does not exist: run \`mds init\``);
@@ -224,7 +225,14 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     metrics,
   });
   const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, ...(options.now ? { now: options.now } : {}) });
+  const quality = new DataQuality({
+    store: db.dataIssues,
+    reference: (query, except) => provider.getHistoryElsewhere(query, except),
+    count: prometheus ? (rule, action, from) => prometheus.dataIssue(rule, action, from) : undefined,
+    logger: logger.child({ component: 'data-quality' }),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, chain: links.map((link) => link.name), ...(options.now ? { now: options.now } : {}) });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
@@ -314,7 +322,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
 
   const app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, providers: provider, calendar, status, streams, backfill, usage, rememberTarget: fastPath.remember }),
+    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, providers: provider, calendar, status, streams, backfill, usage, quality, rememberTarget: fastPath.remember }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,
@@ -346,16 +354,18 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   else if (prometheus) {
     const { host, port } = config.metrics;
     const listening = await startMetricsServer({ host, port, source: prometheus, logger }).catch((err: unknown) => {
-      throw new StartupError(`Metrics listener on ${host}:${port}: ${err instanceof Error ? err.message : String(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`);
+      throw new StartupError(`Metrics listener on ${host}:${port}: ${err instanceof Error ? err.message : String(err)} (another mds on this machine? give each instance its own METRICS_PORT, or 0 to turn metrics off, and its own PORT)`);
     });
     metricsServer = listening;
     shutdown.add('metrics listener', () => listening.close());
     logger.info({ url: listening.url }, `metrics on ${listening.url}`);
   } else logger.info('metrics off (METRICS_PORT=0)');
   await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
+    const refused = (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new StartupError(`${config.server.host}:${config.server.port} is already in use (EADDRINUSE: another mds on this machine?): set PORT (or serve --port) to a free port`) : err);
+    server.once('error', refused);
     server.listen(config.server.port, config.server.host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolveListen();
     });
   });

@@ -14,8 +14,10 @@ import { createProviderChain } from '../infra/market/index.js';
 import type { Logger } from '../infra/logger.js';
 import type { AccountService } from '../services/accounts.js';
 import type { ApiKeyService } from '../services/api-keys.js';
+import { DataQuality } from '../services/data-quality.js';
 import { HistoryBackfill } from '../services/history-backfill.js';
 import { HistoryStore } from '../services/history-store.js';
+import { HistoryVerify } from '../services/history-verify.js';
 import { ProviderRouter } from '../services/provider-router.js';
 import { ShutdownList } from '../services/shutdown-list.js';
 
@@ -47,19 +49,38 @@ export async function openAccounts(
  * The history store and its backfill over the configured database and upstream, for the CLI:
  * migrations run first; the upstream budget is this process's own (no shared counters).
  */
-export async function openHistory(config: Config, logger: Logger): Promise<{ backfill: HistoryBackfill; description: string; close(): Promise<void> }> {
+export async function openHistory(config: Config, logger: Logger): Promise<{ backfill: HistoryBackfill; verify: HistoryVerify; description: string; close(): Promise<void> }> {
   const shutdown = new ShutdownList(logger);
   try {
     const db = await openUserStore(config.database.url, { runMigrations: true });
     shutdown.add('database', () => db.close());
-    const provider = new ProviderRouter({ links: createProviderChain(config.market, logger), logger });
+    const links = createProviderChain(config.market, logger);
+    const provider = new ProviderRouter({ links, logger });
     shutdown.add('market data provider', () => provider.close());
-    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name });
+    const quality = new DataQuality({ store: db.dataIssues, reference: (query, except) => provider.getHistoryElsewhere(query, except), logger });
+    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, chain: links.map((link) => link.name) });
     const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
     shutdown.add('history backfill', () => backfill.close());
-    return { backfill, description: db.description, close: () => shutdown.close() };
+    const verify = new HistoryVerify({
+      store: db.candles,
+      quality,
+      providers: links.map((link) => link.name),
+      fetchFrom: (name, query) => provider.getHistoryFrom(query, name),
+      divergenceBps: config.quality.divergenceBps,
+    });
+    return { backfill, verify, description: db.description, close: () => shutdown.close() };
   } catch (err) {
     await shutdown.close().catch(() => undefined);
     throw err;
+  }
+}
+
+/** Drops every stored bar and covered span `provider` gave (`mds history purge`); resolves to how many bars went. */
+export async function purgeProviderBars(config: Config, provider: string): Promise<{ removed: number; description: string }> {
+  const db = await openUserStore(config.database.url, { runMigrations: true });
+  try {
+    return { removed: await db.candles.purgeProvider(provider), description: db.description };
+  } finally {
+    await db.close();
   }
 }

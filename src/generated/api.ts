@@ -157,7 +157,7 @@ export interface paths {
         };
         /**
          * List managed API keys
-         * @description Lists every managed API key, newest first, without its secret or digest.
+         * @description Lists every managed API key, newest first, without its secret or digest, as `{success, data}` like every list of this API but the seed's user list. Changed in 0.2.0: this operation answered a bare array in 0.1; a client of 0.1 reads the same array at `data`.
          */
         get: operations["listApiKeys"];
         put?: never;
@@ -187,6 +187,26 @@ export interface paths {
          * @description Revokes a managed API key; every instance refuses it within a second.
          */
         delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/data-issues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the data issues the quality checks recorded
+         * @description Every bar of an upstream history answer the data-quality checks repaired, dropped or suspect, newest record first: the symbol, interval, bar time, the rule that judged it, the bar before and after (the raw value is in `before`), and the providers involved. See docs/data-quality.md.
+         */
+        get: operations["listDataIssues"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -946,6 +966,17 @@ export interface components {
              */
             expires_at?: string;
         };
+        /** @description The managed API keys, newest first. */
+        ApiKeyList: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /** @description The keys, newest first, revoked ones excluded. */
+            data: components["schemas"]["ApiKey"][];
+        };
         /** @description A managed API key as listed. Neither the key nor its digest is ever returned here. */
         ApiKey: {
             id: components["schemas"]["ApiKeyId"];
@@ -988,6 +1019,94 @@ export interface components {
              */
             key: string;
         };
+        /** @description Data issues recorded by the quality checks, newest first. */
+        DataIssuesResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /** @description The issues. */
+            data: components["schemas"]["DataIssue"][];
+        };
+        /** @description One bar an upstream gave that a quality rule repaired, dropped or suspects. */
+        DataIssue: {
+            /**
+             * @description The symbol.
+             * @example AAPL
+             */
+            symbol: string;
+            interval: components["schemas"]["HistoryInterval"];
+            /**
+             * Format: date-time
+             * @description The bar's start, ISO 8601 UTC.
+             * @example 2020-09-15T13:30:00.000Z
+             */
+            time: string;
+            /**
+             * @description The rule: `sub_unit_currency`, `unit_100x`, `unannounced_split`, `swapped_high_low`, `ohlc_envelope`, `filled_price`, `negative_volume`, `out_of_order`, `non_positive_price`, `ohlc_order`, `duplicate`, `future`, `off_grid`, `outside_session`, `spike`, `divergent`.
+             * @example unit_100x
+             */
+            rule: string;
+            /**
+             * @description What was done with the bar.
+             * @example repaired
+             * @enum {string}
+             */
+            action: "repaired" | "dropped" | "suspect";
+            flag?: components["schemas"]["CandleFlag"];
+            /** @description The bar as the upstream gave it; null when it gave none. */
+            before: components["schemas"]["IssueBar"] | null;
+            /** @description The bar as stored and served; null when it was dropped. */
+            after: components["schemas"]["IssueBar"] | null;
+            /** @description The provider that gave the bar, then any other consulted. */
+            providers: string[];
+            /**
+             * Format: date-time
+             * @description When the issue was recorded.
+             * @example 2026-11-26T16:40:00.000Z
+             */
+            recorded_at: string;
+        };
+        /** @description A bar's prices as a quality rule saw them. */
+        IssueBar: {
+            /**
+             * @description Open.
+             * @example 11501
+             */
+            open: number;
+            /**
+             * @description High.
+             * @example 11800
+             */
+            high: number;
+            /**
+             * @description Low.
+             * @example 11400
+             */
+            low: number;
+            /**
+             * @description Close.
+             * @example 11582
+             */
+            close: number;
+            /**
+             * @description Adjusted close, when given.
+             * @example 11320
+             */
+            adj_close: number | null;
+            /**
+             * @description Volume, when given.
+             * @example 184642000
+             */
+            volume: number | null;
+        };
+        /**
+         * @description What the data-quality checks did to a candle: `repaired_unit` (100x scaled back), `repaired_currency` (sub-unit currency normalised), `repaired_split` (an unannounced split re-based), `repaired_ohlc` (high and low put in order), `filled_from_<provider>` (a bad price rebuilt from that provider), `suspect_spike` (kept, but far from its neighbours), `divergent` (another provider disagrees).
+         * @example repaired_unit
+         */
+        CandleFlag: string;
         /** @description API usage per caller per UTC day, newest day first. */
         UsageReport: {
             /**
@@ -1438,6 +1557,8 @@ export interface components {
              * @example 225702700
              */
             volume: number | null;
+            /** @description Present only when the data-quality checks repaired the bar or suspect it (absent on a clean bar). */
+            flags?: components["schemas"]["CandleFlag"][];
         };
         /** @description A cash dividend. */
         Dividend: {
@@ -1506,6 +1627,28 @@ export interface components {
             partial?: boolean;
             /** @description The parts of the window the candles do not cover because they could not be fetched, in ascending time; present with `partial`. */
             missing?: components["schemas"]["TimeSpan"][];
+            quality?: components["schemas"]["HistoryQuality"];
+        };
+        /** @description Present only when the data-quality checks touched bars of the window: how many were repaired, dropped or are suspect (GET /api/admin/data-issues lists them). */
+        HistoryQuality: {
+            /**
+             * Format: int32
+             * @description Bars served repaired.
+             * @example 1
+             */
+            repaired: number;
+            /**
+             * Format: int32
+             * @description Bars the upstream gave that were dropped.
+             * @example 0
+             */
+            dropped: number;
+            /**
+             * Format: int32
+             * @description Bars served as given but suspect.
+             * @example 0
+             */
+            suspect: number;
         };
         /** @description A span of time, start included, end excluded. */
         TimeSpan: {
@@ -2191,7 +2334,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKey"][];
+                    "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2258,6 +2401,40 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listDataIssues: {
+        parameters: {
+            query?: {
+                /** @description Only issues of this symbol (case-insensitive). */
+                symbol?: string;
+                /** @description Only issues recorded at or after this instant (ISO 8601) or date (`YYYY-MM-DD`, UTC midnight). */
+                since?: string;
+                /** @description The most issues to list (1 to 1000). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recorded issues. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DataIssuesResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

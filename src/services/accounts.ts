@@ -153,6 +153,15 @@ export class AccountService {
     return (await this.#store.findByUsername(this.#defaultAdmin.username)) !== undefined;
   }
 
+  /**
+   * True when the default administrator's stored password is `password` (startup asks this of the
+   * shipped default: the variable alone says nothing once the password was changed). One hash check.
+   */
+  async defaultAdminPasswordIs(password: string): Promise<boolean> {
+    const user = await this.#store.findByUsername(this.#defaultAdmin.username);
+    return user !== undefined && (await this.#passwords.verify(password, user.passwordHash));
+  }
+
   /** Every user, ordered by username, without hashes. */
   async listUsers(): Promise<ApiUser[]> {
     return (await this.#store.list()).map(toApiUser);

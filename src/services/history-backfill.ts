@@ -95,7 +95,13 @@ export class HistoryBackfill {
    * Fills the store for each symbol in turn, calling `onProgress` after each; resolves to the bars
    * stored and the symbols that failed. Never throws for one symbol's failure.
    */
-  async fill(request: BackfillRequest, onProgress: (progress: SymbolProgress) => void | Promise<void> = () => undefined, onStart?: (symbol: string) => void): Promise<{ candles: number; failures: HistoryJob['failures'] }> {
+  async fill(
+    request: BackfillRequest,
+    onProgress: (progress: SymbolProgress) => void | Promise<void> = () => undefined,
+    onStart?: (symbol: string) => void,
+  ): Promise<{ candles: number; failures: HistoryJob['failures']; fetchableFromMs: number }> {
+    // Asked from further back than the upstream keeps this interval: only the stored bars exist there.
+    const fetchableFromMs = Math.max(request.sinceMs, this.#history.oldestFetchableMs(request.interval));
     let candles = 0;
     const failures: HistoryJob['failures'] = [];
     for (const [index, symbol] of request.symbols.entries()) {
@@ -115,7 +121,7 @@ export class HistoryBackfill {
       if (progress.error !== undefined) failures.push({ symbol, error: progress.error });
       await onProgress(progress);
     }
-    return { candles, failures };
+    return { candles, failures, fetchableFromMs };
   }
 
   /** Records a job and starts it on this instance; resolves to the job as recorded (state `queued`). */

@@ -17,6 +17,8 @@ import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/mar
 import { tradingSessions } from '../domain/market-calendar.js';
 import { listedMarketOfSymbol } from '../domain/provider-symbols.js';
 import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
+import type { QualityCounts, QualityFlag } from '../domain/quality/data-issues.js';
+import type { DataQuality } from './data-quality.js';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -59,7 +61,17 @@ export interface HistoryStoreOptions {
   provider: (answer: History) => string;
   reach?: (interval: HistoryInterval) => UpstreamReach;
   now?: () => number;
+  /** The data-quality checks every fetched answer passes before it is stored (none: kept as given). */
+  quality?: DataQuality | undefined;
+  /**
+   * The providers of the chain. Bars a provider outside it gave (the simulated demo's, once a real
+   * provider is configured) are never served as the chain's: they are dropped and the span fetched again.
+   */
+  chain?: readonly string[] | undefined;
 }
+
+/** Series checked for bars of providers outside the chain, at most (then the memory starts over). */
+const CHECKED_SERIES_MAX = 50_000;
 
 /** A window of history as the store can give it. */
 export interface StoredHistory {
@@ -79,6 +91,10 @@ export interface StoredHistory {
   failure?: unknown;
   /** The provider that answered the last window fetched by this read; absent when nothing was fetched. */
   source?: string;
+  /** Flags of the bars the data-quality checks repaired or suspect, by bar start; absent when none. */
+  flags?: Map<number, QualityFlag[]>;
+  /** What the data-quality checks did to the window's bars; absent when nothing. */
+  quality?: QualityCounts;
 }
 
 function splitsOf(actions: readonly CorporateAction[]): Array<Extract<CorporateAction, { kind: 'split' }>> {
@@ -107,13 +123,27 @@ export class HistoryStore {
   readonly #provider: (answer: History) => string;
   readonly #reach: (interval: HistoryInterval) => UpstreamReach;
   readonly #now: () => number;
+  readonly #quality: DataQuality | undefined;
+  readonly #chain: ReadonlySet<string> | undefined;
+  /** Series whose stored bars were found to be the chain's own since this process started. */
+  readonly #checked = new Set<string>();
 
   constructor(options: HistoryStoreOptions) {
+    this.#chain = options.chain === undefined ? undefined : new Set(options.chain);
+    this.#quality = options.quality;
     this.#store = options.store;
     this.#fetch = options.fetch;
     this.#provider = options.provider;
     this.#reach = options.reach ?? defaultReach;
     this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * The oldest instant the upstream still serves bars of `interval` for (`-Infinity` when it keeps all):
+   * a read or backfill reaching further back gets only what the store already holds before it.
+   */
+  oldestFetchableMs(interval: HistoryInterval): number {
+    return this.#now() - this.#reach(interval).retentionMs;
   }
 
   /**
@@ -124,6 +154,7 @@ export class HistoryStore {
   async read(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredHistory> {
     const now = this.#now();
     const window = { startMs: span.startMs, endMs: Math.min(span.endMs, now + INTERVAL_MS[interval]) };
+    await this.#dropForeign(symbol, interval);
     const covered = window.endMs > window.startMs ? await this.#store.coverage(symbol, interval, window) : [];
     const gaps = subtractSpans(window, covered);
     const reach = this.#reach(interval);
@@ -160,19 +191,32 @@ export class HistoryStore {
           unknown = true;
           break;
         }
-        fetchedInfo = { currency: history.currency, timezone: history.timezone };
         source = this.#provider(history);
-        written += await this.#keep(symbol, interval, chunk, history, now);
+        const kept = await this.#keep(symbol, interval, chunk, history, now);
+        fetchedInfo = { currency: kept.currency, timezone: history.timezone };
+        written += kept.written;
       }
     }
-    const [candles, actions, storedInfo] = await Promise.all([
+    const [candles, actions, storedInfo, quality] = await Promise.all([
       this.#store.getCandles(symbol, interval, window, limit),
       this.#store.getActions(symbol, { startMs: window.startMs, endMs: Math.max(window.endMs, now + 1) }),
       fetchedInfo === undefined ? this.#store.getInstrument(symbol) : Promise.resolve(fetchedInfo),
+      this.#quality?.window(symbol, interval, window),
     ]);
     if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
-    return { info, candles, actions, missing: mergeSpans(missing), fetched, written, ...(failure !== undefined ? { failure } : {}), ...(source !== undefined ? { source } : {}) };
+    const judged = quality !== undefined && quality.counts.repaired + quality.counts.dropped + quality.counts.suspect > 0;
+    return {
+      info,
+      candles,
+      actions,
+      missing: mergeSpans(missing),
+      fetched,
+      written,
+      ...(failure !== undefined ? { failure } : {}),
+      ...(source !== undefined ? { source } : {}),
+      ...(judged ? { flags: quality.flags, quality: quality.counts } : {}),
+    };
   }
 
   /**
@@ -203,6 +247,19 @@ export class HistoryStore {
     return read;
   }
 
+  /** Drops, once per series and process, what providers outside the chain stored of `symbol` and `interval`. */
+  async #dropForeign(symbol: string, interval: HistoryInterval): Promise<void> {
+    const chain = this.#chain;
+    if (chain === undefined) return;
+    const key = `${symbol}\u0000${interval}`;
+    if (this.#checked.has(key)) return;
+    for (const provider of await this.#store.coverageProviders(symbol, interval)) {
+      if (!chain.has(provider)) await this.#store.purgeProvider(provider, { symbol, interval });
+    }
+    if (this.#checked.size >= CHECKED_SERIES_MAX) this.#checked.clear();
+    this.#checked.add(key);
+  }
+
   /** True when the store has covered all of `span` (what it holds is served even beyond the upstream's reach). */
   async holds(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<boolean> {
     if (span.endMs <= span.startMs) return true;
@@ -226,10 +283,28 @@ export class HistoryStore {
   }
 
   /** Writes what one call answered: new splits re-base older stored bars first, then bars, events and coverage. */
-  async #keep(symbol: string, interval: HistoryInterval, chunk: TimeSpan, history: History, now: number): Promise<number> {
+  async #keep(symbol: string, interval: HistoryInterval, chunk: TimeSpan, history: History, now: number): Promise<{ written: number; currency: string }> {
     const source = { provider: this.#provider(history), fetchedAtMs: now };
-    const { candles, actions } = toStored(history, chunk);
+    const stored = toStored(history, chunk);
+    const { actions } = stored;
+    let { candles } = stored;
+    let currency = history.currency;
     const newSplits = splitsOf(actions);
+    if (this.#quality !== undefined) {
+      const checked = await this.#quality.check({
+        symbol,
+        interval,
+        span: chunk,
+        currency,
+        timezone: history.timezone,
+        candles,
+        splits: newSplits,
+        storedSplits: async () => splitsOf(await this.#store.getActions(symbol, { startMs: chunk.startMs - INTERVAL_MS[interval], endMs: chunk.endMs + INTERVAL_MS[interval] })),
+        provider: source.provider,
+      });
+      candles = checked.candles;
+      currency = checked.currency;
+    }
     if (newSplits.length > 0) {
       const known = new Set(splitsOf(await this.#store.getActions(symbol, { startMs: chunk.startMs, endMs: chunk.endMs })).map((s) => s.timeMs));
       for (const split of newSplits.sort((a, b) => a.timeMs - b.timeMs)) {
@@ -238,13 +313,13 @@ export class HistoryStore {
         await this.#store.rescale(symbol, { barsBeforeMs: split.timeMs, fetchedBeforeMs: split.timeMs }, split.denominator / split.numerator);
       }
     }
-    await this.#store.putInstrument(symbol, { currency: history.currency, timezone: history.timezone }, source);
+    await this.#store.putInstrument(symbol, { currency, timezone: history.timezone }, source);
     await this.#store.putActions(symbol, actions, source);
     await this.#store.putCandles(symbol, interval, candles, source);
     // Bars that may still be forming are stored but not covered: they are asked for again until finished.
     const settledBefore = now - INTERVAL_MS[interval];
     const finished = { startMs: chunk.startMs, endMs: Math.min(chunk.endMs, settledBefore) };
     if (finished.endMs > finished.startMs) await this.#store.markCovered(symbol, interval, finished, source);
-    return candles.length;
+    return { written: candles.length, currency };
   }
 }

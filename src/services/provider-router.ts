@@ -124,6 +124,22 @@ export class ProviderRouter implements MarketDataProvider {
     return routed.value;
   }
 
+  /** Candles from `provider` alone (when it serves the read); `undefined` when it does not, or does not know the symbol. */
+  async getHistoryFrom(query: HistoryQuery, provider: string): Promise<History | undefined> {
+    const routed = await this.#route(`history:${query.symbol}`, (link) => link.name === provider && this.#servesHistory(link, query), (link) => link.getHistory(query));
+    return routed?.value;
+  }
+
+  /**
+   * Candles from the first eligible provider other than `except` that answers, and who gave them: a
+   * second opinion for the data-quality checks. `undefined` when no other provider serves the read
+   * or knows the symbol; rejects when none could answer.
+   */
+  async getHistoryElsewhere(query: HistoryQuery, except: string): Promise<{ history: History; provider: string } | undefined> {
+    const routed = await this.#route(`history:${query.symbol}`, (link) => link.name !== except && this.#servesHistory(link, query), (link) => link.getHistory(query));
+    return routed === undefined ? undefined : { history: routed.value, provider: routed.source };
+  }
+
   /** Search results from the first provider with a search that answers (an empty list is an answer). */
   async search(query: string, limit: number): Promise<SearchResult[]> {
     const routed = await this.#route(undefined, (link) => link.capabilities.search.length > 0, (link) => link.search(query, limit));

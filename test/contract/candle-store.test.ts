@@ -181,6 +181,27 @@ function candleStoreContract(name: string, makeFixture: () => Promise<Fixture>):
       expect(await store.getCandles('AAPL', '1wk', { startMs: T0, endMs: T0 + 1 })).toEqual([bar(0, 100)]);
     });
 
+    it('purgeProvider: when two providers stored bars, then coverageProviders names both and purging one (in one series or everywhere) drops only its bars and spans', async () => {
+      await store.putCandles('AAPL', '1d', [bar(0), bar(1)], YAHOO);
+      await store.markCovered('AAPL', '1d', { startMs: T0, endMs: T0 + 2 * DAY_MS }, YAHOO);
+      await store.putCandles('AAPL', '1d', [bar(5), bar(6)], POLYGON);
+      await store.markCovered('AAPL', '1d', { startMs: T0 + 5 * DAY_MS, endMs: T0 + 7 * DAY_MS }, POLYGON);
+      await store.putCandles('MSFT', '1d', [bar(0, 300)], POLYGON);
+      await store.markCovered('MSFT', '1d', { startMs: T0, endMs: T0 + DAY_MS }, POLYGON);
+      expect((await store.coverageProviders('AAPL', '1d')).sort()).toEqual(['polygon', 'yahoo']);
+      expect(await store.coverageProviders('AAPL', '1wk')).toEqual([]);
+
+      expect(await store.purgeProvider('polygon', { symbol: 'AAPL', interval: '1d' })).toBe(2);
+      expect(await store.getCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 10 * DAY_MS })).toEqual([bar(0), bar(1)]);
+      expect(await store.coverage('AAPL', '1d', { startMs: T0, endMs: T0 + 10 * DAY_MS })).toEqual([{ startMs: T0, endMs: T0 + 2 * DAY_MS }]);
+      expect(await store.coverageProviders('MSFT', '1d')).toEqual(['polygon']);
+
+      expect(await store.purgeProvider('polygon')).toBe(1);
+      expect(await store.getCandles('MSFT', '1d', { startMs: T0, endMs: T0 + DAY_MS })).toEqual([]);
+      expect(await store.coverage('MSFT', '1d', { startMs: T0, endMs: T0 + DAY_MS })).toEqual([]);
+      expect(await store.countCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 10 * DAY_MS })).toBe(2);
+    });
+
     it('putInstrument: when an instrument is described twice, then the last description is kept; unknown ones are undefined', async () => {
       await store.putInstrument('SAP.DE', { currency: 'USD', timezone: 'UTC' }, YAHOO);
       await store.putInstrument('SAP.DE', { currency: 'EUR', timezone: 'Europe/Berlin' }, POLYGON);

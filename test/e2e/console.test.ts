@@ -343,6 +343,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     await page.getByLabel('Password', { exact: true }).fill(ADMIN.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator('[data-panel="cache"]').waitFor();
+    // The data-quality records are listed (none on a clean start).
+    await page.locator('[data-panel="data-issues"]').getByText('No data issues recorded.').waitFor();
 
     // The providers panel lists the configured provider, in the API's words, in place of the placeholder.
     const providerRow = page.locator('[data-panel="providers"] tr[data-provider="simulated"]');

@@ -55,7 +55,10 @@ async function newKey(body: Record<string, unknown>): Promise<CreatedApiKey> {
 async function listKeys(svc: TestService): Promise<ApiKey[]> {
   const res = await svc.fetch('/api/admin/api-keys', { headers: { authorization: `Bearer ${adminToken}` } });
   expect(res.status).toBe(200);
-  return (await res.json()) as ApiKey[];
+  // Every admin list but the seed's users is {success, data} (issue 38); this one was a bare array in 0.1.
+  const body = (await res.json()) as { success: boolean; data: ApiKey[] };
+  expect(body.success).toBe(true);
+  return body.data;
 }
 
 const adminStatus = (svc: TestService, key: string) => svc.fetch('/api/admin/status', { headers: { 'x-api-key': key } });

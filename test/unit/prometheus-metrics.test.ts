@@ -26,6 +26,17 @@ describe('PrometheusMetrics', () => {
     expect(sampleValue(text, 'http_server_request_duration_seconds_sum', { http_route: '/api/health' })).toBeCloseTo(0.002, 6);
   });
 
+  it('when the data-quality checks report findings, then mds_data_issues_total counts them by rule, action and provider', async () => {
+    const metrics = new PrometheusMetrics();
+    metrics.dataIssue('unit_100x', 'repaired', 'yahoo');
+    metrics.dataIssue('unit_100x', 'repaired', 'yahoo');
+    metrics.dataIssue('non_positive_price', 'dropped', 'polygon');
+
+    const text = await metrics.render();
+    expect(sampleValue(text, 'mds_data_issues_total', { rule: 'unit_100x', action: 'repaired', provider: 'yahoo' })).toBe(2);
+    expect(sampleValue(text, 'mds_data_issues_total', { rule: 'non_positive_price', action: 'dropped', provider: 'polygon' })).toBe(1);
+  });
+
   it('when nothing watches the cache or the breaker, then their gauges have no samples rather than a guess', async () => {
     const text = await new PrometheusMetrics().render();
     expect(text).toMatch(/^# TYPE mds_cache_mode gauge$/m);

@@ -9,6 +9,8 @@ export interface Session {
   apiKey?: string;
   username?: string;
   isAdmin?: boolean;
+  /** The login said the password is still the shipped default: the console asks for a new one. */
+  mustChangePassword?: boolean;
 }
 
 let current: Session = {};

@@ -59,7 +59,7 @@ export function SignIn({ title = 'Sign in to continue' }: { title?: string }) {
     try {
       const result = await call(api.POST('/api/auth/login', { body: { username, password } }));
       setPassword('');
-      setSession({ token: result.access_token, username: result.username, isAdmin: result.is_admin });
+      setSession({ token: result.access_token, username: result.username, isAdmin: result.is_admin, mustChangePassword: result.must_change_password });
     } catch (err) {
       setFailure(err instanceof Error ? err.message : String(err));
     } finally {
@@ -97,6 +97,65 @@ export function SignIn({ title = 'Sign in to continue' }: { title?: string }) {
       {failure ? (
         <p class="problem" role="alert">
           {failure}
+        </p>
+      ) : null}
+    </section>
+  );
+}
+
+/**
+ * A new password for the signed-in user (a bearer session: an API key has no password). The answer's
+ * fresh token replaces the old one, which the change revoked.
+ */
+export function ChangePassword() {
+  const [oldPassword, setOldPassword] = useState('');
+  const [newPassword, setNewPassword] = useState('');
+  const [outcome, setOutcome] = useState<{ ok: boolean; message: string }>();
+  const [busy, setBusy] = useState(false);
+  const current = session();
+  if (!current.token) return null;
+
+  const change = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setOutcome(undefined);
+    try {
+      const result = await call(api.POST('/api/auth/change-password', { body: { old_password: oldPassword, new_password: newPassword } }));
+      setOldPassword('');
+      setNewPassword('');
+      setSession({ token: result.access_token, username: result.username, isAdmin: result.is_admin, mustChangePassword: result.must_change_password });
+      setOutcome({ ok: true, message: 'Password changed.' });
+    } catch (err) {
+      setOutcome({ ok: false, message: err instanceof Error ? err.message : String(err) });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section class="panel" aria-labelledby="password-title" data-panel="password">
+      <h2 id="password-title">Change your password</h2>
+      {current.mustChangePassword ? (
+        <p class="problem" role="alert" data-must-change>
+          You are signed in with the shipped default password: choose a new one now.
+        </p>
+      ) : null}
+      <form onSubmit={change} class="stack">
+        <label>
+          Current password
+          <input name="current-password" type="password" autocomplete="current-password" required value={oldPassword} onInput={(e) => setOldPassword(e.currentTarget.value)} />
+        </label>
+        <label>
+          New password (8 to 72 bytes)
+          <input name="own-new-password" type="password" autocomplete="new-password" required minLength={8} value={newPassword} onInput={(e) => setNewPassword(e.currentTarget.value)} />
+        </label>
+        <button type="submit" disabled={busy}>
+          Change password
+        </button>
+      </form>
+      {outcome ? (
+        <p class={outcome.ok ? 'notice' : 'problem'} role={outcome.ok ? 'status' : 'alert'}>
+          {outcome.message}
         </p>
       ) : null}
     </section>

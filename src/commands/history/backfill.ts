@@ -1,7 +1,7 @@
 import { Args, Errors, Flags } from '@oclif/core';
 import { SingleBar } from 'cli-progress';
 import { MdsCommand } from '../../cli/command.js';
-import { cliLogger, fail, failure, loadCliConfig } from '../../cli/context.js';
+import { cliLogger, fail, failure, invalidInputLine, loadCliConfig } from '../../cli/context.js';
 import { InvalidRequestError } from '../../domain/errors.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
 import { openHistory } from '../../cli/open-stores.js';
@@ -40,7 +40,7 @@ export default class HistoryBackfillCommand extends MdsCommand {
       try {
         request = backfill.check({ symbols: argv as string[], interval: flags.interval as HistoryInterval, since: flags.since });
       } catch (err) {
-        if (err instanceof InvalidRequestError) fail(this, err.message, 2);
+        if (err instanceof InvalidRequestError) fail(this, invalidInputLine(this, err), 2);
         throw err;
       }
       // A bar on a terminal; a line a symbol when the output is a file or a pipe.
@@ -59,7 +59,14 @@ export default class HistoryBackfillCommand extends MdsCommand {
       bar?.stop();
       failed = result.failures.length;
       for (const f of bar ? result.failures : []) this.log(`${f.symbol}: failed: ${f.error}`);
-      this.log(`backfill done: ${result.candles} bars stored for ${request.symbols.length - failed} of ${request.symbols.length} symbols (${request.interval} since ${new Date(request.sinceMs).toISOString().slice(0, 10)})`);
+      const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+      this.log(`backfill done: ${result.candles} bars stored for ${request.symbols.length - failed} of ${request.symbols.length} symbols (${request.interval} since ${day(result.fetchableFromMs)})`);
+      if (result.fetchableFromMs > request.sinceMs) {
+        this.log(
+          `note: ${request.interval} bars reach back to ${day(result.fetchableFromMs)} upstream, so nothing before it was fetched (asked since ${day(request.sinceMs)}); ` +
+            'bars stored earlier stay, and a daily interval reaches further',
+        );
+      }
     } catch (err) {
       // `fail` ends the command by throwing oclif's exit: let it through.
       if (err instanceof Errors.ExitError) throw err;

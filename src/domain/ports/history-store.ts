@@ -69,6 +69,13 @@ export interface CandleStore {
   putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void>;
   /** What `putInstrument` recorded for `symbol`, or `undefined`. */
   getInstrument(symbol: string): Promise<InstrumentInfo | undefined>;
+  /** The providers named by the covered spans of `symbol` and `interval` (who fetched what the store holds), without repeats. */
+  coverageProviders(symbol: string, interval: HistoryInterval): Promise<string[]>;
+  /**
+   * Drops the candles and covered spans `provider` gave (of one symbol and interval when given, else of
+   * every series), so they are never served as another provider's; resolves to how many candles went.
+   */
+  purgeProvider(provider: string, series?: { symbol: string; interval: HistoryInterval }): Promise<number>;
   /** How many candles are stored and the bytes the candle tables and their indexes take on disk. */
   footprint(): Promise<{ candles: number; bytes: number }>;
 }

@@ -82,7 +82,7 @@ export function adminHandlers(deps: {
       res.status(200).json(body);
     },
     async listApiKeys(_req, res) {
-      const body: JsonResponse<'listApiKeys', 200> = await keys.list();
+      const body: JsonResponse<'listApiKeys', 200> = { success: true, data: await keys.list() };
       res.status(200).json(body);
     },
     async createApiKey(req, res) {

@@ -3,6 +3,7 @@ import type { Contract } from '../contract.js';
 import type { AuditLog } from '../../domain/ports/audit.js';
 import type { AccountService } from '../../services/accounts.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
+import type { DataQuality } from '../../services/data-quality.js';
 import type { HistoryBackfill } from '../../services/history-backfill.js';
 import type { HealthService } from '../../services/health.js';
 import type { MarketCalendarService } from '../../services/market-calendar.js';
@@ -13,6 +14,7 @@ import type { StatusService } from '../../services/status.js';
 import type { UsageMeter } from '../../services/usage-meter.js';
 import { adminHandlers } from './admin.js';
 import { authHandlers } from './auth.js';
+import { dataQualityHandlers } from './data-quality.js';
 import { healthHandlers } from './health.js';
 import { marketCalendarHandlers } from './market-calendar.js';
 import { marketDataHandlers, type RememberTarget } from './market-data.js';
@@ -39,6 +41,8 @@ export interface HandlerDeps {
   streams: QuoteStreamHub;
   /** API usage per caller per day. */
   usage: Pick<UsageMeter, 'report'>;
+  /** The data-quality records, for GET /api/admin/data-issues. */
+  quality: Pick<DataQuality, 'list'>;
   /** Lets the fast path answer this request target for the next second (omit to keep every request in Express). */
   rememberTarget?: RememberTarget;
 }
@@ -52,5 +56,6 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...marketDataHandlers(deps.market, deps.rememberTarget),
     ...marketCalendarHandlers(deps.calendar),
     ...streamHandlers(deps.streams),
+    ...dataQualityHandlers(deps.quality),
   };
 }

@@ -2,6 +2,8 @@
  * Builds the TypeORM DataSource for DATABASE_URL: `sqlite:<path>` (better-sqlite3) or
  * `postgres://user:pass@host:port/db` (pg). The schema comes from migrations only.
  */
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { DataSource } from 'typeorm';
 import { AppError } from '../../domain/errors.js';
 import { apiKeyEntity } from './api-key-entity.js';
@@ -10,6 +12,7 @@ import { CreateApiKeys1763900000000 } from './migrations/1763900000000-create-ap
 import { CreateCandles1764000000000 } from './migrations/1764000000000-create-candles.js';
 import { CreateHistoryJobs1764100000000 } from './migrations/1764100000000-create-history-jobs.js';
 import { CreateUsageDaily1764200000000 } from './migrations/1764200000000-create-usage-daily.js';
+import { CreateDataIssues1764300000000 } from './migrations/1764300000000-create-data-issues.js';
 import { historyJobEntity } from './history-job-entity.js';
 import { userEntity, type DatabaseKind } from './user-entity.js';
 
@@ -63,12 +66,13 @@ export function createDataSource(databaseUrl: string, options: DataSourceOptions
   const target = parseDatabaseUrl(databaseUrl);
   const common = {
     entities: [userEntity(target.kind), apiKeyEntity(target.kind), historyJobEntity(target.kind)],
-    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000, CreateCandles1764000000000, CreateHistoryJobs1764100000000, CreateUsageDaily1764200000000],
+    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000, CreateCandles1764000000000, CreateHistoryJobs1764100000000, CreateUsageDaily1764200000000, CreateDataIssues1764300000000],
     synchronize: false,
     migrationsRun: false,
     logging: false,
   };
   if (target.kind === 'sqlite') {
+    if (target.path !== ':memory:') ensureDirectory(target.path);
     return new DataSource({
       ...common,
       type: 'better-sqlite3',
@@ -86,6 +90,29 @@ export function createDataSource(databaseUrl: string, options: DataSourceOptions
     connectTimeoutMS: POSTGRES_CONNECT_TIMEOUT_MS,
     applicationName: 'mds',
   });
+}
+
+/**
+ * Creates the SQLite file's directory, level by level, or says why it cannot. Node's recursive mkdir
+ * (and TypeORM's, which uses it) loops at full CPU without a word on a parent that exists but takes no
+ * directories (`/proc/nope/x.sqlite`).
+ */
+function ensureDirectory(file: string): void {
+  const missing: string[] = [];
+  for (let directory = dirname(resolve(file)); !existsSync(directory); directory = dirname(directory)) {
+    missing.unshift(directory);
+    if (dirname(directory) === directory) break;
+  }
+  for (const directory of missing) {
+    try {
+      mkdirSync(directory);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === 'EEXIST') continue;
+      const reason = typeof code === 'string' ? code : err instanceof Error ? err.message : String(err);
+      throw new AppError('DATABASE_URL_INVALID', `DATABASE_URL: cannot create the directory '${directory}' for the SQLite file (${reason}); point DATABASE_URL at a writable path`);
+    }
+  }
 }
 
 /** Which entity/migration dialect a DataSource speaks. */

@@ -12,6 +12,7 @@ import type { CandleStore, CorporateAction, InstrumentInfo, Provenance, StoredCa
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
 import { mergeSpans } from '../../domain/time-spans.js';
 import { storeOperations } from './serial-queue.js';
+import { retryingWhileBusy } from './sqlite-busy.js';
 
 /** Rows per PostgreSQL statement: large enough to amortize a round trip, small enough to keep memory flat. */
 const PG_BATCH_ROWS = 5000;
@@ -54,6 +55,9 @@ interface Dialect {
   putInstrument(symbol: string, info: InstrumentInfo, source: Provenance): Promise<void>;
   getInstrument(symbol: string): Promise<InstrumentInfo | undefined>;
   footprint(): Promise<{ candles: number; bytes: number }>;
+  coverageProviders(seriesId: number): Promise<string[]>;
+  /** Candles and coverage rows of `provider`, in the series `seriesId` or (undefined) every series. */
+  purgeProvider(provider: string, seriesId: number | undefined): Promise<number>;
 }
 
 function sqliteDialect(db: Database): Dialect {
@@ -108,6 +112,14 @@ function sqliteDialect(db: Database): Dialect {
     }
     return removed;
   });
+  const purge = db.transaction((provider: string, seriesId: number | undefined) => {
+    if (seriesId === undefined) {
+      prepare('DELETE FROM candle_coverage WHERE provider = ?').run(provider);
+      return prepare('DELETE FROM candles WHERE provider = ?').run(provider).changes;
+    }
+    prepare('DELETE FROM candle_coverage WHERE series_id = ? AND provider = ?').run(seriesId, provider);
+    return prepare('DELETE FROM candles WHERE series_id = ? AND provider = ?').run(seriesId, provider).changes;
+  });
   return {
     async seriesId(symbol, interval, create) {
       const find = () => prepare('SELECT id FROM candle_series WHERE symbol = ? AND bar_interval = ?').get(symbol, interval) as { id: number } | undefined;
@@ -117,7 +129,7 @@ function sqliteDialect(db: Database): Dialect {
       return find()?.id;
     },
     async insertCandles(seriesId, candles, source) {
-      writeCandles(seriesId, candles, source);
+      writeCandles.immediate(seriesId, candles, source);
     },
     async selectCandles(seriesId, span, limit) {
       // Rows as arrays (raw mode): an object per row with named keys costs better-sqlite3 about as
@@ -130,16 +142,16 @@ function sqliteDialect(db: Database): Dialect {
       return (prepare('SELECT count(*) AS n FROM candles WHERE series_id = ? AND t >= ? AND t < ?').get(seriesId, span.startMs, span.endMs) as { n: number }).n;
     },
     async deleteSeries(symbol, interval) {
-      return deleteSeries(symbol, interval);
+      return deleteSeries.immediate(symbol, interval);
     },
     async cover(seriesId, span, source) {
-      writeCoverage(seriesId, span, source);
+      writeCoverage.immediate(seriesId, span, source);
     },
     async selectCoverage(seriesId, span) {
       return prepare('SELECT start_ms AS startMs, end_ms AS endMs FROM candle_coverage WHERE series_id = ? AND start_ms < ? AND end_ms > ? ORDER BY start_ms').all(seriesId, span.endMs, span.startMs) as TimeSpan[];
     },
     async insertActions(symbol, actions, source) {
-      writeActions(symbol, actions, source);
+      writeActions.immediate(symbol, actions, source);
     },
     async selectActions(symbol, span) {
       return prepare('SELECT kind, t, amount, numerator, denominator FROM corporate_actions WHERE symbol = ? AND t >= ? AND t < ? ORDER BY t, kind').all(symbol, span.startMs, span.endMs) as ActionRow[];
@@ -164,6 +176,12 @@ function sqliteDialect(db: Database): Dialect {
       // dbstat is compiled into better-sqlite3's SQLite; it gives the pages of each table and index.
       const row = prepare("SELECT coalesce(sum(pgsize), 0) AS bytes FROM dbstat WHERE name IN ('candles', 'candle_series', 'candle_coverage')").get() as { bytes: number };
       return { candles, bytes: row.bytes };
+    },
+    async coverageProviders(seriesId) {
+      return (prepare('SELECT DISTINCT provider FROM candle_coverage WHERE series_id = ?').all(seriesId) as Array<{ provider: string }>).map((r) => r.provider);
+    },
+    async purgeProvider(provider, seriesId) {
+      return purge(provider, seriesId);
     },
   };
 }
@@ -312,6 +330,18 @@ function postgresDialect(dataSource: DataSource): Dialect {
       );
       return { candles: Number(row?.candles ?? 0), bytes: Number(row?.bytes ?? 0) };
     },
+    async coverageProviders(seriesId) {
+      return (await query<Array<{ provider: string }>>(`SELECT DISTINCT provider FROM ${t('candle_coverage')} WHERE series_id = $1`, [seriesId])).map((r) => r.provider);
+    },
+    async purgeProvider(provider, seriesId) {
+      return dataSource.transaction(async (manager) => {
+        const where = seriesId === undefined ? 'provider = $1' : 'provider = $1 AND series_id = $2';
+        const params = seriesId === undefined ? [provider] : [provider, seriesId];
+        await manager.query(`DELETE FROM ${t('candle_coverage')} WHERE ${where}`, params);
+        const [, removed] = (await manager.query(`DELETE FROM ${t('candles')} WHERE ${where}`, params)) as [unknown, number];
+        return Number(removed ?? 0);
+      });
+    },
   };
 }
 
@@ -327,7 +357,7 @@ export class TypeormCandleStore implements CandleStore {
     this.#dialect =
       dataSource.options.type === 'postgres'
         ? postgresDialect(dataSource)
-        : sqliteDialect((dataSource.driver as unknown as { databaseConnection: Database }).databaseConnection);
+        : retryingWhileBusy(sqliteDialect((dataSource.driver as unknown as { databaseConnection: Database }).databaseConnection));
     this.#op = storeOperations(dataSource, { table: 'candles', store: 'Candle store' });
   }
 
@@ -411,5 +441,20 @@ export class TypeormCandleStore implements CandleStore {
 
   footprint(): Promise<{ candles: number; bytes: number }> {
     return this.#op(() => this.#dialect.footprint());
+  }
+
+  coverageProviders(symbol: string, interval: HistoryInterval): Promise<string[]> {
+    return this.#op(async () => {
+      const id = await this.#seriesId(symbol, interval, false);
+      return id === undefined ? [] : this.#dialect.coverageProviders(id);
+    });
+  }
+
+  purgeProvider(provider: string, series?: { symbol: string; interval: HistoryInterval }): Promise<number> {
+    return this.#op(async () => {
+      if (series === undefined) return this.#dialect.purgeProvider(provider, undefined);
+      const id = await this.#seriesId(series.symbol, series.interval, false);
+      return id === undefined ? 0 : this.#dialect.purgeProvider(provider, id);
+    });
   }
 }

@@ -9,6 +9,7 @@ import type { User, UserStore } from '../../domain/ports/accounts.js';
 import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
 import { TypeormCandleStore } from './typeorm-candle-store.js';
 import { TypeormHistoryJobStore } from './typeorm-history-job-store.js';
+import { TypeormDataIssueStore } from './typeorm-data-issue-store.js';
 import { TypeormUsageStore } from './typeorm-usage-store.js';
 import { createDataSource, databaseKindOf, parseDatabaseUrl, redactDatabaseUrl, type DataSourceOptions } from './data-source.js';
 import { storeOperations } from './serial-queue.js';
@@ -138,6 +139,8 @@ export interface OpenedUserStore {
   historyJobs: TypeormHistoryJobStore;
   /** Daily API usage per caller, in the same database. */
   usage: TypeormUsageStore;
+  /** What the data-quality checks repaired, dropped or suspect, in the same database. */
+  dataIssues: TypeormDataIssueStore;
   dataSource: DataSource;
   /** Where the users live, fit for logs: the URL with its password replaced by `***`. */
   description: string;
@@ -182,6 +185,7 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
     candles: new TypeormCandleStore(dataSource),
     historyJobs: new TypeormHistoryJobStore(dataSource),
     usage: new TypeormUsageStore(dataSource),
+    dataIssues: new TypeormDataIssueStore(dataSource),
     dataSource,
     description,
     hasPendingMigrations: () => dataSource.showMigrations(),

@@ -413,8 +413,12 @@ function dayBar(instrument: Instrument, day: number, previousDay: number, knownP
 function dayPath(instrument: Instrument, session: TradingSession, bar: DayBar): DayPath {
   const n = sessionMinutes(session);
   const random = prng(instrument.seed, STREAM.path, session.dayNumber);
-  const highAt = 1 + Math.floor(random() * (n - 1));
-  let lowAt = 1 + Math.floor(random() * (n - 2));
+  // The day's high and low fall in its middle 80 %: a pin a few minutes from the close made the bridge
+  // run from the extreme to the close in those minutes (a 2 % ramp in three 1m bars on every chart).
+  const margin = Math.max(1, Math.floor(n / 10));
+  const inner = Math.max(2, n - 2 * margin);
+  const highAt = margin + Math.floor(random() * inner);
+  let lowAt = margin + Math.floor(random() * (inner - 1));
   if (lowAt >= highAt) lowAt++;
   const pins = [
     { at: 0, price: bar.open },

@@ -47,6 +47,7 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
   readonly #failovers: Counter<'from' | 'to'>;
   readonly #streamClients: Gauge;
   readonly #streamEvents: Counter;
+  readonly #dataIssues: Counter<'rule' | 'action' | 'provider'>;
 
   constructor() {
     const registers = [this.#registry];
@@ -99,6 +100,12 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
     });
     this.#streamClients = new Gauge({ name: 'mds_stream_clients', help: 'Connected stream (Server-Sent Events) clients.', registers });
     this.#streamEvents = new Counter({ name: 'mds_stream_events_total', help: 'Events written to stream clients.', registers });
+    this.#dataIssues = new Counter({
+      name: 'mds_data_issues_total',
+      help: 'Bars of upstream history answers the data-quality checks repaired, dropped or suspect, by rule, action and the provider that gave them.',
+      labelNames: ['rule', 'action', 'provider'],
+      registers,
+    });
 
     const watched = this.#watched;
     new Gauge({
@@ -168,6 +175,11 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
 
   failover(from: string, to: string): void {
     this.#failovers.inc({ from, to });
+  }
+
+  /** One finding of the data-quality checks (DESIGN 20). */
+  dataIssue(rule: string, action: string, provider: string): void {
+    this.#dataIssues.inc({ rule, action, provider });
   }
 
   rateLimitRejected(policy: string): void {

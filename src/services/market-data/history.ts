@@ -4,7 +4,8 @@
  */
 import { UnknownSymbolError } from '../../domain/errors.js';
 import type { components } from '../../generated/api.js';
-import type { History, HistoryQuery } from '../../domain/ports/market-data.js';
+import type { StoredCandle } from '../../domain/ports/history-store.js';
+import type { Candle, History, HistoryQuery } from '../../domain/ports/market-data.js';
 import { adjustCandles, type Adjustment } from '../../domain/history-adjustment.js';
 import type { CachedRepresentation, Loaded } from '../representation-cache.js';
 import type { HistoryStore, StoredHistory } from '../history-store.js';
@@ -86,12 +87,23 @@ export class HistoryReads {
     const refusal = tooManyCandles(read.candles.length, 'answer', true);
     if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
     history.candles = adjustCandles(read.candles, read.actions, adjust).map(toCandle);
+    if (read.flags !== undefined) flagCandles(history.candles, read.candles, read.flags);
     if (read.missing.length > 0) {
       history.partial = true;
       history.missing = read.missing.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString() }));
       ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     }
+    if (read.quality !== undefined) history.quality = read.quality;
     const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? ctx.source, updated_at: ctx.iso() };
     return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
+}
+
+/** Gives each served candle the flags the data-quality checks left on its stored bar (candles and stored bars align one to one). */
+function flagCandles(candles: Candle[], stored: readonly StoredCandle[], flags: ReadonlyMap<number, readonly string[]>): void {
+  stored.forEach((bar, i) => {
+    const found = flags.get(bar.timeMs);
+    const candle = candles[i];
+    if (found !== undefined && candle !== undefined) candle.flags = [...found] as Candle['flags'];
+  });
 }

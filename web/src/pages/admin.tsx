@@ -1,12 +1,12 @@
 /**
  * The admin page: after a login (the bearer token stays in memory) or with an admin API key, the
- * service's status and cache, the market-data providers, managed API keys, users and usage.
+ * service's status and cache, the market-data providers, managed API keys, users, usage and data issues.
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../src/generated/api.ts';
 import { api, ApiError, call } from '../api.ts';
 import { onSession, session } from '../session.ts';
-import { formatNumber, Page, Problem, SignIn, useApi } from '../ui.tsx';
+import { ChangePassword, formatNumber, Page, Problem, SignIn, useApi } from '../ui.tsx';
 
 type ApiKey = components['schemas']['ApiKey'];
 type Provider = components['schemas']['ProviderStatus'];
@@ -323,6 +323,14 @@ function UsersPanel() {
   );
 }
 
+/** A usage row's caller by name: a managed key by its name (its id only once revoked), a configured key, a user. */
+function callerLabel(kind: string, caller: string, names: Map<string, string>): string {
+  if (kind !== 'api-key') return `user ${caller}`;
+  if (caller === '') return 'a key of API_KEYS';
+  const name = names.get(caller);
+  return name === undefined ? `revoked key ${caller.slice(0, 8)}` : `key ${name}`;
+}
+
 function UsagePanel({ keys }: { keys: ApiKey[] }) {
   const usage = useApi((signal) => call(api.GET('/api/admin/usage', { params: { query: { days: 30 } }, signal })), []);
   const names = new Map(keys.map((k) => [k.id, k.name]));
@@ -351,9 +359,63 @@ function UsagePanel({ keys }: { keys: ApiKey[] }) {
               {usage.data.data.map((row) => (
                 <tr key={`${row.day} ${row.caller_kind} ${row.caller}`} data-caller={row.caller}>
                   <td>{row.day}</td>
-                  <th scope="row">{row.caller_kind === 'api-key' ? `key ${names.get(row.caller) ?? row.caller}` : `user ${row.caller}`}</th>
+                  <th scope="row">{callerLabel(row.caller_kind, row.caller, names)}</th>
                   <td class="num">{formatNumber(row.requests)}</td>
                   <td class="num">{formatNumber(row.rate_limited)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )
+      ) : null}
+    </section>
+  );
+}
+
+/** A recorded bar's close, or a dash when the bar is absent (dropped, or nothing was given). */
+function closeOf(bar: { close: number } | null | undefined): string {
+  return bar ? formatNumber(bar.close) : '\u2014';
+}
+
+function DataIssuesPanel() {
+  const issues = useApi((signal) => call(api.GET('/api/admin/data-issues', { params: { query: { limit: 100 } }, signal })), []);
+  return (
+    <section aria-labelledby="data-issues-title" class="panel" data-panel="data-issues">
+      <h2 id="data-issues-title">Data issues</h2>
+      <p>Bars of upstream answers the quality checks repaired, dropped or suspect, newest first (the last 100).</p>
+      <button type="button" onClick={issues.reload}>
+        Refresh data issues
+      </button>
+      {issues.error ? <Problem error={issues.error} onRetry={issues.reload} /> : null}
+      {issues.data ? (
+        issues.data.data.length === 0 ? (
+          <p>No data issues recorded.</p>
+        ) : (
+          <table>
+            <caption class="sr-only">Data issues: symbol, bar, rule, what was done, close before and after, providers</caption>
+            <thead>
+              <tr>
+                <th scope="col">Symbol</th>
+                <th scope="col">Bar (UTC)</th>
+                <th scope="col">Rule</th>
+                <th scope="col">Action</th>
+                <th scope="col" class="num">Close before</th>
+                <th scope="col" class="num">Close after</th>
+                <th scope="col">Providers</th>
+              </tr>
+            </thead>
+            <tbody>
+              {issues.data.data.map((issue, i) => (
+                <tr key={`${issue.recorded_at} ${issue.symbol} ${issue.time} ${issue.rule} ${i}`} data-rule={issue.rule}>
+                  <th scope="row">
+                    {issue.symbol} {issue.interval}
+                  </th>
+                  <td>{issue.time.replace('T', ' ').slice(0, 16)}</td>
+                  <td>{issue.rule}</td>
+                  <td>{issue.action}</td>
+                  <td class="num">{closeOf(issue.before)}</td>
+                  <td class="num">{closeOf(issue.after)}</td>
+                  <td>{issue.providers.join(', ')}</td>
                 </tr>
               ))}
             </tbody>
@@ -370,7 +432,7 @@ export function Admin() {
   const current = session();
   const signedIn = Boolean(current.token || current.apiKey);
   // Nothing is asked before a sign-in: the answer could only be a 401.
-  const keys = useApi((signal) => (signedIn ? call(api.GET('/api/admin/api-keys', { signal })) : Promise.resolve([])), [signedIn]);
+  const keys = useApi((signal) => (signedIn ? call(api.GET('/api/admin/api-keys', { signal })).then((answer) => answer.data) : Promise.resolve([])), [signedIn]);
   if (!signedIn) {
     return (
       <Page title="Admin">
@@ -388,11 +450,13 @@ export function Admin() {
   }
   return (
     <Page title="Admin">
+      <ChangePassword />
       <StatusPanel />
       <ProvidersPanel />
       {keys.error ? <Problem error={keys.error} onRetry={keys.reload} /> : <KeysPanel keys={keys.data ?? []} reload={keys.reload} />}
       <UsersPanel />
       <UsagePanel keys={keys.data ?? []} />
+      <DataIssuesPanel />
     </Page>
   );
 }

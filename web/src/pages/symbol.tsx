@@ -30,6 +30,20 @@ const RANGES: Array<{ value: Range; label: string }> = [
   { value: 'max', label: 'Max' },
 ];
 
+/** Intraday bars reach back 60 days at most (the API's rule): these ranges fit them. */
+const INTRADAY: ReadonlySet<Interval> = new Set(['1m', '5m', '15m', '30m', '1h']);
+const INTRADAY_RANGES: ReadonlySet<Range> = new Set(['1d', '5d', '1mo']);
+
+/** The range to show with `interval`: kept when it fits, else the longest that does. */
+function fittingRange(interval: Interval, range: Range): Range {
+  return INTRADAY.has(interval) && !INTRADAY_RANGES.has(range) ? '1mo' : range;
+}
+
+/** The interval to show over `range`: kept when it fits, else daily bars. */
+function fittingInterval(interval: Interval, range: Range): Interval {
+  return INTRADAY.has(interval) && !INTRADAY_RANGES.has(range) ? '1d' : interval;
+}
+
 const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000) as UTCTimestamp;
 
 function Chart({ history }: { history: History }) {
@@ -60,10 +74,8 @@ function Chart({ history }: { history: History }) {
   return <div ref={box} class="chart" role="img" aria-label={`Candlestick chart of ${history.symbol}, ${history.candles.length} bars, with volume`} data-candles={history.candles.length} />;
 }
 
-function QuoteHeader({ symbol }: { symbol: string }) {
-  const quote = useApi((signal) => call(api.GET('/api/quotes/{symbol}', { params: { path: { symbol } }, signal })), [symbol]);
-  if (quote.error) return <Problem error={quote.error} onRetry={quote.reload} />;
-  const q = quote.data?.data;
+function QuoteHeader({ quote }: { quote: components['schemas']['Quote'] | undefined }) {
+  const q = quote;
   if (!q) return <p class="loading">Loading the quote…</p>;
   return (
     <div class="quote" data-symbol={q.symbol}>
@@ -84,6 +96,16 @@ function QuoteHeader({ symbol }: { symbol: string }) {
 export function SymbolPage({ symbol }: { symbol: string }) {
   const [interval, setBarInterval] = useState<Interval>('1d');
   const [range, setRange] = useState<Range>('6mo');
+  const quote = useApi((signal) => call(api.GET('/api/quotes/{symbol}', { params: { path: { symbol } }, signal })), [symbol]);
+  // An interval and a range always fit together: choosing one moves the other where it must.
+  const chooseInterval = (next: Interval) => {
+    setBarInterval(next);
+    setRange((current) => fittingRange(next, current));
+  };
+  const chooseRange = (next: Range) => {
+    setRange(next);
+    setBarInterval((current) => fittingInterval(current, next));
+  };
   const [download, setDownload] = useState<{ busy: boolean; problem?: ApiError }>({ busy: false });
   const history = useApi(
     // Without `format` the answer is JSON (the contract's other media type is the CSV below).
@@ -109,20 +131,32 @@ export function SymbolPage({ symbol }: { symbol: string }) {
     }
   };
 
+  // A symbol nobody serves is said once, without controls for a chart that cannot exist.
+  if (quote.error?.status === 404) {
+    return (
+      <Page title={symbol}>
+        <Problem error={quote.error} />
+        <p>
+          <a href="/app/watchlist">Find a symbol from the watchlist's search</a>
+        </p>
+      </Page>
+    );
+  }
+
   return (
     <Page title={symbol}>
-      <QuoteHeader symbol={symbol} />
+      {quote.error ? <Problem error={quote.error} onRetry={quote.reload} /> : <QuoteHeader quote={quote.data?.data} />}
       <div class="toolbar">
         <div role="group" aria-label="Interval" class="buttons">
           {INTERVALS.map((i) => (
-            <button type="button" key={i.value} aria-pressed={interval === i.value} onClick={() => setBarInterval(i.value)}>
+            <button type="button" key={i.value} aria-pressed={interval === i.value} onClick={() => chooseInterval(i.value)}>
               {i.label}
             </button>
           ))}
         </div>
         <div role="group" aria-label="Range" class="buttons">
           {RANGES.map((r) => (
-            <button type="button" key={r.value} aria-pressed={range === r.value} onClick={() => setRange(r.value)}>
+            <button type="button" key={r.value} aria-pressed={range === r.value} onClick={() => chooseRange(r.value)}>
               {r.label}
             </button>
           ))}

@@ -41,7 +41,6 @@ function SymbolSearch({ onAdd }: { onAdd: (symbol: string) => void }) {
     const timer = setTimeout(() => {
       call(api.GET('/api/search', { params: { query: { q, limit: 8 } }, signal: controller.signal })).then(
         (answer) => {
-          setFailure(undefined);
           setSuggestions(answer.data);
           setActive(-1);
         },
@@ -60,6 +59,7 @@ function SymbolSearch({ onAdd }: { onAdd: (symbol: string) => void }) {
     onAdd(symbol.toUpperCase());
     setText('');
     setSuggestions([]);
+    setFailure(undefined);
   };
   const onKeyDown = (event: KeyboardEvent) => {
     if (event.key === 'ArrowDown' && suggestions.length > 0) {
@@ -70,10 +70,30 @@ function SymbolSearch({ onAdd }: { onAdd: (symbol: string) => void }) {
       setActive((i) => (i <= 0 ? suggestions.length - 1 : i - 1));
     } else if (event.key === 'Escape') setSuggestions([]);
   };
-  const submit = (event: Event) => {
+  const submit = async (event: Event) => {
     event.preventDefault();
-    const chosen = suggestions[active]?.symbol ?? text.trim();
-    if (SYMBOL.test(chosen)) add(chosen);
+    const picked = suggestions[active]?.symbol;
+    if (picked !== undefined) {
+      add(picked);
+      return;
+    }
+    // What was typed is a query, not yet a symbol: `appl` means the AAPL the suggestions show, `Apple`
+    // the company. An exact symbol wins, then the first suggestion; with none, the symbol must exist.
+    const typed = text.trim();
+    if (typed.length === 0) return;
+    try {
+      const found = (await call(api.GET('/api/search', { params: { query: { q: typed, limit: 8 } } }))).data;
+      const chosen = found.find((s) => s.symbol.toUpperCase() === typed.toUpperCase()) ?? found[0];
+      if (chosen) {
+        add(chosen.symbol);
+        return;
+      }
+      if (!SYMBOL.test(typed)) throw new ApiError(404, `No symbol matches '${typed}'`);
+      const quote = await call(api.GET('/api/quotes/{symbol}', { params: { path: { symbol: typed } } }));
+      add(quote.data.symbol);
+    } catch (err) {
+      setFailure(err instanceof ApiError ? err : new ApiError(0, String(err)));
+    }
   };
 
   return (
@@ -89,7 +109,10 @@ function SymbolSearch({ onAdd }: { onAdd: (symbol: string) => void }) {
         autocomplete="off"
         placeholder="AAPL, Apple, ^GSPC…"
         value={text}
-        onInput={(e) => setText(e.currentTarget.value)}
+        onInput={(e) => {
+          setText(e.currentTarget.value);
+          setFailure(undefined);
+        }}
         onKeyDown={onKeyDown}
       />
       <button type="submit">Add</button>
@@ -105,7 +128,7 @@ function SymbolSearch({ onAdd }: { onAdd: (symbol: string) => void }) {
   );
 }
 
-function Row({ symbol, quote, onRemove }: { symbol: string; quote: Quote | undefined; onRemove: () => void }) {
+function Row({ symbol, quote, unknown, onRemove }: { symbol: string; quote: Quote | undefined; unknown: boolean; onRemove: () => void }) {
   const previous = useRef<number | undefined>(undefined);
   const row = useRef<HTMLTableRowElement>(null);
   // In the same commit as the new price, so the change and its flash are painted together.
@@ -122,11 +145,11 @@ function Row({ symbol, quote, onRemove }: { symbol: string; quote: Quote | undef
     element.classList.add(price > before ? 'flash-up' : 'flash-down');
   }, [quote?.price]);
   return (
-    <tr ref={row} data-symbol={symbol} data-price={quote?.price ?? ''}>
+    <tr ref={row} data-symbol={symbol} data-price={quote?.price ?? ''} data-unknown={unknown ? 'true' : undefined}>
       <th scope="row">
         <a href={symbolPath(symbol)}>{symbol}</a>
       </th>
-      <td>{quote?.name ?? ''}</td>
+      <td>{unknown ? <span class="problem-message">Unknown symbol: remove it</span> : (quote?.name ?? '')}</td>
       <td class="num price">{formatNumber(quote?.price)}</td>
       <td class={`num ${signClass(quote?.change)}`}>{formatNumber(quote?.change)}</td>
       <td class={`num ${signClass(quote?.change_percent)}`}>{quote ? `${formatNumber(quote.change_percent)}%` : '–'}</td>
@@ -198,7 +221,7 @@ export function Watchlist() {
           </thead>
           <tbody>
             {symbols.map((symbol) => (
-              <Row key={symbol} symbol={symbol} quote={quotes[symbol]} onRemove={() => remove(symbol)} />
+              <Row key={symbol} symbol={symbol} quote={quotes[symbol]} unknown={missing.includes(symbol)} onRemove={() => remove(symbol)} />
             ))}
           </tbody>
         </table>

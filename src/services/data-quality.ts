@@ -1,0 +1,174 @@
+/**
+ * Data quality (DESIGN 20): applies the one validator (`domain/quality/validate-history.ts`) to every
+ * upstream history answer before it is cached or stored, records each repair, drop and suspicion (the
+ * raw bar in the record), counts them by rule and provider, and tells a history read which of its
+ * bars carry flags and how many were repaired, dropped or suspect.
+ *
+ * A second provider of the chain is asked for the same window only when a finding could use it (a
+ * price to rebuild, a step to confirm), so a clean answer costs no upstream call.
+ */
+import { InvalidRequestError } from '../domain/errors.js';
+import { parseInstant } from '../domain/instant.js';
+import { assetClassOf } from '../domain/provider-symbols.js';
+import { canonical } from '../domain/symbols.js';
+import { marketOf } from '../domain/market-calendar.js';
+import type { StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
+import type { Logger } from '../domain/ports/logger.js';
+import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/market-data.js';
+import type { DataIssue, DataIssueStore, QualityCounts, QualityFlag, QualityIssue } from '../domain/quality/data-issues.js';
+import { validateHistory, type ValidationInput, type ValidationResult } from '../domain/quality/validate-history.js';
+
+/** Counts of findings, by rule, action and the provider that gave the bar (Prometheus). */
+export type CountDataIssue = (rule: string, action: string, provider: string) => void;
+
+/** A second provider's answer for the same window. */
+export interface ReferenceAnswer {
+  history: History;
+  provider: string;
+}
+
+export interface DataQualityOptions {
+  store: DataIssueStore;
+  /**
+   * Asks the chain's providers other than `except` for `query`; `undefined` when none serves it or
+   * knows the symbol. May throw (the finding then stands without a second opinion).
+   */
+  reference?: ((query: HistoryQuery, except: string) => Promise<ReferenceAnswer | undefined>) | undefined;
+  count?: CountDataIssue | undefined;
+  logger?: Logger | undefined;
+  /** False turns every check off (answers are kept as given): for measuring what the checks cost. */
+  enabled?: boolean;
+  now?: () => number;
+}
+
+/** One answer to check, as the history store holds it. */
+export interface AnswerToCheck {
+  symbol: string;
+  interval: HistoryInterval;
+  /** The window asked. */
+  span: TimeSpan;
+  currency: string;
+  timezone: string;
+  candles: readonly StoredCandle[];
+  /** Splits this answer carries. */
+  splits: ReadonlyArray<{ timeMs: number; numerator: number; denominator: number }>;
+  /** Splits the store knows of in the window: read only when a step in the prices needs them. */
+  storedSplits?: () => Promise<ReadonlyArray<{ timeMs: number; numerator: number; denominator: number }>>;
+  provider: string;
+}
+
+/** What a stored window's bars carry: flags per bar start, and the window's counts. */
+export interface WindowQuality {
+  flags: Map<number, QualityFlag[]>;
+  counts: QualityCounts;
+}
+
+/** Findings that a second provider's bars could settle. */
+const NEEDS_REFERENCE = new Set(['non_positive_price', 'spike']);
+
+export class DataQuality {
+  readonly #store: DataIssueStore;
+  readonly #reference: DataQualityOptions['reference'];
+  readonly #count: CountDataIssue;
+  readonly #logger: Logger | undefined;
+  readonly #enabled: boolean;
+  readonly #now: () => number;
+
+  constructor(options: DataQualityOptions) {
+    this.#store = options.store;
+    this.#reference = options.reference;
+    this.#count = options.count ?? (() => undefined);
+    this.#logger = options.logger;
+    this.#enabled = options.enabled ?? true;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * The bars of `answer` to keep and the currency they are in, after the validator; every finding is
+   * recorded before this resolves (so a bar is never stored repaired without its record).
+   */
+  async check(answer: AnswerToCheck): Promise<{ candles: StoredCandle[]; currency: string }> {
+    if (!this.#enabled) return { candles: answer.candles.slice(), currency: answer.currency };
+    const nowMs = this.#now();
+    const assetClass = assetClassOf(answer.symbol);
+    const market = assetClass === 'fx' || assetClass === 'crypto' ? undefined : marketOf({ instrument_type: 'equity', timezone: answer.timezone });
+    const input: ValidationInput = { interval: answer.interval, currency: answer.currency, market, candles: answer.candles, splits: answer.splits, provider: answer.provider, nowMs };
+    let result: ValidationResult = validateHistory(input);
+    if (answer.storedSplits !== undefined && result.issues.some((i) => i.rule === 'spike')) {
+      input.splits = [...answer.splits, ...(await answer.storedSplits())];
+      result = validateHistory(input);
+    }
+    if (this.#reference !== undefined && (result.missingSessions > 0 || result.issues.some((i) => NEEDS_REFERENCE.has(i.rule)))) {
+      const other = await this.#reference({ symbol: answer.symbol, interval: answer.interval, startMs: answer.span.startMs, endMs: answer.span.endMs }, answer.provider).catch((err: unknown) => {
+        this.#logger?.warn({ symbol: answer.symbol, err: err instanceof Error ? err.message : String(err) }, 'Data quality: no second provider could be asked');
+        return undefined;
+      });
+      if (other !== undefined) {
+        const candles = other.history.candles.map((c) => ({ timeMs: Date.parse(c.time), open: c.open, high: c.high, low: c.low, close: c.close, adjClose: c.adj_close, volume: c.volume }));
+        result = validateHistory({ ...input, reference: { provider: other.provider, candles, currency: other.history.currency } });
+      }
+    }
+    if (result.issues.length > 0) await this.#record(answer.symbol, answer.interval, result.issues, nowMs);
+    return { candles: result.candles, currency: result.currency };
+  }
+
+  /** Records findings made elsewhere (a cross-check, a verify run), counted like the validator's. */
+  async record(symbol: string, interval: HistoryInterval, issues: readonly QualityIssue[]): Promise<void> {
+    if (issues.length > 0) await this.#record(symbol, interval, issues, this.#now());
+  }
+
+  /** The flags and counts of the stored window `span`: what was recorded of its bars, the latest finding of a bar and rule winning. */
+  async window(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<WindowQuality> {
+    const flags = new Map<number, QualityFlag[]>();
+    const counts: QualityCounts = { repaired: 0, dropped: 0, suspect: 0 };
+    if (!this.#enabled) return { flags, counts };
+    const issues = await this.#store.forBars(symbol, interval, span.startMs, span.endMs);
+    if (issues.length === 0) return { flags, counts };
+    // A bar is counted once, under its latest judgement: dropped wins over repaired, repaired over suspect.
+    const verdict = new Map<number, keyof QualityCounts>();
+    const rank = { dropped: 3, repaired: 2, suspect: 1 } as const;
+    for (const issue of issues) {
+      const previous = verdict.get(issue.timeMs);
+      if (previous === undefined || rank[issue.action] >= rank[previous]) verdict.set(issue.timeMs, issue.action);
+      if (issue.flag !== undefined && issue.action !== 'dropped') {
+        const list = flags.get(issue.timeMs) ?? [];
+        if (!list.includes(issue.flag)) list.push(issue.flag);
+        flags.set(issue.timeMs, list);
+      }
+    }
+    for (const action of verdict.values()) counts[action]++;
+    return { flags, counts };
+  }
+
+  /**
+   * The newest recorded findings first, as an administrator asks for them: `symbol` (any case) and
+   * `since` (an instant or a date) narrow them, `limit` (default 200) bounds them. Throws
+   * `InvalidRequestError` for a `since` that is no date.
+   */
+  list(params: { symbol?: string | undefined; since?: string | undefined; limit?: number | undefined }): Promise<DataIssue[]> {
+    const sinceMs = params.since === undefined ? undefined : parseInstant(params.since);
+    if (params.since !== undefined && sinceMs === undefined) throw new InvalidRequestError([{ path: 'query.since', message: 'is not a valid date or date-time' }]);
+    return this.#store.list({
+      ...(params.symbol !== undefined ? { symbol: canonical(params.symbol) } : {}),
+      ...(sinceMs !== undefined ? { sinceMs } : {}),
+      limit: params.limit ?? 200,
+    });
+  }
+
+  async #record(symbol: string, interval: HistoryInterval, found: readonly QualityIssue[], nowMs: number): Promise<void> {
+    // A bar judged the same way before (a forming bar asked again, a GBp series read on) is recorded once:
+    // the table grows with the bars judged, not with the reads.
+    let firstMs = Infinity;
+    let lastMs = -Infinity;
+    for (const i of found) {
+      firstMs = Math.min(firstMs, i.timeMs);
+      lastMs = Math.max(lastMs, i.timeMs);
+    }
+    const known = new Set((await this.#store.forBars(symbol, interval, firstMs, lastMs + 1)).map((i) => `${i.timeMs} ${i.rule} ${i.action} ${JSON.stringify(i.after)}`));
+    const issues = found.filter((i) => !known.has(`${i.timeMs} ${i.rule} ${i.action} ${JSON.stringify(i.after)}`));
+    if (issues.length === 0) return;
+    await this.#store.record(issues.map((i) => ({ ...i, symbol, interval, recordedAtMs: nowMs })));
+    for (const issue of issues) this.#count(issue.rule, issue.action, issue.providers[0] ?? 'unknown');
+    this.#logger?.info({ symbol, interval, issues: issues.length, rules: [...new Set(issues.map((i) => i.rule))] }, `Data quality: ${issues.length} finding(s) on ${symbol} ${interval}`);
+  }
+}
