@@ -62,7 +62,8 @@ function unwrap<T>(what: string, result: { data?: T; error?: ErrorEnvelope; resp
   throw new Error(`${what}: unexpected HTTP ${result.response.status} without a body`);
 }
 
-function percent(value: number): string {
+function percent(value: number | null): string {
+  if (value === null) return '     -';
   return `${value >= 0 ? '+' : ''}${value.toFixed(2)}%`;
 }
 

@@ -79,7 +79,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
       baseUrl,
       symbols,
       {
-        onQuote: (q, id) => console.log(`${id}  ${q.symbol.padEnd(10)} ${String(q.price).padStart(12)}  ${q.change_percent.toFixed(2)} %`),
+        onQuote: (q, id) => console.log(`${id}  ${q.symbol.padEnd(10)} ${String(q.price).padStart(12)}  ${q.change_percent === null ? '   -' : q.change_percent.toFixed(2)} %`),
         onMissing: (missing) => console.log(`unknown: ${missing.join(', ')}`),
         onReconnect: (ms) => console.error(`connection lost; reconnecting in ${ms} ms`),
       },

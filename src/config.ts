@@ -9,12 +9,16 @@ import { distance } from 'fastest-levenshtein';
 import { z } from 'zod';
 import { ConfigError } from './domain/errors.js';
 import { canonical, isSymbol, MAX_SYMBOL_LENGTH, SYMBOL_CHARS_IN_WORDS } from './domain/symbols.js';
+import { isPlannedProvider, planFigures, tiersOf, type ProviderPlan } from './domain/provider-plans.js';
 
 /** Placeholder values shipped in `.env.example`; startup warns while they are in use. */
 export const PLACEHOLDERS = {
   secretKey: 'change-me-to-a-long-random-string',
   adminPassword: 'admin123456',
 } as const;
+
+/** The shortest SECRET_KEY production accepts: 256 bits of HMAC key for HS256. */
+export const MIN_SECRET_BYTES = 32;
 
 export const DEFAULT_INDICES = ['^GSPC', '^DJI', '^IXIC', '^FTSE', '^GDAXI', '^N225', '^HSI', '000001.SS', '000300.SS', '^STOXX50E'];
 
@@ -45,10 +49,11 @@ const UPSTREAM_PROVIDERS: readonly UpstreamProviderName[] = ['yahoo', 'polygon',
 const KEYED_PROVIDERS = new Set<ProviderName>(['polygon', 'alpha_vantage', 'tiingo', 'fmp']);
 
 /**
- * Each provider's public host and its free tier's limits, the defaults of `<P>_BASE_URL`,
- * `<P>_MAX_RPS` (fleet-wide requests per second, fractions allowed: Polygon's 5 a minute is 0.083)
- * and `<P>_DAILY_LIMIT` (per key per UTC day; 0 = none). Yahoo's come from MARKET_DATA_BASE_URL and
- * UPSTREAM_MAX_RPS when its own are unset.
+ * Each provider's public host, and the limits of a provider without plans: the defaults of
+ * `<P>_BASE_URL`, `<P>_MAX_RPS` (fleet-wide requests per second, fractions allowed) and
+ * `<P>_DAILY_LIMIT` (per key per UTC day; 0 = none). A keyed provider's limits come from its plan
+ * (`<P>_PLAN`, domain/provider-plans.ts). Yahoo's come from MARKET_DATA_BASE_URL and UPSTREAM_MAX_RPS
+ * when its own are unset.
  */
 const PROVIDER_DEFAULTS: Readonly<Record<Exclude<UpstreamProviderName, 'yahoo'>, { baseUrl: string; maxRps: number; dailyLimit: number }>> = {
   polygon: { baseUrl: 'https://api.polygon.io', maxRps: 0.083, dailyLimit: 0 },
@@ -66,11 +71,19 @@ function providerPrefix(name: UpstreamProviderName): string {
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 const rate = z.coerce.number({ error: 'must be a number' }).min(0, 'must be at least 0').max(100_000, 'must be at most 100000');
 
-/** The five variables of each provider, all optional (defaults are applied per provider after parsing). */
+/** The variables of each provider, all optional (defaults are applied per provider after parsing); the plan ones for keyed providers only. */
 const providerVariables = Object.fromEntries(
   UPSTREAM_PROVIDERS.flatMap((name) => {
     const p = providerPrefix(name);
+    const plan = isPlannedProvider(name)
+      ? ([
+          [`${p}_PLAN`, z.enum(tiersOf(name) as [string, ...string[]], { error: `must be one of ${tiersOf(name).join(', ')}` }).optional()],
+          [`${p}_HISTORY_DAYS`, int(1, 36_600).optional()],
+          [`${p}_INTRADAY_DAYS`, int(1, 36_600).optional()],
+        ] as const)
+      : [];
     return [
+      ...plan,
       [`${p}_API_KEYS`, csv.default([])],
       [`${p}_BASE_URL`, httpUrl.optional()],
       [`${p}_MAX_RPS`, rate.optional()],
@@ -91,6 +104,8 @@ export interface ProviderSettings {
   /** Requests per key per UTC day, fleet-wide; 0 = no limit. */
   dailyLimit: number;
   timeoutMs: number;
+  /** The plan of a keyed provider (`<P>_PLAN`, its reach after `<P>_HISTORY_DAYS`/`<P>_INTRADAY_DAYS`); absent for yahoo and ecb. */
+  plan?: ProviderPlan | undefined;
 }
 
 /**
@@ -116,8 +131,21 @@ function providerChain(merged: Env, v: { MARKET_DATA_PROVIDER: ProviderName; MAR
     if (chain.includes(name) && KEYED_PROVIDERS.has(name) && apiKeys.length === 0) {
       throw new ConfigError(`Invalid configuration: ${p}_API_KEYS must hold at least one key: '${name}' is listed in MARKET_DATA_PROVIDERS and refuses calls without a key`);
     }
-    const defaults = name === 'yahoo' ? { baseUrl: v.MARKET_DATA_BASE_URL, maxRps: v.UPSTREAM_MAX_RPS, dailyLimit: 0 } : PROVIDER_DEFAULTS[name];
+    const tier = isPlannedProvider(name) ? ((extra[`${p}_PLAN`] as string | undefined) ?? tiersOf(name)[0]) : undefined;
+    const figures = isPlannedProvider(name) ? planFigures(name, tier) : undefined;
+    const base = name === 'yahoo' ? { baseUrl: v.MARKET_DATA_BASE_URL, maxRps: v.UPSTREAM_MAX_RPS, dailyLimit: 0 } : PROVIDER_DEFAULTS[name];
+    // A plan's rate and daily limit are the defaults of <P>_MAX_RPS and <P>_DAILY_LIMIT.
+    const defaults = figures === undefined ? base : { ...base, maxRps: figures.maxRps, dailyLimit: figures.dailyLimit };
+    const plan: ProviderPlan | undefined =
+      figures === undefined || tier === undefined
+        ? undefined
+        : {
+            name: tier,
+            historyDays: (extra[`${p}_HISTORY_DAYS`] as number | undefined) ?? figures.historyDays,
+            intradayDays: (extra[`${p}_INTRADAY_DAYS`] as number | undefined) ?? figures.intradayDays,
+          };
     settings[name] = {
+      plan,
       apiKeys,
       baseUrl: ((extra[`${p}_BASE_URL`] as string | undefined) ?? defaults.baseUrl).replace(/\/+$/, ''),
       maxRps: (extra[`${p}_MAX_RPS`] as number | undefined) ?? defaults.maxRps,
@@ -167,6 +195,8 @@ const schema = z.object({
   DEFAULT_ADMIN_USERNAME: z.string().min(1).max(64).default('admin'),
   DEFAULT_ADMIN_PASSWORD: z.string().min(1).default(PLACEHOLDERS.adminPassword),
   BCRYPT_ROUNDS: int(4, 15).default(12),
+  /** Unset: four per hashing worker. Logins past it are answered 503 with Retry-After at once. */
+  BCRYPT_MAX_QUEUE: int(1, 100_000).optional(),
   LOGIN_MAX_FAILURES: int(1, 1000).default(5),
   /** Unset: four times LOGIN_MAX_FAILURES (one address may be many users behind one NAT). */
   LOGIN_MAX_FAILURES_PER_ADDRESS: int(1, 100_000).optional(),
@@ -184,6 +214,8 @@ const schema = z.object({
     .transform((list) => list.map(canonical)),
   MARKET_DATA_TIMEOUT_MS: int(100, 60_000).default(5000),
   MARKET_DATA_BREAKER_RESET_SECONDS: int(1, 3600).default(10),
+  /** The most of each provider's budget (rate and daily limit) that background work (index refresh, keep-current, backfill) may use. */
+  BACKGROUND_BUDGET_SHARE: z.coerce.number({ error: 'must be a number' }).min(0, 'must be at least 0').max(1, 'must be at most 1').default(0.5),
   /** Upstream (yahoo) requests per second for the whole fleet, shared through Redis; 0 = no budget. */
   UPSTREAM_MAX_RPS: int(0, 1000).default(5),
   /** Upstream (yahoo) requests in flight at once, per instance. */
@@ -373,6 +405,10 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
   if (v.NODE_ENV === 'production' && !v.SECRET_KEY) {
     throw new ConfigError('Invalid configuration: SECRET_KEY must be set when NODE_ENV=production (a long random string)');
   }
+  // A short or shipped secret lets anyone who reads the example (or tries a few guesses offline) forge tokens.
+  if (v.NODE_ENV === 'production' && v.SECRET_KEY !== undefined && (Buffer.byteLength(v.SECRET_KEY, 'utf8') < MIN_SECRET_BYTES || v.SECRET_KEY === PLACEHOLDERS.secretKey)) {
+    throw new ConfigError(`Invalid configuration: SECRET_KEY must be at least ${MIN_SECRET_BYTES} bytes of random text when NODE_ENV=production, not the example value`);
+  }
 
   const topology = cacheTopology(v, input);
   const providers = providerChain(input, v, v as unknown as Record<string, unknown>);
@@ -415,6 +451,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       apiKeys: v.API_KEYS,
       defaultAdmin: { username: v.DEFAULT_ADMIN_USERNAME, password: v.DEFAULT_ADMIN_PASSWORD },
       bcryptRounds: v.BCRYPT_ROUNDS,
+      /** Logins that may wait for a hashing thread; undefined: four per thread. */
+      bcryptMaxQueue: v.BCRYPT_MAX_QUEUE,
       loginMaxFailures: v.LOGIN_MAX_FAILURES,
       loginMaxFailuresPerAddress: v.LOGIN_MAX_FAILURES_PER_ADDRESS ?? v.LOGIN_MAX_FAILURES * 4,
       loginBlockMs: v.LOGIN_BLOCK_SECONDS * 1000,
@@ -444,6 +482,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       /** Upstream requests in flight at once on this instance. */
       upstreamMaxConcurrency: v.UPSTREAM_MAX_CONCURRENCY,
       refreshIntervalMs: v.REFRESH_INTERVAL_SECONDS * 1000,
+      /** The share of each provider's budget background work may use (BACKGROUND_BUDGET_SHARE, 0 to 1). */
+      backgroundShare: v.BACKGROUND_BUDGET_SHARE,
     },
     stream: {
       /** Open streams per instance at most; beyond, 503 with Retry-After. */

@@ -22,6 +22,7 @@ import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
 import { PasswordHasher } from './infra/auth/passwords.js';
+import { sharedBcryptPool } from './infra/auth/bcrypt-pool.js';
 import { RevocationCache } from './services/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
@@ -61,6 +62,8 @@ import { HistoryStore } from './services/history-store.js';
 import { DataQuality } from './services/data-quality.js';
 import { refreshJob } from './services/refresh-job.js';
 import { ShutdownList } from './services/shutdown-list.js';
+import { chainReach } from './services/history-reach.js';
+import { indexRefreshSchedule } from './services/background-budget.js';
 
 export interface StartOptions {
   /** Validate every response against the contract and report violations (tests). */
@@ -87,6 +90,8 @@ export interface RunningService {
   url: string;
   /** The live-quote streams: how many are open now. */
   streams: { readonly size: number };
+  /** Runs a scheduled job now, as its timer would (`refresh-indices`); tests drive the schedule with it. */
+  runJob(name: string): Promise<void>;
   /** `http://host:port/metrics` when this process serves metrics itself; undefined otherwise. */
   metricsUrl?: string;
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
@@ -136,11 +141,14 @@ interface AccountParts {
 /** The accounts and API-key services, built the same way for the CLI and the service. */
 export function accountServices(config: Config, logger: Logger, parts: AccountParts) {
   const audit = new PinoAuditLog(parts.auditLogger);
+  // One pool of hashing threads per process; how many logins may wait for it is BCRYPT_MAX_QUEUE.
+  const pool = sharedBcryptPool();
+  pool.limitQueue(config.auth.bcryptMaxQueue);
   const accounts = new AccountService({
     userStore: parts.users,
     tokens: parts.tokens,
     throttle: parts.throttle,
-    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds }),
+    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds, pool }),
     audit,
     defaultAdmin: config.auth.defaultAdmin,
     tokenTtlMs: config.auth.tokenTtlMs,
@@ -232,7 +240,17 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger: logger.child({ component: 'data-quality' }),
     ...(options.now ? { now: options.now } : {}),
   });
-  const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, chain: links.map((link) => link.name), ...(options.now ? { now: options.now } : {}) });
+  const history = new HistoryStore({
+    store: db.candles,
+    fetch: (query) => provider.getHistory(query),
+    provider: (answer) => provider.sourceOf(answer) ?? provider.name,
+    // How far back the chain reaches (the provider plans), with Yahoo's window sizes per call.
+    reach: (interval, symbol) => chainReach(provider.reachDays(symbol, interval), interval),
+    beyondReach: (symbol, interval) => provider.beyondReach(symbol, interval),
+    quality,
+    chain: links.map((link) => link.name),
+    ...(options.now ? { now: options.now } : {}),
+  });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
@@ -268,8 +286,11 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   shutdown.add('scheduler', () => scheduler.stop());
   const runScheduler = options.scheduler ?? config.market.refreshIntervalMs > 0;
   if (runScheduler && config.market.refreshIntervalMs > 0) {
-    const job = refreshJob({ market, history, horizonMs: config.market.refreshIntervalMs * 2, symbols: () => [...config.market.symbols, ...streams.subscribedSymbols()] });
-    scheduler.add('refresh-indices', config.market.refreshIntervalMs, job);
+    // Background work: within BACKGROUND_BUDGET_SHARE of each provider's budget, less often on a small one (said once).
+    const refresh = indexRefreshSchedule(links, config.market.symbols, config.market.refreshIntervalMs, config.market.backgroundShare);
+    if (refresh.reason !== undefined) logger.info({ intervalMs: refresh.intervalMs, backgroundShare: config.market.backgroundShare }, `Market data: ${refresh.reason}`);
+    const job = refreshJob({ market, history, horizonMs: refresh.intervalMs * 2, symbols: () => [...config.market.symbols, ...streams.subscribedSymbols()] });
+    scheduler.add('refresh-indices', refresh.intervalMs, job);
     scheduler.start();
   } else {
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
@@ -398,5 +419,5 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
       logger.info('stopped');
     })());
 
-  return { server, url, streams, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
+  return { server, url, streams, runJob: (name) => scheduler.trigger(name), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
 }

@@ -16,6 +16,7 @@ import type { AccountService } from '../services/accounts.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import { DataQuality } from '../services/data-quality.js';
 import { HistoryBackfill } from '../services/history-backfill.js';
+import { chainReach } from '../services/history-reach.js';
 import { HistoryStore } from '../services/history-store.js';
 import { HistoryVerify } from '../services/history-verify.js';
 import { ProviderRouter } from '../services/provider-router.js';
@@ -58,7 +59,15 @@ export async function openHistory(config: Config, logger: Logger): Promise<{ bac
     const provider = new ProviderRouter({ links, logger });
     shutdown.add('market data provider', () => provider.close());
     const quality = new DataQuality({ store: db.dataIssues, reference: (query, except) => provider.getHistoryElsewhere(query, except), logger });
-    const history = new HistoryStore({ store: db.candles, fetch: (query) => provider.getHistory(query), provider: (answer) => provider.sourceOf(answer) ?? provider.name, quality, chain: links.map((link) => link.name) });
+    const history = new HistoryStore({
+      store: db.candles,
+      fetch: (query) => provider.getHistory(query),
+      provider: (answer) => provider.sourceOf(answer) ?? provider.name,
+      reach: (interval, symbol) => chainReach(provider.reachDays(symbol, interval), interval),
+      beyondReach: (symbol, interval) => provider.beyondReach(symbol, interval),
+      quality,
+      chain: links.map((link) => link.name),
+    });
     const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
     shutdown.add('history backfill', () => backfill.close());
     const verify = new HistoryVerify({

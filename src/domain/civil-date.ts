@@ -1,7 +1,11 @@
 /**
  * Civil (calendar) dates as whole day numbers: days from 1970-01-01. A civil date has no zone and no
  * time, so plain day counting is exact here; instants in an exchange's zone go through luxon elsewhere.
+ * Dates are read by the one parser of every operation (`parseInstant`), years 0000 to 9999.
  */
+import { parseInstant } from './instant.js';
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 
 /** Whole days from 1970-01-01 to a civil date. */
 export type DayNumber = number;
@@ -10,7 +14,10 @@ const DAY_MS = 86_400_000;
 
 /** The day number of the civil date year-month-day (month 1-12). */
 export function dayOf(year: number, month: number, day: number): DayNumber {
-  return Math.floor(Date.UTC(year, month - 1, day) / DAY_MS);
+  const date = new Date(0);
+  // setUTCFullYear takes the year as given; Date.UTC would turn 0015 into 1915.
+  date.setUTCFullYear(year, month - 1, day);
+  return Math.floor(date.getTime() / DAY_MS);
 }
 
 /** The civil date of a day number. */
@@ -24,14 +31,11 @@ export function isoDateOf(dayNumber: DayNumber): string {
   return new Date(dayNumber * DAY_MS).toISOString().slice(0, 10);
 }
 
-/** The day number of a `YYYY-MM-DD` date, or undefined when it is not a real date. */
+/** The day number of a `YYYY-MM-DD` date (0000-01-01 to 9999-12-31), or undefined when it is not a real date. */
 export function parseIsoDate(text: string): DayNumber | undefined {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  if (!match) return undefined;
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const dayNumber = dayOf(year, month, day);
-  const back = civilOf(dayNumber);
-  return back.year === year && back.month === month && back.day === day ? dayNumber : undefined;
+  if (!DATE_ONLY.test(text)) return undefined;
+  const ms = parseInstant(text);
+  return ms === undefined ? undefined : Math.floor(ms / DAY_MS);
 }
 
 /** ISO weekday (1 = Monday ... 7 = Sunday); 1970-01-01 was a Thursday. */

@@ -40,6 +40,38 @@ export class InvalidRequestError extends AppError {
   }
 }
 
+/**
+ * No configured provider can serve the symbol (a market none of them covers, `^FTSE` with Polygon
+ * alone): not an unknown symbol, and never remembered as one. A 422 naming what each provider covers.
+ */
+export class SymbolNotServedError extends InvalidRequestError {
+  constructor(symbol: string, what: string, coverage: ReadonlyArray<{ provider: string; covers: string }>, path = 'path.symbol') {
+    super([
+      {
+        path,
+        message: `no configured provider serves ${what} of '${symbol}' (${coverage.map((c) => `${c.provider}: ${c.covers}`).join('; ')}): add a provider that serves it to MARKET_DATA_PROVIDERS`,
+      },
+    ]);
+  }
+}
+
+/**
+ * The window starts before every configured provider's reach for its interval: a 422 naming each
+ * provider's reach and the variable that extends it (`POLYGON_PLAN or POLYGON_HISTORY_DAYS`).
+ */
+export class BeyondReachError extends InvalidRequestError {
+  constructor(interval: string, reaches: ReadonlyArray<{ provider: string; days: number; plan: string | undefined; variables: string }>) {
+    super([
+      {
+        path: 'query.start',
+        message: `${interval} bars this old are beyond every configured provider's reach (${reaches
+          .map((r) => `${r.provider} reaches ${r.days} days${r.plan === undefined ? '' : ` on its ${r.plan} plan`}: ${r.variables} extends it`)
+          .join('; ')})`,
+      },
+    ]);
+  }
+}
+
 /** A protected endpoint was called without credentials. */
 export class NotAuthenticatedError extends AppError {
   /** `hint`: what the caller sent that this operation does not take, said after the standard words. */

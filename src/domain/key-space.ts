@@ -75,6 +75,8 @@ export const keys = {
   throttle: {
     /** Of one username: `mds:v1:throttle:user:<name>`. */
     user: (username: string): string => `${THROTTLE_KEY_PREFIX}user:${username}`,
+    /** Of one username from one address group: `mds:v1:throttle:pair:<address group>:<name>`. */
+    pair: (username: string, addressGroup: string): string => `${THROTTLE_KEY_PREFIX}pair:${addressGroup}:${username}`,
     /** From one client address (an IPv6 address's /64): `mds:v1:throttle:ip:<address group>`. */
     ip: (addressGroup: string): string => `${THROTTLE_KEY_PREFIX}ip:${addressGroup}`,
   },
@@ -89,6 +91,11 @@ export const keys = {
      * `account` names the key without revealing it (its last four characters, or a digest).
      */
     daily: (provider: string, account: string, day: string): string => `${UPSTREAM_KEY_PREFIX}${provider}:daily:${account}:${day}`,
+    /**
+     * Background calls (index refresh, keep-current, backfill) in one budget window (`w<epoch s>`) or
+     * one UTC day (`d<YYYY-MM-DD>`): `mds:v1:upstream:<provider>:background:<window>`.
+     */
+    background: (provider: string, window: string): string => `${UPSTREAM_KEY_PREFIX}${provider}:background:${window}`,
   },
 } as const;
 

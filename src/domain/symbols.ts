@@ -11,14 +11,18 @@ export const MAX_SYMBOL_LENGTH = 32;
 /** The most symbols one batch (or stream) may name. */
 export const MAX_SYMBOLS = 50;
 
-/** One symbol as a regular-expression fragment, as the contract's patterns spell it. */
-export const SYMBOL_CHARS = `[A-Za-z0-9^.=-]{1,${MAX_SYMBOL_LENGTH}}`;
+/**
+ * One symbol as a regular-expression fragment, as the contract's patterns spell it: nothing an upstream
+ * URL could read as structure. No slash, percent sign, `?`, `#` or whitespace (not in the set), and no
+ * leading dot, so neither `.` nor `..` (a dot segment a URL resolves away) nor `.x` is a symbol.
+ */
+export const SYMBOL_CHARS = `[A-Za-z0-9^=-][A-Za-z0-9^.=-]{0,${MAX_SYMBOL_LENGTH - 1}}`;
 /** The contract's pattern of one symbol. */
 export const SYMBOL_PATTERN = `^${SYMBOL_CHARS}$`;
 /** The contract's pattern of a comma-separated list of 1 to MAX_SYMBOLS symbols. */
 export const SYMBOL_LIST_PATTERN = `^${SYMBOL_CHARS}(,${SYMBOL_CHARS}){0,${MAX_SYMBOLS - 1}}$`;
 /** The characters a symbol may use, in words, for messages. */
-export const SYMBOL_CHARS_IN_WORDS = 'A-Z a-z 0-9 ^ . = -';
+export const SYMBOL_CHARS_IN_WORDS = 'A-Z a-z 0-9 ^ . = - (not starting with a dot)';
 
 const SYMBOL = new RegExp(SYMBOL_PATTERN);
 

@@ -735,6 +735,26 @@ export interface components {
              */
             set_aside_until: string | null;
         };
+        /** @description The plan a keyed provider is configured on and how far back it reaches. */
+        ProviderPlan: {
+            /**
+             * @description The tier named by `<P>_PLAN` (its default is the free tier).
+             * @example basic
+             */
+            name: string;
+            /**
+             * Format: int32
+             * @description Days back of daily, weekly and monthly bars it reaches; null when unbounded.
+             * @example 730
+             */
+            history_days: number | null;
+            /**
+             * Format: int32
+             * @description Days back of intraday bars it reaches; null when unbounded.
+             * @example 730
+             */
+            intraday_days: number | null;
+        };
         /** @description One provider of the chain and how it is doing. */
         ProviderStatus: {
             name: components["schemas"]["Source"];
@@ -745,6 +765,8 @@ export interface components {
              */
             position: number;
             capabilities: components["schemas"]["ProviderCapabilities"];
+            /** @description A keyed provider's plan (`<P>_PLAN`) and the reach it gives after `<P>_HISTORY_DAYS` and `<P>_INTRADAY_DAYS`; null for providers without plans (yahoo, ecb, simulated). */
+            plan: components["schemas"]["ProviderPlan"] | null;
             /**
              * @description False while its breaker is open, it is paused after a 429, or its last call failed.
              * @example true
@@ -1362,15 +1384,15 @@ export interface components {
              */
             price: number;
             /**
-             * @description Price minus previous close.
+             * @description Price minus previous close; null when the previous close is not known (the ECB's 90-day file unavailable).
              * @example 49.28
              */
-            change: number;
+            change: number | null;
             /**
-             * @description Change as a percentage of the previous close.
+             * @description Change as a percentage of the previous close; null when the previous close is not known.
              * @example 0.86
              */
-            change_percent: number;
+            change_percent: number | null;
             /**
              * @description The session's opening price, when known.
              * @example 5718.08
@@ -1387,10 +1409,10 @@ export interface components {
              */
             low: number | null;
             /**
-             * @description The previous session's close.
+             * @description The previous session's close; null when the provider could not say it (the ECB's 90-day file unavailable).
              * @example 5718.29
              */
-            prev_close: number;
+            prev_close: number | null;
             /**
              * Format: int64
              * @description The session's traded volume, when known.
@@ -2041,6 +2063,24 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description More logins are waiting for password hashing than BCRYPT_MAX_QUEUE allows; retry after `Retry-After` seconds. */
+        LoginBusy: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": "Too many logins in progress: retry in 1 seconds",
+                 *       "code": 503,
+                 *       "detail": "Too many logins in progress: retry in 1 seconds"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The upstream data source failed and nothing cached can answer. */
         ServiceUnavailable: {
             headers: {
@@ -2072,8 +2112,12 @@ export interface components {
         "X-Cache": "HIT" | "MISS" | "STALE";
         /** @description A strong validator of the body; send it back in `If-None-Match`. */
         ETag: string;
-        /** @description `public, max-age=<seconds the cached entry has left>`. */
+        /** @description `public, max-age=<seconds the cached entry has left>`; `private` instead of `public` when the operation takes no anonymous caller (DATA_REQUIRES_AUTH), so a shared cache never keeps it. */
         "Cache-Control": string;
+        /** @description The request headers the answer depends on: `Origin` (CORS), `Accept` (history formats), and `Authorization, X-API-Key` when the answer is private. */
+        Vary: string;
+        /** @description `no-store`: the answer carries a token, which no cache may keep. */
+        "No-Store": "no-store";
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
         /** @description The quota this request counts against (IETF httpapi RateLimit headers): its name (`anonymous` per client address, `authenticated` per user or API key, `key` for a key with its own limit), `q` requests per window of `w` seconds. Sent on every /api operation but health while that quota is on. */
@@ -2123,6 +2167,7 @@ export interface operations {
             /** @description Logged in; use `access_token` as `Authorization: Bearer <token>`. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["No-Store"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2137,6 +2182,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["LoginBusy"];
         };
     };
     changePassword: {
@@ -2155,6 +2201,7 @@ export interface operations {
             /** @description Password changed; a fresh token for the new password. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["No-Store"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2578,6 +2625,7 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2615,6 +2663,7 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2653,6 +2702,7 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2708,8 +2758,8 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     /** @description On an export too large to be cached whole, the parts of the window the upstream could not give, as comma-separated ISO 8601 intervals (`start/end`). */
                     "X-History-Missing"?: string;
-                    /** @description Names `Accept` on every answer, JSON too: the same URL answers JSON, CSV or Arrow by the `Accept` header. `Origin` comes first when CORS answered for a listed origin. */
-                    Vary?: "Accept" | "Origin, Accept";
+                    /** @description Names `Accept` on every answer, JSON too: the same URL answers JSON, CSV or Arrow by the `Accept` header. `Origin` comes first when CORS answered for a listed origin; `Authorization, X-API-Key` follow when the answer is private (DATA_REQUIRES_AUTH). */
+                    Vary?: "Accept" | "Origin, Accept" | "Accept, Authorization, X-API-Key" | "Origin, Accept, Authorization, X-API-Key";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2750,6 +2800,7 @@ export interface operations {
                     "X-Cache": components["headers"]["X-Cache"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2779,6 +2830,7 @@ export interface operations {
             200: {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2814,6 +2866,7 @@ export interface operations {
             200: {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;

@@ -57,6 +57,17 @@ export function createWireServer(listener: RequestListener, logger: Logger, opti
     logger.warn({ reqId, code: refusal, req: { method: req.method, url: req.url }, res: { statusCode: response.status } }, 'request refused on the wire');
   };
 
+  /**
+   * RFC 9112 6.3: a request whose Transfer-Encoding does not end in `chunked` has no length the
+   * server can find (Node would read the next request as its body): 400, then the connection closes.
+   */
+  const unframed = (req: IncomingMessage) => {
+    const te = req.headers['transfer-encoding'];
+    if (te === undefined) return false;
+    const last = te.slice(te.lastIndexOf(',') + 1).trim().toLowerCase();
+    return last !== 'chunked';
+  };
+
   /** RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. */
   const lacksHost = (req: IncomingMessage) => req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1;
 
@@ -66,6 +77,7 @@ export function createWireServer(listener: RequestListener, logger: Logger, opti
     // here) and the connection ends with its answer: that answer says so.
     if (req.headers.upgrade !== undefined) res.setHeader('Connection', 'close');
     if (lacksHost(req)) refuse(req, res, 'MISSING_HOST');
+    else if (unframed(req)) refuse(req, res, 'TRANSFER_ENCODING_NOT_CHUNKED');
     else listener(req, res);
   });
 

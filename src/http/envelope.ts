@@ -159,6 +159,9 @@ export function toParserErrorResponse(code: string | undefined): ErrorResponse {
       return respond(505, 'HTTP version not supported: send HTTP/1.1');
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return respond(408, 'Request timeout: the request did not arrive in time');
+    case 'TRANSFER_ENCODING_NOT_CHUNKED':
+    case 'HPE_INVALID_TRANSFER_ENCODING':
+      return respond(400, 'Bad request: a request with Transfer-Encoding must end it in chunked');
     case 'MISSING_HOST':
       return respond(400, 'Bad request: an HTTP/1.1 request needs a Host header');
     case 'EXPECTATION_FAILED':

@@ -6,9 +6,10 @@
  */
 import { BusinessRuleError, ConfigError, InvalidCredentialsError, InvalidRequestError, TooManyRequestsError, UsernameTakenError } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
+import { createHash } from 'node:crypto';
 import type { Logger } from '../domain/ports/logger.js';
 import type { ActionContext, AuditLog } from '../domain/ports/audit.js';
-import type { LoginAttempts, Passwords, Principal, TokenIssuer, User, UserStore } from '../domain/ports/accounts.js';
+import type { LoginAttempts, LoginSlot, Passwords, Principal, TokenIssuer, User, UserStore } from '../domain/ports/accounts.js';
 import { addressGroup } from '../domain/address-group.js';
 
 export type LoginResult = components['schemas']['LoginResult'];
@@ -72,28 +73,46 @@ export class AccountService {
    * `requestId` ties the audit line to the request's log lines.
    */
   async login(username: string, password: string, ip: string, requestId?: string): Promise<LoginResult> {
-    const target = `user:${username}`;
     // Failures are counted per address as every address-based limit counts them (an IPv6 /64 as one).
     const from = addressGroup(ip);
+    let slot: LoginSlot;
     try {
-      await this.#throttle.check(username, from);
+      // The failure is counted before bcrypt runs, so parallel guesses cannot all pass one check.
+      slot = await this.#throttle.begin(username, from);
     } catch (err) {
       if (err instanceof TooManyRequestsError) {
+        const target = await this.#auditTarget(username);
         this.#audit.record({ action: 'login.failed', target, details: { reason: 'throttled' } }, { actor: 'anonymous', ip, requestId });
       }
       throw err;
     }
-    const user = await this.#store.findByUsername(username);
-    const valid = user ? await this.#passwords.verify(password, user.passwordHash) : await this.#passwords.verifyUnknownUser(password);
+    let user: User | undefined;
+    let valid: boolean;
+    try {
+      user = await this.#store.findByUsername(username);
+      valid = user ? await this.#passwords.verify(password, user.passwordHash) : await this.#passwords.verifyUnknownUser(password);
+    } catch (err) {
+      // Never checked (hashing busy, store away): not a guess.
+      await slot.abandoned();
+      throw err;
+    }
     if (!user || !valid) {
-      await this.#throttle.recordFailure(username, from);
+      // What was typed as the username may be a password typed in the wrong field: only a real one is named.
+      const target = user ? `user:${user.username}` : unknownUserTarget(username);
       const reason = user ? 'wrong password' : 'unknown user';
       this.#audit.record({ action: 'login.failed', target, details: { reason } }, { actor: 'anonymous', ip, requestId });
       throw new InvalidCredentialsError(LOGIN_FAILED_MESSAGE);
     }
-    await this.#throttle.recordSuccess(username, from);
+    await slot.succeeded();
+    const target = `user:${user.username}`;
     this.#audit.record({ action: 'login.succeeded', target }, { actor: target, ip, requestId });
     return this.#loginResult(user, this.#isDefaultAdminPassword(user.username, password));
+  }
+
+  /** `user:<name>` for an existing user, a digest of what was typed otherwise. */
+  async #auditTarget(username: string): Promise<string> {
+    const user = await this.#store.findByUsername(username).catch(() => undefined);
+    return user ? `user:${user.username}` : unknownUserTarget(username);
   }
 
   /**
@@ -230,6 +249,14 @@ export class AccountService {
       must_change_password: mustChangePassword,
     };
   }
+}
+
+/**
+ * How an unknown username appears in the audit log: `unknown-user:<12 hex digits of its SHA-256>`.
+ * Attempts at the same name can be told apart and counted; what was typed is not kept.
+ */
+export function unknownUserTarget(username: string): string {
+  return `unknown-user:${createHash('sha256').update(username, 'utf8').digest('hex').slice(0, 12)}`;
 }
 
 function toApiUser(user: User): ApiUser {

@@ -9,6 +9,7 @@
  * saves its progress and a heartbeat, and a job whose runner went silent (the instance died) is taken
  * over by the next instance that looks (`resume`, run by the scheduler).
  */
+import { inBackground } from '../domain/background-work.js';
 import { randomUUID } from 'node:crypto';
 import { AppError, HistoryJobNotFoundError, InvalidRequestError } from '../domain/errors.js';
 import { parseInstant } from '../domain/instant.js';
@@ -101,7 +102,8 @@ export class HistoryBackfill {
     onStart?: (symbol: string) => void,
   ): Promise<{ candles: number; failures: HistoryJob['failures']; fetchableFromMs: number }> {
     // Asked from further back than the upstream keeps this interval: only the stored bars exist there.
-    const fetchableFromMs = Math.max(request.sinceMs, this.#history.oldestFetchableMs(request.interval));
+    // (the earliest any of the symbols reaches: every symbol was trimmed at least to there).
+    const fetchableFromMs = Math.max(request.sinceMs, Math.min(...request.symbols.map((symbol) => this.#history.oldestFetchableMs(request.interval, symbol))));
     let candles = 0;
     const failures: HistoryJob['failures'] = [];
     for (const [index, symbol] of request.symbols.entries()) {
@@ -110,7 +112,8 @@ export class HistoryBackfill {
       const progress: SymbolProgress = { symbol, index, candles: 0 };
       try {
         // Only the store's coverage is wanted: one bar back is enough to tell the read succeeded.
-        const read = await this.#history.read(symbol, request.interval, { startMs: request.sinceMs, endMs: this.#now() }, 1);
+        // Background work: within BACKGROUND_BUDGET_SHARE of each provider's budget, never ahead of a caller.
+        const read = await inBackground(() => this.#history.read(symbol, request.interval, { startMs: request.sinceMs, endMs: this.#now() }, 1));
         progress.candles = read.written;
         if (read.info === undefined) progress.error = 'unknown symbol';
         else if (read.failure !== undefined) progress.error = reasonOf(read.failure);

@@ -59,7 +59,13 @@ export interface HistoryStoreOptions {
   fetch: (query: HistoryQuery) => Promise<History | undefined>;
   /** The name of the upstream that gave `answer` (a router knows it per answer), recorded with it. */
   provider: (answer: History) => string;
-  reach?: (interval: HistoryInterval) => UpstreamReach;
+  /** How far back the upstream keeps bars of `interval` of `symbol` (the provider plans' reach); default Yahoo's. */
+  reach?: (interval: HistoryInterval, symbol: string) => UpstreamReach;
+  /**
+   * The error of a window wholly beyond the upstream's reach of which the store holds nothing (a 422
+   * naming how to reach it); without it such a window answers as the store has it (empty, all missing).
+   */
+  beyondReach?: (symbol: string, interval: HistoryInterval) => Error;
   now?: () => number;
   /** The data-quality checks every fetched answer passes before it is stored (none: kept as given). */
   quality?: DataQuality | undefined;
@@ -121,7 +127,8 @@ export class HistoryStore {
   readonly #store: CandleStore;
   readonly #fetch: HistoryStoreOptions['fetch'];
   readonly #provider: (answer: History) => string;
-  readonly #reach: (interval: HistoryInterval) => UpstreamReach;
+  readonly #reach: (interval: HistoryInterval, symbol: string) => UpstreamReach;
+  readonly #beyondReach: ((symbol: string, interval: HistoryInterval) => Error) | undefined;
   readonly #now: () => number;
   readonly #quality: DataQuality | undefined;
   readonly #chain: ReadonlySet<string> | undefined;
@@ -135,6 +142,7 @@ export class HistoryStore {
     this.#fetch = options.fetch;
     this.#provider = options.provider;
     this.#reach = options.reach ?? defaultReach;
+    this.#beyondReach = options.beyondReach;
     this.#now = options.now ?? Date.now;
   }
 
@@ -142,8 +150,8 @@ export class HistoryStore {
    * The oldest instant the upstream still serves bars of `interval` for (`-Infinity` when it keeps all):
    * a read or backfill reaching further back gets only what the store already holds before it.
    */
-  oldestFetchableMs(interval: HistoryInterval): number {
-    return this.#now() - this.#reach(interval).retentionMs;
+  oldestFetchableMs(interval: HistoryInterval, symbol: string): number {
+    return this.#now() - this.#reach(interval, symbol).retentionMs;
   }
 
   /**
@@ -157,7 +165,7 @@ export class HistoryStore {
     await this.#dropForeign(symbol, interval);
     const covered = window.endMs > window.startMs ? await this.#store.coverage(symbol, interval, window) : [];
     const gaps = subtractSpans(window, covered);
-    const reach = this.#reach(interval);
+    const reach = this.#reach(interval, symbol);
     const oldestKept = now - reach.retentionMs;
     const missing: TimeSpan[] = [];
     let fetched = false;
@@ -166,6 +174,7 @@ export class HistoryStore {
     let fetchedInfo: InstrumentInfo | undefined;
     let source: string | undefined;
     let written = 0;
+    let beyondReach = false;
     for (const gap of gaps) {
       if (failure !== undefined || unknown) {
         if (failure !== undefined) missing.push(gap);
@@ -173,6 +182,7 @@ export class HistoryStore {
       }
       if (gap.endMs <= oldestKept) {
         missing.push(gap);
+        beyondReach = true;
         continue;
       }
       if (gap.startMs < oldestKept) missing.push({ startMs: gap.startMs, endMs: oldestKept });
@@ -204,6 +214,8 @@ export class HistoryStore {
       this.#quality?.window(symbol, interval, window),
     ]);
     if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
+    // Nothing of the window is stored and none of it is within reach: say how to reach it, never "unknown".
+    if (beyondReach && !fetched && candles.length === 0 && this.#beyondReach !== undefined) throw this.#beyondReach(symbol, interval);
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
     const judged = quality !== undefined && quality.counts.repaired + quality.counts.dropped + quality.counts.suspect > 0;
     return {

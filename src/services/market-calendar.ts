@@ -4,7 +4,7 @@
  * request, so it is sent with a public lifetime and computed again when a client asks after that.
  */
 import { InvalidRequestError, UnknownMarketError, type Violation } from '../domain/errors.js';
-import { parseIsoDate } from '../domain/civil-date.js';
+import { dayOf, isoDateOf, parseIsoDate } from '../domain/civil-date.js';
 import { calendarCoverage, marketInfo, sessionsBetween, type TradingSession } from '../domain/market-calendar.js';
 import type { components } from '../generated/api.js';
 
@@ -53,7 +53,7 @@ export class MarketCalendarService {
 /** The same month and day `MAX_SESSION_YEARS` later (29 February lands on 1 March), `YYYY-MM-DD`. */
 function tenYearsAfter(date: string): string {
   const [year, month, day] = date.split('-').map(Number);
-  return new Date(Date.UTC((year ?? 0) + MAX_SESSION_YEARS, (month ?? 1) - 1, day)).toISOString().slice(0, 10);
+  return isoDateOf(dayOf((year ?? 0) + MAX_SESSION_YEARS, month ?? 1, day ?? 1));
 }
 
 function toSession(session: TradingSession): MarketSession {

@@ -5,12 +5,13 @@
  * over ports: the breakers, budgets, pauses and key pools are the links' own (built in infra).
  */
 import QuickLRU from 'quick-lru';
-import { DataSourceError, ProvidersUnavailableError, type ProviderAttempt } from '../domain/errors.js';
+import { BeyondReachError, DataSourceError, ProvidersUnavailableError, SymbolNotServedError, type ProviderAttempt } from '../domain/errors.js';
+import { PROVIDER_COVERAGE, reachVariables } from '../domain/provider-plans.js';
 import { rangeStartMs } from '../domain/history-ranges.js';
 import type { components } from '../generated/api.js';
 import { NO_METRICS, type Metrics } from '../domain/ports/metrics.js';
 import type { AssetClass, ProviderBreakerState, ProviderLink } from '../domain/ports/providers.js';
-import type { History, HistoryQuery, HistoryRange, MarketDataProvider, Quote, SearchResult } from '../domain/ports/market-data.js';
+import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote, SearchResult } from '../domain/ports/market-data.js';
 import type { Logger } from '../domain/ports/logger.js';
 import { UpstreamFailureError, UpstreamHeldBackError } from '../domain/upstream-failure.js';
 
@@ -56,6 +57,12 @@ interface LinkCounts {
   failures: number;
   failovers: number;
 }
+
+/**
+ * Whether a provider can be asked for a read: it serves it; it cannot spell the symbol; it spells it
+ * but does not serve that class or interval; or the window starts before its plan's reach.
+ */
+type Eligibility = 'serves' | 'unexpressed' | 'unserved' | 'beyond';
 
 /** How one provider's attempt at a read ended. */
 type Outcome<T> = { kind: 'answer'; value: T } | { kind: 'unknown' } | { kind: 'failed'; reason: string; error: DataSourceError };
@@ -109,7 +116,14 @@ export class ProviderRouter implements MarketDataProvider {
 
   /** The current quote from the first eligible provider that answers; `undefined` when every one says unknown. */
   async getQuote(symbol: string): Promise<Quote | undefined> {
-    const routed = await this.#route(`quote:${symbol}`, (link) => this.#serves(link, symbol, (c) => c.quote), (link) => link.getQuote(symbol));
+    const routed = await this.#route(
+      `quote:${symbol}`,
+      (link) => this.#serves(link, symbol, (c) => c.quote),
+      (link) => link.getQuote(symbol),
+      () => {
+        throw new SymbolNotServedError(symbol, 'quotes', this.#coverage());
+      },
+    );
     if (routed === undefined) return undefined;
     const quote = this.#links.length > 1 ? { ...routed.value, source: routed.source as Source } : routed.value;
     this.#sources.set(quote, routed.source);
@@ -118,7 +132,15 @@ export class ProviderRouter implements MarketDataProvider {
 
   /** Candles from the first eligible provider (interval and retention included) that answers. */
   async getHistory(query: HistoryQuery): Promise<History | undefined> {
-    const routed = await this.#route(`history:${query.symbol}`, (link) => this.#servesHistory(link, query), (link) => link.getHistory(query));
+    const routed = await this.#route(
+      `history:${query.symbol}`,
+      (link) => this.#servesHistory(link, query),
+      (link) => link.getHistory(query),
+      (verdicts) => {
+        if (verdicts.includes('beyond')) throw this.beyondReach(query.symbol, query.interval);
+        throw new SymbolNotServedError(query.symbol, `${query.interval} history`, this.#coverage());
+      },
+    );
     if (routed === undefined) return undefined;
     this.#sources.set(routed.value, routed.source);
     return routed.value;
@@ -126,7 +148,7 @@ export class ProviderRouter implements MarketDataProvider {
 
   /** Candles from `provider` alone (when it serves the read); `undefined` when it does not, or does not know the symbol. */
   async getHistoryFrom(query: HistoryQuery, provider: string): Promise<History | undefined> {
-    const routed = await this.#route(`history:${query.symbol}`, (link) => link.name === provider && this.#servesHistory(link, query), (link) => link.getHistory(query));
+    const routed = await this.#route(`history:${query.symbol}`, (link) => (link.name === provider ? this.#servesHistory(link, query) : 'unserved'), (link) => link.getHistory(query));
     return routed?.value;
   }
 
@@ -136,16 +158,39 @@ export class ProviderRouter implements MarketDataProvider {
    * or knows the symbol; rejects when none could answer.
    */
   async getHistoryElsewhere(query: HistoryQuery, except: string): Promise<{ history: History; provider: string } | undefined> {
-    const routed = await this.#route(`history:${query.symbol}`, (link) => link.name !== except && this.#servesHistory(link, query), (link) => link.getHistory(query));
+    const routed = await this.#route(`history:${query.symbol}`, (link) => (link.name !== except ? this.#servesHistory(link, query) : 'unserved'), (link) => link.getHistory(query));
     return routed === undefined ? undefined : { history: routed.value, provider: routed.source };
   }
 
   /** Search results from the first provider with a search that answers (an empty list is an answer). */
   async search(query: string, limit: number): Promise<SearchResult[]> {
-    const routed = await this.#route(undefined, (link) => link.capabilities.search.length > 0, (link) => link.search(query, limit));
+    const routed = await this.#route(undefined, (link) => (link.capabilities.search.length > 0 ? 'serves' : 'unserved'), (link) => link.search(query, limit));
     if (routed === undefined) return [];
     this.#sources.set(routed.value, routed.source);
     return routed.value;
+  }
+
+  /**
+   * How far back the chain reaches for `interval` bars of `symbol`, in days: the furthest reach of the
+   * providers that serve them (`null`: one has no bound); `undefined` when none serves them.
+   */
+  reachDays(symbol: string, interval: HistoryInterval): number | null | undefined {
+    let furthest: number | undefined;
+    for (const link of this.#links) {
+      const retention = this.#retention(link, symbol, interval);
+      if (retention === null) return null;
+      if (retention !== undefined) furthest = Math.max(furthest ?? 0, retention);
+    }
+    return furthest;
+  }
+
+  /** The 422 of a window no provider reaches: each provider's reach for `interval` and the variable that extends it. */
+  beyondReach(symbol: string, interval: HistoryInterval): BeyondReachError {
+    const reaches = this.#links.flatMap((link) => {
+      const days = this.#retention(link, symbol, interval);
+      return typeof days === 'number' ? [{ provider: link.name, days, plan: link.plan?.name, variables: reachVariables(link.name, interval) }] : [];
+    });
+    return new BeyondReachError(interval, reaches);
   }
 
   sourceOf(answer: object): string | undefined {
@@ -186,6 +231,7 @@ export class ProviderRouter implements MarketDataProvider {
           name: link.name as Source,
           position: index + 1,
           capabilities: capabilitiesOf(link),
+          plan: link.plan === undefined ? null : { name: link.plan.name, history_days: link.plan.historyDays, intraday_days: link.plan.intradayDays },
           healthy: health.healthy && breaker !== 'open' && !paused,
           breaker: breaker === 'half-open' ? 'half_open' : breaker,
           paused_until: paused ? new Date(usage.pausedUntilMs).toISOString() : null,
@@ -215,36 +261,57 @@ export class ProviderRouter implements MarketDataProvider {
     for (const link of this.#links) link.close();
   }
 
-  #serves(link: ProviderLink, symbol: string, classes: (c: ProviderLink['capabilities']) => readonly AssetClass[]): boolean {
+  #serves(link: ProviderLink, symbol: string, classes: (c: ProviderLink['capabilities']) => readonly AssetClass[]): Eligibility {
     const target = link.express(symbol);
-    return target !== undefined && classes(link.capabilities).includes(target.assetClass);
+    if (target === undefined) return 'unexpressed';
+    return classes(link.capabilities).includes(target.assetClass) ? 'serves' : 'unserved';
   }
 
-  #servesHistory(link: ProviderLink, query: HistoryQuery): boolean {
-    const target = link.express(query.symbol);
-    if (target === undefined) return false;
+  /** A link's retention of `interval` bars of `symbol` in days (`null`: no bound); `undefined` when it does not serve them. */
+  #retention(link: ProviderLink, symbol: string, interval: HistoryInterval): number | null | undefined {
+    const target = link.express(symbol);
+    if (target === undefined) return undefined;
     const intervals = link.capabilities.history[target.assetClass];
-    if (intervals === undefined || !(query.interval in intervals)) return false;
-    const retentionDays = intervals[query.interval];
-    if (retentionDays === null || retentionDays === undefined) return true;
+    if (intervals === undefined || !(interval in intervals)) return undefined;
+    return intervals[interval] ?? null;
+  }
+
+  #servesHistory(link: ProviderLink, query: HistoryQuery): Eligibility {
+    if (link.express(query.symbol) === undefined) return 'unexpressed';
+    const retentionDays = this.#retention(link, query.symbol, query.interval);
+    if (retentionDays === undefined) return 'unserved';
+    if (retentionDays === null) return 'serves';
     const now = this.#now();
     const startMs =
       query.startMs ?? (query.range === undefined || query.range === 'max' ? undefined : rangeStartMs(query.range, now));
     // A day of slack: a window that starts on the retention's first day is still served.
-    return startMs === undefined || startMs >= now - (retentionDays + 1) * DAY_MS;
+    return startMs === undefined || startMs >= now - (retentionDays + 1) * DAY_MS ? 'serves' : 'beyond';
+  }
+
+  /** What each configured provider covers, for the answer to a symbol none of them serves. */
+  #coverage(): Array<{ provider: string; covers: string }> {
+    return this.#links.map((link) => ({ provider: link.name, covers: PROVIDER_COVERAGE[link.name] ?? 'its own symbols' }));
   }
 
   /**
    * Asks the eligible providers in turn. `unknownKey` names the read in the per-provider memory of
    * unknown symbols (none for search). Resolves to the answer and who gave it, or `undefined` when
-   * every eligible provider said unknown; rejects when none could answer.
+   * every eligible provider asked said unknown; rejects when none could answer. With no eligible
+   * provider at all, `noneEligible` says why (a symbol none can serve, a window beyond every reach:
+   * never "unknown"); without it the answer is `undefined`.
    */
   async #route<T>(
     unknownKey: string | undefined,
-    eligible: (link: ProviderLink) => boolean,
+    eligible: (link: ProviderLink) => Eligibility,
     call: (link: ProviderLink) => Promise<T | undefined>,
+    noneEligible?: (verdicts: Eligibility[]) => never,
   ): Promise<{ value: T; source: string } | undefined> {
-    const candidates = this.#links.filter(eligible);
+    const verdicts = this.#links.map(eligible);
+    const candidates = this.#links.filter((_, i) => verdicts[i] === 'serves');
+    if (candidates.length === 0) {
+      noneEligible?.(verdicts);
+      return undefined;
+    }
     const attempts: ProviderAttempt[] = [];
     let soonestS = Infinity;
     let lastError: DataSourceError | undefined;

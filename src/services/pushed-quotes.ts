@@ -42,20 +42,20 @@ function round(value: number, digits: number): number {
 
 /** The cached quote with the pushed price: change and range follow the price; the rest stays. */
 export function mergePushedPrice(base: Quote, update: PushedPrice): Quote {
-  const prev = update.previousClose !== undefined && update.previousClose > 0 ? update.previousClose : base.prev_close;
-  const change = update.change ?? update.price - prev;
-  const changePercent = update.changePercent ?? (prev !== 0 ? (change / prev) * 100 : base.change_percent);
+  const prev = update.previousClose !== undefined && update.previousClose > 0 ? update.previousClose : (base.prev_close ?? null);
+  const change = update.change ?? (prev !== null ? update.price - prev : base.change);
+  const changePercent = update.changePercent ?? (prev !== null && prev !== 0 && change !== null ? (change / prev) * 100 : base.change_percent);
   const high = Math.max(update.dayHigh ?? update.price, base.high ?? update.price, update.price);
   const low = Math.min(update.dayLow ?? update.price, base.low ?? update.price, update.price);
   return {
     ...base,
     price: round(update.price, 6),
-    change: round(change, 6),
-    change_percent: round(changePercent, 4),
+    change: change === null ? null : round(change, 6),
+    change_percent: changePercent === null ? null : round(changePercent, 4),
     open: update.open !== undefined && update.open > 0 ? round(update.open, 6) : base.open,
     high: round(high, 6),
     low: round(low, 6),
-    prev_close: round(prev, 6),
+    prev_close: prev === null ? null : round(prev, 6),
     volume: update.dayVolume !== undefined && update.dayVolume > 0 && Number.isSafeInteger(update.dayVolume) ? update.dayVolume : base.volume,
     timestamp: new Date(update.timeMs).toISOString(),
   };

@@ -1,8 +1,9 @@
 /**
  * The body of the scheduler's refresh job: the configured indices are loaded again ahead of expiry,
  * and the same run keeps the stored daily history of the indices and the streamed symbols current
- * once their market closes.
+ * once their market closes. It runs as background work (DESIGN 19).
  */
+import { inBackground } from '../domain/background-work.js';
 import type { HistoryStore } from './history-store.js';
 import type { MarketDataService } from './market-data.js';
 
@@ -21,11 +22,13 @@ export interface RefreshJobOptions {
 export function refreshJob(options: RefreshJobOptions): () => Promise<'ok' | 'skipped'> {
   const now = options.now ?? Date.now;
   let historyCheckedAt = now();
-  return async () => {
-    const result = await options.market.refreshIndices(options.horizonMs);
-    const since = historyCheckedAt;
-    historyCheckedAt = now();
-    await options.history.keepCurrent(options.symbols(), since);
-    return result;
-  };
+  // Background work: its upstream calls count against BACKGROUND_BUDGET_SHARE and never hold a caller back.
+  return () =>
+    inBackground(async () => {
+      const result = await options.market.refreshIndices(options.horizonMs);
+      const since = historyCheckedAt;
+      historyCheckedAt = now();
+      await options.history.keepCurrent(options.symbols(), since);
+      return result;
+    });
 }

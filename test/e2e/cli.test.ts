@@ -70,6 +70,17 @@ describe('mds init', () => {
     expect(r.stderr).toMatch(/^Error: Invalid configuration: .*CACHE_TTL_SECONDS.*RATE_LIMIT_ANONYMOUS_PER_MINUTE.*DATA_REQUIRES_AUTH/);
   });
 
+  it('when NODE_ENV=production and SECRET_KEY is short or the example value, serve stops with one line naming SECRET_KEY', () => {
+    for (const weak of ['x', 'change-me-to-a-long-random-string']) {
+      Object.assign(env, { NODE_ENV: 'production', SECRET_KEY: weak });
+      const r = mds(['serve', '--port', '0']);
+      expect(r.code, weak).toBe(2);
+      expect(r.stderr.trimEnd().split('\n'), weak).toHaveLength(1);
+      expect(r.stderr).toMatch(/^Error: Invalid configuration: SECRET_KEY must be at least 32 bytes/);
+      expect(r.stderr).not.toContain(weak === 'x' ? 'SECRET_KEY=x' : weak);
+    }
+  });
+
   it('when a flag or argument is refused by the parser, exits 2 with one line naming it and no usage block', () => {
     const cases: Array<[string[], RegExp]> = [
       [['serve', '--port', 'abc'], /^Error: --port: Expected an integer but received: abc \(see --help\)$/],

@@ -54,7 +54,7 @@ class ConsoleProvider implements MarketDataProvider {
   async getQuote(symbol: string): Promise<Quote | undefined> {
     const quote = await this.#simulated.getQuote(symbol);
     const price = this.#prices.get(symbol);
-    if (!quote || price === undefined) return quote;
+    if (!quote || price === undefined || quote.prev_close === null) return quote;
     const change = price - quote.prev_close;
     return { ...quote, price, change: Math.round(change * 100) / 100, change_percent: Math.round((change / quote.prev_close) * 10_000) / 100 };
   }

@@ -579,12 +579,12 @@ describe('login throttling over HTTP', () => {
     expect(ttlMs).toBeLessThanOrEqual(BLOCK_SECONDS * 1000);
   });
 
-  it('login: when a correct login comes before the limit, the username failures start over', async () => {
+  it('login: when a correct login comes before the limit, the username failures from that address start over', async () => {
     const user = await newUser(svc, 'typo');
 
     for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await login(svc, user.username, 'typo-password')).status).toBe(401);
     expect((await login(svc, user.username, user.password)).status).toBe(200);
-    expect(await redis.exists(`mds:v1:throttle:user:${user.username}`)).toBe(0);
+    expect(await redis.exists(`mds:v1:throttle:pair:127.0.0.1:${user.username}`)).toBe(0);
     expect((await login(svc, user.username, 'typo-password')).status).toBe(401);
 
     expect((await login(svc, user.username, user.password)).status).toBe(200);

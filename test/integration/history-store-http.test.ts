@@ -75,7 +75,8 @@ describe('history through the store, Yahoo replayed', () => {
     expect(wider.status).toBe(200);
     const asked = chartRequests().map((r) => new URL(r.url, 'http://x').searchParams);
     expect(asked).toHaveLength(2);
-    expect(Number(asked[1]!.get('period1')) * 1000).toBe(Date.UTC(2020, 7, 15));
+    // 2020-08-15 is a Saturday: the window starts with Monday's session, named by its date.
+    expect(Number(asked[1]!.get('period1')) * 1000).toBe(Date.UTC(2020, 7, 17));
     expect(Number(asked[1]!.get('period2')) * 1000).toBe(Date.UTC(2020, 8, 1));
     expect(wider.body.data.candles[0]!.time).toBe('2020-08-31T13:30:00.000Z');
     expect(wider.body.data.candles.length).toBe(22);
@@ -191,7 +192,8 @@ describe('history exports', () => {
 
   it('when an export would carry more than 200,000 candles, then 422 naming the rule; an unknown format is 422 too', async () => {
     const db = await openUserStore(svc.config.database.url, { runMigrations: false });
-    const start = Date.now() - 20 * DAY_MS;
+    // On the minute: a window's bounds are snapped to its interval's grid.
+    const start = Math.floor((Date.now() - 20 * DAY_MS) / 60_000) * 60_000;
     const bars = Array.from({ length: 200_001 }, (_, i) => ({ timeMs: start + i * 6000, open: 1, high: 1, low: 1, close: 1, adjClose: null, volume: null }));
     await db.candles.putCandles('BTC-USD', '1m', bars, { provider: 'simulated', fetchedAtMs: Date.now() });
     await db.candles.markCovered('BTC-USD', '1m', { startMs: start, endMs: Date.now() - 60_000 }, { provider: 'simulated', fetchedAtMs: Date.now() });

@@ -34,14 +34,15 @@ describe('LoginThrottle with the shared Redis', () => {
     await client.quit();
   });
 
-  it('when one instance records the failures, then another instance on the same Redis refuses the username', async () => {
+  it('when one instance records the failures, then another instance on the same Redis refuses the username from that address', async () => {
     const first = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     const second = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     const username = unique('alice');
+    const ip = unique('ip');
 
-    await failTimes(first, username, unique('ip'), MAX_FAILURES);
+    await failTimes(first, username, ip, MAX_FAILURES);
 
-    const err = await second.check(username, unique('ip')).catch((e: unknown) => e);
+    const err = await second.begin(username, ip).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TooManyRequestsError);
     expect((err as TooManyRequestsError).retryAfterSeconds).toBeGreaterThan(BLOCK_MS / 1000 - 30);
     expect((err as TooManyRequestsError).retryAfterSeconds).toBeLessThanOrEqual(BLOCK_MS / 1000);
@@ -55,8 +56,8 @@ describe('LoginThrottle with the shared Redis', () => {
     await failTimes(throttle, username, ip, MAX_FAILURES);
 
     expect(THROTTLE_KEY_PREFIX).toBe('mds:v1:throttle:');
-    expect(await client.exists(`mds:v1:throttle:user:${username}`, `mds:v1:throttle:ip:${ip}`)).toBe(2);
-    const ttlMs = await client.pttl(`mds:v1:throttle:user:${username}`);
+    expect(await client.exists(`mds:v1:throttle:user:${username}`, `mds:v1:throttle:ip:${ip}`, `mds:v1:throttle:pair:${ip}:${username}`)).toBe(3);
+    const ttlMs = await client.pttl(`mds:v1:throttle:pair:${ip}:${username}`);
     expect(ttlMs).toBeGreaterThan(BLOCK_MS - 30_000);
     expect(ttlMs).toBeLessThanOrEqual(BLOCK_MS);
   });
@@ -64,22 +65,25 @@ describe('LoginThrottle with the shared Redis', () => {
   it('when fewer failures than the limit were recorded, then the username may still try', async () => {
     const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     const username = unique('carol');
+    const ip = unique('ip');
 
-    await failTimes(throttle, username, unique('ip'), MAX_FAILURES - 1);
+    await failTimes(throttle, username, ip, MAX_FAILURES - 1);
 
-    await expect(throttle.check(username, unique('ip'))).resolves.toBeUndefined();
+    await expect(throttle.check(username, ip)).resolves.toBeUndefined();
   });
 
-  it('when a login succeeds, then the username counter is removed from Redis but the address counter stays', async () => {
+  it('when a login succeeds, then the pair counter is removed from Redis, the address keeps its earlier failures and gets this attempt back', async () => {
     const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
     const username = unique('dave');
     const ip = unique('ip');
     await failTimes(throttle, username, ip, MAX_FAILURES - 1);
 
-    await throttle.recordSuccess(username, ip);
+    const slot = await throttle.begin(username, ip);
+    expect(Number(await client.get(`mds:v1:throttle:ip:${ip}`))).toBe(MAX_FAILURES);
+    await slot.succeeded();
 
-    expect(await client.exists(`mds:v1:throttle:user:${username}`)).toBe(0);
-    expect(await client.exists(`mds:v1:throttle:ip:${ip}`)).toBe(1);
+    expect(await client.exists(`mds:v1:throttle:pair:${ip}:${username}`)).toBe(0);
+    expect(Number(await client.get(`mds:v1:throttle:ip:${ip}`))).toBe(MAX_FAILURES - 1);
   });
 });
 
@@ -99,7 +103,7 @@ describe('LoginThrottle when Redis fails', () => {
     await redis.stop();
   });
 
-  it('when Redis has been killed, then failures are counted in memory and the username is still blocked', async () => {
+  it('when Redis has been killed, then failures are counted in memory and the username is still blocked from that address', async () => {
     await redis.restart();
     client = await connectFailFast(redis.port);
     const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client }) });
@@ -109,7 +113,7 @@ describe('LoginThrottle when Redis fails', () => {
 
     await failTimes(throttle, 'eve', '198.51.100.1', MAX_FAILURES);
 
-    await expect(throttle.check('eve', '198.51.100.2')).rejects.toBeInstanceOf(TooManyRequestsError);
+    await expect(throttle.check('eve', '198.51.100.1')).rejects.toBeInstanceOf(TooManyRequestsError);
     await expect(throttle.check('frank', '198.51.100.3')).resolves.toBeUndefined();
   });
 
@@ -121,7 +125,7 @@ describe('LoginThrottle when Redis fails', () => {
     try {
       await failTimes(throttle, 'grace', '198.51.100.4', MAX_FAILURES);
 
-      await expect(throttle.check('grace', '198.51.100.5')).rejects.toBeInstanceOf(TooManyRequestsError);
+      await expect(throttle.check('grace', '198.51.100.4')).rejects.toBeInstanceOf(TooManyRequestsError);
     } finally {
       redis.resume();
     }
@@ -142,7 +146,7 @@ describe('LoginThrottle on counters told whether Redis is available', () => {
     const throttle = new LoginThrottle({ maxFailures: MAX_FAILURES, blockMs: BLOCK_MS, counters: new RedisSharedCounters({ redis: client, useRedis: () => false }) });
     await failTimes(throttle, user, '198.51.100.20', MAX_FAILURES);
 
-    await expect(throttle.check(user, '198.51.100.21')).rejects.toBeInstanceOf(TooManyRequestsError);
+    await expect(throttle.check(user, '198.51.100.20')).rejects.toBeInstanceOf(TooManyRequestsError);
     await expect(client.exists(`${THROTTLE_KEY_PREFIX}user:${user}`)).resolves.toBe(0);
   });
 
@@ -155,7 +159,7 @@ describe('LoginThrottle on counters told whether Redis is available', () => {
       redis.pause();
       const user = unique('reported');
       await failTimes(throttle, user, '198.51.100.22', MAX_FAILURES);
-      await expect(throttle.check(user, '198.51.100.23')).rejects.toBeInstanceOf(TooManyRequestsError);
+      await expect(throttle.check(user, '198.51.100.22')).rejects.toBeInstanceOf(TooManyRequestsError);
       expect(errors.length).toBeGreaterThanOrEqual(MAX_FAILURES);
       expect(errors[0]).toBeInstanceOf(Error);
     } finally {

@@ -199,6 +199,16 @@ describe('GET /api/markets/{market}/sessions', () => {
     expect(late.violations).toEqual([{ path: 'query.end', message: 'must be on or before 2035-12-31: the US calendar is known that far' }]);
   });
 
+  it('when a year from 0000 to 0099 is asked, then it is read as that year (ISO 8601), not refused as no calendar date', async () => {
+    const body = await rejected('/api/markets/US/sessions?start=0015-10-20&end=2026-11-30', 422);
+    expect(body.violations).toEqual([
+      { path: 'query.end', message: 'must be less than 10 years after start (before 0025-10-20)' },
+      { path: 'query.start', message: 'must be on or after 2000-01-01: the US calendar starts there' },
+    ]);
+    const zero = await rejected('/api/markets/US/sessions?start=0000-02-29&end=0000-03-01', 422);
+    expect(zero.violations?.map((v) => v.message)).not.toContain('must be a calendar date, YYYY-MM-DD');
+  });
+
   it('when Hong Kong is asked beyond its tables (2028), then 422 saying how far the calendar is known', async () => {
     const body = await rejected('/api/markets/HK/sessions?start=2027-12-01&end=2028-01-31', 422);
     expect(body.violations).toEqual([{ path: 'query.end', message: 'must be on or before 2027-12-31: the HK calendar is known that far' }]);

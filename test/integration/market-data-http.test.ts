@@ -101,10 +101,10 @@ describe('GET /api/quotes', () => {
   it('when a symbol list or a symbol breaks the pattern, then the violation says the rule in words', async () => {
     for (const path of ['/api/quotes?symbols=AAPL,,MSFT', '/api/quotes?symbols=AAPL,', '/api/stream?symbols=A%20B']) {
       const body = expectEnvelope(await get(path), 422, /^Invalid request parameters: /);
-      expect(body.violations, path).toEqual([{ path: 'query.symbols', message: 'must be 1 to 50 symbols separated by commas (no empty one, no space), each 1 to 32 of A-Z a-z 0-9 ^ . = -' }]);
+      expect(body.violations, path).toEqual([{ path: 'query.symbols', message: 'must be 1 to 50 symbols separated by commas (no empty one, no space), each 1 to 32 of A-Z a-z 0-9 ^ . = - (not starting with a dot)' }]);
     }
     const one = expectEnvelope(await get('/api/history/A%20B'), 422, /^Invalid request parameters: /);
-    expect(one.violations).toEqual([{ path: 'path.symbol', message: 'must be a symbol of 1 to 32 of A-Z a-z 0-9 ^ . = -' }]);
+    expect(one.violations).toEqual([{ path: 'path.symbol', message: 'must be a symbol of 1 to 32 of A-Z a-z 0-9 ^ . = - (not starting with a dot)' }]);
   });
 
   it('when the batch is read twice, then the second is a HIT with identical bytes and ETag, and If-None-Match gets 304', async () => {

@@ -81,6 +81,7 @@ describe('UsageMeter', () => {
       consume: (k, w, p) => (failing ? Promise.reject(new Error('counters down')) : memory.consume(k, w, p)),
       peek: (k, w) => memory.peek(k, w),
       reset: (k, w) => memory.reset(k, w),
+      release: (k, w, p) => memory.release(k, w, p),
       pausedUntil: (k) => memory.pausedUntil(k),
       pauseUntil: (k, u) => memory.pauseUntil(k, u),
     };

@@ -157,6 +157,18 @@ describe('the wire: one answer per request, in order, in the envelope', () => {
     await expectServiceAnswers();
   });
 
+  it('when Transfer-Encoding does not end in chunked, then one 400 envelope, the connection closes, and the bytes after it are never read as a request', async () => {
+    for (const coding of ['gzip', 'chunked, gzip', 'gzip, identity']) {
+      const conn = new RawConnection(port);
+      conn.write(`PUT /api/stream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\n\r\nGET /api/health HTTP/1.1\r\nHost: x\r\n\r\n`);
+      const answers = await conn.untilClosed();
+      expect(answers, coding).toHaveLength(1);
+      expectEnvelope(answers[0], 400);
+      expect(JSON.parse(answers[0]?.body ?? '')).toMatchObject({ error: 'Bad request: a request with Transfer-Encoding must end it in chunked' });
+    }
+    await expectServiceAnswers();
+  });
+
   it('when a chunked body is malformed, then exactly one answer (the 400 envelope), and the connection closes', async () => {
     const answers = await exchange(
       port,

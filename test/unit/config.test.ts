@@ -180,6 +180,22 @@ describe('config', () => {
     expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(40) }, noFile).auth.secretKey).toHaveLength(40);
   });
 
+  it('when NODE_ENV=production and SECRET_KEY is under 32 bytes or the example value, then loading refuses with one line naming SECRET_KEY', () => {
+    for (const weak of ['x', 'y'.repeat(31), 'é'.repeat(15), 'change-me-to-a-long-random-string']) {
+      let message = '';
+      try {
+        loadConfig({ NODE_ENV: 'production', SECRET_KEY: weak }, noFile);
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/^Invalid configuration: SECRET_KEY must be at least 32 bytes/);
+      expect(message).not.toContain('\n');
+    }
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'z'.repeat(32) }, noFile).auth.secretKey).toHaveLength(32);
+    // Development keeps accepting a short key (and a missing one becomes a random per-process key).
+    expect(loadConfig({ NODE_ENV: 'development', SECRET_KEY: 'x' }, noFile).auth.secretKey).toBe('x');
+  });
+
   it('when an env file exists, then it is read and real environment variables win over it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mds-config-'));
     writeFileSync(join(dir, 'custom.env'), 'PORT=9100\nCACHE_DB=4\n');

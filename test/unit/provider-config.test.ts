@@ -22,8 +22,8 @@ describe('configuration of the provider chain', () => {
     const c = loadConfig({}, noFile);
     expect(c.market.providers).toEqual(['simulated']);
     expect(c.market.provider).toBe('simulated');
-    expect(c.market.providerSettings.alpha_vantage).toEqual({ apiKeys: [], baseUrl: 'https://www.alphavantage.co', maxRps: 1, dailyLimit: 25, timeoutMs: 5000 });
-    expect(c.market.providerSettings.polygon).toMatchObject({ baseUrl: 'https://api.polygon.io', maxRps: 0.083, dailyLimit: 0 });
+    expect(c.market.providerSettings.alpha_vantage).toEqual({ apiKeys: [], baseUrl: 'https://www.alphavantage.co', maxRps: 1, dailyLimit: 25, timeoutMs: 5000, plan: { name: 'free', historyDays: null, intradayDays: 9500 } });
+    expect(c.market.providerSettings.polygon).toMatchObject({ baseUrl: 'https://api.polygon.io', maxRps: 5 / 60, dailyLimit: 0, plan: { name: 'basic', historyDays: 730, intradayDays: 730 } });
     expect(c.market.providerSettings.ecb.baseUrl).toBe('https://www.ecb.europa.eu');
     // Yahoo keeps its existing variables as defaults.
     expect(c.market.providerSettings.yahoo).toEqual({ apiKeys: [], baseUrl: 'https://query1.finance.yahoo.com', maxRps: 5, dailyLimit: 0, timeoutMs: 5000 });
@@ -33,8 +33,30 @@ describe('configuration of the provider chain', () => {
     const c = loadConfig({ MARKET_DATA_PROVIDERS: ' Polygon, tiingo ,yahoo', POLYGON_API_KEYS: 'p1, p2,,', TIINGO_API_KEYS: 't1', TIINGO_TIMEOUT_MS: '1500', POLYGON_BASE_URL: 'http://127.0.0.1:9999/', POLYGON_MAX_RPS: '0.5', TIINGO_DAILY_LIMIT: '0' }, noFile);
     expect(c.market.providers).toEqual(['polygon', 'tiingo', 'yahoo']);
     expect(c.market.provider).toBe('polygon');
-    expect(c.market.providerSettings.polygon).toEqual({ apiKeys: ['p1', 'p2'], baseUrl: 'http://127.0.0.1:9999', maxRps: 0.5, dailyLimit: 0, timeoutMs: 5000 });
+    expect(c.market.providerSettings.polygon).toEqual({ apiKeys: ['p1', 'p2'], baseUrl: 'http://127.0.0.1:9999', maxRps: 0.5, dailyLimit: 0, timeoutMs: 5000, plan: { name: 'basic', historyDays: 730, intradayDays: 730 } });
     expect(c.market.providerSettings.tiingo).toMatchObject({ apiKeys: ['t1'], timeoutMs: 1500, dailyLimit: 0 });
+  });
+
+  it('when <P>_PLAN names a paid tier, then its reach, rate and daily limit are the defaults, and <P>_HISTORY_DAYS, <P>_INTRADAY_DAYS, <P>_MAX_RPS and <P>_DAILY_LIMIT override them', () => {
+    const developer = loadConfig({ POLYGON_PLAN: 'developer', ALPHA_VANTAGE_PLAN: 'premium', TIINGO_PLAN: 'power', FMP_PLAN: 'ultimate' }, noFile).market.providerSettings;
+    expect(developer.polygon).toMatchObject({ maxRps: 0, dailyLimit: 0, plan: { name: 'developer', historyDays: 3652, intradayDays: 3652 } });
+    expect(developer.alpha_vantage).toMatchObject({ maxRps: 75 / 60, dailyLimit: 0, plan: { name: 'premium' } });
+    expect(developer.tiingo).toMatchObject({ maxRps: 5000 / 3600, dailyLimit: 0, plan: { name: 'power', intradayDays: 30 } });
+    expect(developer.fmp).toMatchObject({ maxRps: 50, dailyLimit: 0, plan: { name: 'ultimate' } });
+    const overridden = loadConfig({ POLYGON_HISTORY_DAYS: '3650', POLYGON_INTRADAY_DAYS: '30', POLYGON_MAX_RPS: '2', FMP_DAILY_LIMIT: '10' }, noFile).market.providerSettings;
+    expect(overridden.polygon).toMatchObject({ maxRps: 2, plan: { name: 'basic', historyDays: 3650, intradayDays: 30 } });
+    expect(overridden.fmp).toMatchObject({ dailyLimit: 10, plan: { name: 'basic' } });
+    // Providers without plans have none, and no plan variables.
+    expect(overridden.yahoo.plan).toBeUndefined();
+    expect(overridden.ecb.plan).toBeUndefined();
+  });
+
+  it('when <P>_PLAN names a tier the provider does not publish, or BACKGROUND_BUDGET_SHARE is out of 0..1, then startup stops naming the variable and the tiers', () => {
+    expect(() => loadConfig({ POLYGON_PLAN: 'gold' }, noFile)).toThrow(/POLYGON_PLAN="gold": must be one of basic, starter, developer, advanced/);
+    expect(() => loadConfig({ POLYGON_HISTORY_DAYS: '0' }, noFile)).toThrow(/POLYGON_HISTORY_DAYS/);
+    expect(() => loadConfig({ BACKGROUND_BUDGET_SHARE: '1.5' }, noFile)).toThrow(/BACKGROUND_BUDGET_SHARE/);
+    expect(loadConfig({}, noFile).market.backgroundShare).toBe(0.5);
+    expect(loadConfig({ BACKGROUND_BUDGET_SHARE: '0.2' }, noFile).market.backgroundShare).toBe(0.2);
   });
 
   it('when only MARKET_DATA_PROVIDER names one provider, then it is the chain (the one-provider form)', () => {

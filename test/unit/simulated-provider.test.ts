@@ -103,8 +103,9 @@ describe('SimulatedMarketDataProvider.getQuote', () => {
     const aapl = await quote('AAPL', MONDAY_US_SESSION);
     expect(aapl).toMatchObject({ symbol: 'AAPL', name: 'Apple Inc.', exchange: 'NasdaqGS', instrument_type: 'equity', timezone: 'America/New_York', currency: 'USD', market_state: 'open' });
     expect(aapl.timestamp).toBe('2026-11-23T15:07:00.000Z');
-    expect(aapl.change).toBeCloseTo(aapl.price - aapl.prev_close, 2);
-    expect(aapl.change_percent).toBeCloseTo(((aapl.price - aapl.prev_close) / aapl.prev_close) * 100, 2);
+    const prevClose = aapl.prev_close as number;
+    expect(aapl.change).toBeCloseTo(aapl.price - prevClose, 2);
+    expect(aapl.change_percent).toBeCloseTo(((aapl.price - prevClose) / prevClose) * 100, 2);
     expect(aapl.low ?? Infinity).toBeLessThanOrEqual(Math.min(aapl.open ?? 0, aapl.price));
     expect(aapl.high ?? -Infinity).toBeGreaterThanOrEqual(Math.max(aapl.open ?? Infinity, aapl.price));
     expect(aapl.price / 270).toBeGreaterThan(0.6);

@@ -41,7 +41,7 @@ describe('the symbol rule and the contract', () => {
     const schemas = symbolSchemas(document);
     expect(schemas.length).toBeGreaterThanOrEqual(3);
     for (const { at, schema } of schemas) {
-      const quoted = schema.pattern === `^${SYMBOL_CHARS.replace(`{1,${MAX_SYMBOL_LENGTH}}`, '+')}$` && schema.maxLength === MAX_SYMBOL_LENGTH;
+      const quoted = schema.pattern === `^${SYMBOL_CHARS.replace(`{0,${MAX_SYMBOL_LENGTH - 1}}`, '*')}$` && schema.maxLength === MAX_SYMBOL_LENGTH;
       expect([SYMBOL_PATTERN, SYMBOL_LIST_PATTERN].includes(schema.pattern!) || quoted, `${at}: ${schema.pattern}`).toBe(true);
     }
   });
@@ -52,7 +52,7 @@ describe('readers of symbols', () => {
     expect(canonicalSymbol('brk-b', 'path.symbol')).toBe('BRK-B');
     expect(isSymbol('^GSPC')).toBe(true);
     expect(isSymbol('a'.repeat(MAX_SYMBOL_LENGTH + 1))).toBe(false);
-    expect(violation(() => canonicalSymbol('AA PL', 'path.symbol'))).toEqual({ path: 'path.symbol', message: 'must be 1 to 32 characters of A-Z a-z 0-9 ^ . = -' });
+    expect(violation(() => canonicalSymbol('AA PL', 'path.symbol'))).toEqual({ path: 'path.symbol', message: 'must be 1 to 32 characters of A-Z a-z 0-9 ^ . = - (not starting with a dot)' });
   });
 
   it('when a list is parsed, then 1 to 50 distinct symbols come back upper-cased, in order, and anything else is refused with its reason', () => {
@@ -60,7 +60,7 @@ describe('readers of symbols', () => {
     expect(parseSymbolList(Array.from({ length: MAX_SYMBOLS }, (_, i) => `S${i}`).join(','), 'query.symbols')).toHaveLength(MAX_SYMBOLS);
     expect(violation(() => parseSymbolList('', 'query.symbols'))).toEqual({ path: 'query.symbols', message: 'must list 1 to 50 symbols, comma-separated' });
     expect(violation(() => parseSymbolList(Array.from({ length: MAX_SYMBOLS + 1 }, (_, i) => `S${i}`).join(','), 'query.symbols')).message).toBe('must list 1 to 50 symbols, comma-separated');
-    expect(violation(() => parseSymbolList('AAPL,,MSFT', 'query.symbols')).message).toBe("must list symbols of 1 to 32 characters of A-Z a-z 0-9 ^ . = - (got '')");
+    expect(violation(() => parseSymbolList('AAPL,,MSFT', 'query.symbols')).message).toBe("must list symbols of 1 to 32 characters of A-Z a-z 0-9 ^ . = - (not starting with a dot) (got '')");
     expect(violation(() => parseSymbolList('AAPL,aapl', 'query.symbols')).message).toBe("must not repeat a symbol ('AAPL')");
   });
 

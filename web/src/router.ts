@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 
 export type Route = { page: 'markets' } | { page: 'watchlist' } | { page: 'symbol'; symbol: string } | { page: 'admin' } | { page: 'not-found'; path: string };
 
-const SYMBOL = /^[A-Za-z0-9^.=-]{1,32}$/;
+const SYMBOL = /^[A-Za-z0-9^=-][A-Za-z0-9^.=-]{0,31}$/;
 
 export function routeOf(pathname: string): Route {
   const path = pathname.replace(/\/+$/, '');

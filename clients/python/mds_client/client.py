@@ -7,7 +7,10 @@ is one exception class, so a notebook needs a single ``except MdsError``.
 from __future__ import annotations
 
 import io
+import ipaddress
 import json
+import socket
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,6 +19,8 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 __all__ = ["Client", "MdsError", "QuoteList"]
 
 USER_AGENT = "mds-python/0.1.0"
+CREDENTIAL_HEADERS = ("X-api-key", "Authorization")
+READ_CHUNK_BYTES = 65536
 CANDLE_COLUMNS = ["open", "high", "low", "close", "adj_close", "volume"]
 
 
@@ -58,11 +63,42 @@ def _pandas():
     return pandas
 
 
+def _origin(url: str):
+    parts = urllib.parse.urlsplit(url)
+    default = 443 if parts.scheme == "https" else 80
+    return (parts.scheme.lower(), (parts.hostname or "").lower(), parts.port or default)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
+    """Follows redirects, but sends the credentials only back to the origin they were given for."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: PLR0913 -- urllib's signature
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            for name in CREDENTIAL_HEADERS:
+                new.headers.pop(name, None)
+                new.unredirected_hdrs.pop(name, None)
+        return new
+
+
 class Client:
     """A connection to one mds.
 
     ``api_key`` is sent as ``X-API-Key``, ``token`` (from ``POST /api/auth/login``) as a bearer
     token; market data is public unless the server sets DATA_REQUIRES_AUTH, so both are optional.
+    They are sent only to ``base_url``'s origin: a redirect elsewhere is followed without them.
+    ``http://`` is refused for a host that is not this machine (credentials and data would cross the
+    network in clear) unless ``allow_insecure_http=True``. ``timeout`` (seconds) bounds each whole
+    call, redirects and body included, not each socket operation.
     """
 
     def __init__(
@@ -71,9 +107,18 @@ class Client:
         api_key: Optional[str] = None,
         token: Optional[str] = None,
         timeout: float = 30.0,
+        allow_insecure_http: bool = False,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        scheme, host, _port = _origin(self.base_url)
+        if scheme not in ("http", "https"):
+            raise ValueError(f"base_url must be http:// or https:// (got {base_url!r})")
+        if scheme == "http" and not _is_loopback(host) and not allow_insecure_http:
+            raise ValueError(
+                f"refusing http:// to {host}: use https://, or pass allow_insecure_http=True to send requests in clear"
+            )
         self.timeout = timeout
+        self._opener = urllib.request.build_opener(_SameOriginCredentials())
         self._headers = {"User-Agent": USER_AGENT}
         if api_key:
             self._headers["X-API-Key"] = api_key
@@ -142,14 +187,33 @@ class Client:
         query = urllib.parse.urlencode({k: v for k, v in (params or {}).items() if v is not None}, safe=",^")
         url = f"{self.base_url}{path}{'?' + query if query else ''}"
         request = urllib.request.Request(url, headers={**self._headers, "Accept": accept})
+        deadline = time.monotonic() + self.timeout
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return response.read()
+            with self._opener.open(request, timeout=self.timeout) as response:
+                return _read_until(response, deadline)
         except urllib.error.HTTPError as err:
             raise _from_envelope(err) from None
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
+            if isinstance(reason, socket.timeout) or time.monotonic() >= deadline:
+                raise MdsError(0, f"mds at {self.base_url} did not answer within {self.timeout} s") from None
             raise MdsError(0, f"Cannot reach mds at {self.base_url}: {reason}") from None
+
+
+def _read_until(response, deadline: float) -> bytes:
+    """The body, read in chunks, each socket wait bounded by what is left of the call's time."""
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+    chunks = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the call's timeout passed while the body arrived")
+        if sock is not None:
+            sock.settimeout(left)
+        chunk = response.read1(READ_CHUNK_BYTES) if hasattr(response, "read1") else response.read(READ_CHUNK_BYTES)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def _path(symbol: str) -> str:

@@ -81,12 +81,20 @@ export interface TokenIssuer {
   sign(user: Pick<User, 'username' | 'isAdmin' | 'passwordHash'>, options?: { ttlMs?: number }): IssuedAccessToken;
 }
 
-/** Counts failed logins and refuses attempts while a username or address is blocked. */
+/** One login attempt's failure slot, taken before the password is checked. */
+export interface LoginSlot {
+  /** The password was right: the slot is given back and the username's failures from that address forgotten. */
+  succeeded(): Promise<void>;
+  /** The password was never checked (hashing was busy): the slot is given back. */
+  abandoned(): Promise<void>;
+}
+
+/** Counts failed logins before the work, and refuses attempts while an address (for a username, or at all) is blocked. */
 export interface LoginAttempts {
-  /** Throws `TooManyRequestsError` (with `retryAfterSeconds`) while `username` or `ip` is blocked. */
-  check(username: string, ip: string): Promise<void>;
-  /** Counts one failure against the username and the address. */
-  recordFailure(username: string, ip: string): Promise<void>;
-  /** Clears the username's failures after a correct login. */
-  recordSuccess(username: string, ip: string): Promise<void>;
+  /**
+   * Takes a failure slot for `username` from `ip` (an address group), kept as a failure unless given
+   * back; may wait first (a username failing from elsewhere). Throws `TooManyRequestsError` (with
+   * `retryAfterSeconds`) while that address is blocked.
+   */
+  begin(username: string, ip: string): Promise<LoginSlot>;
 }

@@ -71,6 +71,8 @@ export interface SharedCounters {
   peek(key: string, window: CounterWindow): Promise<CounterUsage>;
   /** Forgets the key's count (a block included). */
   reset(key: string, window: CounterWindow): Promise<void>;
+  /** Takes back `points` (default 1) counted by `consume` (a block already started stays). */
+  release(key: string, window: CounterWindow, points?: number): Promise<void>;
   /** The end (epoch ms) of the pause recorded under `key`, or 0 when none is in force. */
   pausedUntil(key: string): Promise<number>;
   /** Records a pause until `untilMs` (epoch ms) under `key`; never shortens a longer one already recorded. */

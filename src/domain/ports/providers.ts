@@ -125,6 +125,8 @@ export interface ProviderUsage {
 export interface ProviderLink extends ProviderAdapter {
   /** Its fleet-wide requests per second and calls per key per UTC day (0 = no limit). */
   readonly budget: { maxRps: number; dailyLimit: number };
+  /** A keyed provider's plan (`<P>_PLAN`) and the reach it gives in days (`null`: no bound); absent for yahoo, ecb, simulated. */
+  readonly plan?: { name: string; historyDays: RetentionDays; intradayDays: RetentionDays } | undefined;
   /** The breaker's state now, without I/O. */
   readonly breakerState: ProviderBreakerState;
   health(): ProviderHealth;

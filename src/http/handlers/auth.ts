@@ -7,12 +7,13 @@ export function authHandlers(accounts: AccountService): { login: Handler<'login'
   return {
     async login(req, res) {
       const body: JsonResponse<'login', 200> = await accounts.login(req.body.username, req.body.password, req.ip ?? 'unknown', actionContext(req).requestId);
-      res.status(200).json(body);
+      // A token: no cache, shared or private, may keep it (RFC 9111 5.2.2.5).
+      res.status(200).set('Cache-Control', 'no-store').json(body);
     },
     async changePassword(req, res) {
       if (!req.principal) throw new NotAuthenticatedError();
       const body: JsonResponse<'changePassword', 200> = await accounts.changePassword(req.principal, req.body.old_password, req.body.new_password, actionContext(req));
-      res.status(200).json(body);
+      res.status(200).set('Cache-Control', 'no-store').json(body);
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { MarketCalendarService } from '../../services/market-calendar.js';
+import { setCacheControl } from '../cache-policy.js';
 import type { Handler, JsonResponse } from './types.js';
 
 export function marketCalendarHandlers(calendar: MarketCalendarService): { listMarketSessions: Handler<'listMarketSessions'> } {
@@ -7,7 +8,8 @@ export function marketCalendarHandlers(calendar: MarketCalendarService): { listM
       const { start, end } = req.query as unknown as { start: string; end: string };
       const { body, maxAgeSeconds } = calendar.sessions(req.params.market, start, end);
       const typed: JsonResponse<'listMarketSessions', 200> = body;
-      res.status(200).set('Cache-Control', `public, max-age=${maxAgeSeconds}`).json(typed);
+      setCacheControl(req, res, maxAgeSeconds);
+      res.status(200).json(typed);
     },
   };
 }

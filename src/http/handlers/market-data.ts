@@ -4,6 +4,7 @@ import type { MarketDataService } from '../../services/market-data.js';
 import { TooManyCandlesError, type HistoryParams } from '../../services/market-data/history-rules.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
 import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv } from '../history-export.js';
+import { cacheScopeOf, setCacheControl, varyByCredentials } from '../cache-policy.js';
 import { etagMatches, representationReply, varyByAccept } from './representation.js';
 import type { Handler, JsonResponse } from './types.js';
 
@@ -11,8 +12,10 @@ import type { Handler, JsonResponse } from './types.js';
 export type RememberTarget = (req: Request, key: string) => void;
 
 function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
-  const reply = representationReply(rep, req.headers['if-none-match']);
+  const scope = cacheScopeOf(req);
+  const reply = representationReply(rep, req.headers['if-none-match'], scope);
   varyByAccept(res, rep.kind);
+  if (scope === 'private') varyByCredentials(res);
   res.status(reply.status).set(reply.headers);
   if (reply.body) res.end(reply.body);
   else res.end();
@@ -37,7 +40,8 @@ function historyFormat(req: Request, format: HistoryFormat | undefined): History
  */
 async function sendExport(req: Request, res: Response, rep: CachedRepresentation, format: 'csv' | 'arrow'): Promise<void> {
   const etag = rep.etag.replace(/"$/, `-${format}"`);
-  res.set({ 'X-Cache': rep.cacheStatus, ETag: etag, 'Cache-Control': `public, max-age=${rep.maxAgeSeconds}` });
+  res.set({ 'X-Cache': rep.cacheStatus, ETag: etag });
+  setCacheControl(req, res, rep.maxAgeSeconds);
   varyByAccept(res);
   if (etagMatches(req.headers['if-none-match'], etag)) {
     res.status(304).end();
@@ -117,10 +121,11 @@ export function marketDataHandlers(
       const { q, limit } = req.query as unknown as { q: string; limit?: number };
       send(req, res, await market.search(q, limit === undefined ? undefined : Number(limit)), remember);
     },
-    getMarkets(_req, res) {
+    getMarkets(req, res) {
       const { body, maxAgeSeconds } = market.markets();
       const typed: JsonResponse<'getMarkets', 200> = body;
-      res.status(200).set('Cache-Control', `public, max-age=${maxAgeSeconds}`).json(typed);
+      setCacheControl(req, res, maxAgeSeconds);
+      res.status(200).json(typed);
     },
   };
 }

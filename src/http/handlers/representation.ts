@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import vary from 'vary';
 import type { CachedRepresentation, CacheKind } from '../../services/representation-cache.js';
+import { cacheControl, type CacheScope } from '../cache-policy.js';
 
 /** Kinds whose one URL answers several formats, chosen by `Accept`: history (JSON, CSV, Arrow). */
 const FORMATS_BY_ACCEPT: ReadonlySet<CacheKind> = new Set(['history']);
@@ -35,12 +36,15 @@ export interface RepresentationReply {
   body?: Buffer;
 }
 
-/** The status, headers and body of an answer from the cache, honouring `If-None-Match`. */
-export function representationReply(rep: CachedRepresentation, ifNoneMatch: string | undefined): RepresentationReply {
+/**
+ * The status, headers and body of an answer from the cache, honouring `If-None-Match`; `scope` is
+ * who may keep it (`cacheScopeOf`; the fast path answers only public operations).
+ */
+export function representationReply(rep: CachedRepresentation, ifNoneMatch: string | undefined, scope: CacheScope = 'public'): RepresentationReply {
   const headers: Record<string, string> = {
     'X-Cache': rep.cacheStatus,
     ETag: rep.etag,
-    'Cache-Control': `public, max-age=${rep.maxAgeSeconds}`,
+    'Cache-Control': cacheControl(scope, rep.maxAgeSeconds),
   };
   if (etagMatches(ifNoneMatch, rep.etag)) return { status: 304, headers };
   headers['Content-Type'] = 'application/json; charset=utf-8';

@@ -8,6 +8,10 @@
 import { availableParallelism } from 'node:os';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { ServiceBusyError } from '../../domain/errors.js';
+
+/** How many tasks may wait per worker by default (BCRYPT_MAX_QUEUE unset). */
+export const DEFAULT_QUEUE_PER_WORKER = 4;
 
 // Plain CommonJS evaluated in the worker, so the same code runs from src/ (tests) and dist/.
 const WORKER_SOURCE = `
@@ -37,10 +41,21 @@ export class BcryptPool {
   readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; slot: Slot }>();
   readonly #bcryptPath = createRequire(import.meta.url).resolve('bcryptjs');
   #nextId = 1;
+  /** Tasks allowed to wait for a worker; one more is refused at once. */
+  #maxQueue: number;
 
-  /** `size` worker threads at most, created on first use; default: the cores but one (at least 1). */
-  constructor(options: { size?: number } = {}) {
+  /**
+   * `size` worker threads at most, created on first use; default: the cores but one (at least 1).
+   * `maxQueue` tasks may wait for a worker (BCRYPT_MAX_QUEUE); default 4 per worker.
+   */
+  constructor(options: { size?: number; maxQueue?: number } = {}) {
     this.#size = Math.max(1, options.size ?? availableParallelism() - 1);
+    this.#maxQueue = options.maxQueue ?? this.#size * DEFAULT_QUEUE_PER_WORKER;
+  }
+
+  /** Sets how many tasks may wait for a worker (a whole number of at least 1); unset: 4 per worker. */
+  limitQueue(maxQueue: number | undefined): void {
+    this.#maxQueue = maxQueue ?? this.#size * DEFAULT_QUEUE_PER_WORKER;
   }
 
   /** A bcrypt hash of `password` at cost `rounds`. */
@@ -59,7 +74,15 @@ export class BcryptPool {
     await Promise.all(this.#slots.splice(0).map((s) => s.worker.terminate()));
   }
 
+  /**
+   * Runs `task` on a free worker, or queues it; with `maxQueue` tasks already waiting it is refused
+   * at once with `ServiceBusyError` (503, retry in a second): a flood of logins holds no memory and
+   * delays nobody's login beyond the queue's length.
+   */
   #run(task: Task): Promise<unknown> {
+    if (this.#queue.length >= this.#maxQueue && !this.#slots.some((s) => !s.busy) && this.#slots.length >= this.#size) {
+      return Promise.reject(new ServiceBusyError('Too many logins in progress: retry in 1 seconds', 1));
+    }
     return new Promise((resolve, reject) => {
       this.#queue.push({ task, resolve, reject });
       this.#dispatch();

@@ -1,25 +1,36 @@
 /**
- * Login throttling over the shared counters: failed logins are counted per username and per client
- * address (the caller passes an IPv6 address's /64, see `addressGroup`); past the limit the username
- * (or address) is blocked for a while. The counters are shared by every instance (in memory while the
- * shared store is away).
+ * Login throttling over the shared counters. Every attempt takes its failure slot before the password
+ * is checked (so N parallel guesses get at most the limit of 401s), and gives it back when the password
+ * was right or the check never ran. Failures are counted three ways:
+ *
+ * - per username and address group (`keys.throttle.pair`): past LOGIN_MAX_FAILURES that address may no
+ *   longer try that username for LOGIN_BLOCK_SECONDS;
+ * - per address group (`keys.throttle.ip`): past LOGIN_MAX_FAILURES_PER_ADDRESS the address may try no
+ *   username (one address spraying many names);
+ * - per username (`keys.throttle.user`), from every address: this never refuses an address that has not
+ *   failed for the username, so nobody can lock another person out; it slows every attempt at the
+ *   username by a delay that doubles with each failure past LOGIN_MAX_FAILURES (at most `maxDelayMs`),
+ *   and past ten times LOGIN_MAX_FAILURES refuses the addresses that have failed for it.
+ *
+ * The counters are shared by every instance (in memory while the shared store is away).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { TooManyRequestsError } from '../../domain/errors.js';
 import { keys } from '../../domain/key-space.js';
 import type { CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
-import type { LoginAttempts } from '../../domain/ports/accounts.js';
+import type { LoginAttempts, LoginSlot } from '../../domain/ports/accounts.js';
 import type { Metrics } from '../../domain/ports/metrics.js';
 import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
 
 export interface LoginThrottleOptions {
   /**
-   * Where failures are counted (`keys.throttle.user`, `keys.throttle.ip`);
+   * Where failures are counted (`keys.throttle.pair`, `.ip`, `.user`);
    * absent = this process alone, in memory (the CLI).
    */
   counters?: SharedCounters | undefined;
-  /** Failed logins allowed per username within `windowMs`; the next attempt is refused (LOGIN_MAX_FAILURES). */
+  /** Failed logins allowed per username and address within `windowMs`; the next attempt is refused (LOGIN_MAX_FAILURES). */
   maxFailures: number;
-  /** How long a username or address stays blocked once over its limit, in ms (LOGIN_BLOCK_SECONDS). */
+  /** How long a username and address (or an address) stays blocked once over its limit, in ms (LOGIN_BLOCK_SECONDS). */
   blockMs: number;
   /** The window failures are counted in, in ms. Default: `blockMs`. */
   windowMs?: number;
@@ -29,44 +40,26 @@ export interface LoginThrottleOptions {
    * each other out.
    */
   maxFailuresPerIp?: number;
+  /** The longest delay a username's failures from elsewhere add to an attempt, in ms. Default 1000. */
+  maxDelayMs?: number;
   /** Counts every refused attempt as a rejection of the `login` policy. */
   metrics?: Pick<Metrics, 'rateLimitRejected'>;
 }
 
-/** One counter family (usernames or addresses) with its limit. */
-class FailureCounter {
-  readonly #counters: SharedCounters;
-  readonly #keyOf: (name: string) => string;
-  readonly #window: CounterWindow;
+/** The delay of the first attempt past the limit, in ms; each further failure doubles it. */
+const FIRST_DELAY_MS = 50;
 
-  constructor(counters: SharedCounters, keyOf: (name: string) => string, window: CounterWindow) {
-    this.#counters = counters;
-    this.#keyOf = keyOf;
-    this.#window = window;
-  }
+/** A username's failures from every address past this multiple of the limit refuse the addresses that failed for it. */
+const USER_BOUND_FACTOR = 10;
 
-  /** Milliseconds the name stays blocked, or 0 when it may try. */
-  async blockedForMs(name: string): Promise<number> {
-    const usage = await this.#counters.peek(this.#keyOf(name), this.#window);
-    if (usage.used < this.#window.limit) return 0;
-    return usage.resetMs > 0 ? usage.resetMs : (this.#window.blockMs ?? 0);
-  }
-
-  /** Counts one failure; the one that reaches the limit blocks the name for the block duration. */
-  async fail(name: string): Promise<void> {
-    await this.#counters.consume(this.#keyOf(name), this.#window);
-  }
-
-  /** Forgets the name's failures. */
-  async reset(name: string): Promise<void> {
-    await this.#counters.reset(this.#keyOf(name), this.#window);
-  }
-}
-
-/** Counts failed logins and refuses attempts from blocked usernames or addresses. */
+/** Counts failed logins before the password is checked and refuses attempts from blocked addresses. */
 export class LoginThrottle implements LoginAttempts {
-  readonly #users: FailureCounter;
-  readonly #ips: FailureCounter;
+  readonly #counters: SharedCounters;
+  readonly #pair: CounterWindow;
+  readonly #ip: CounterWindow;
+  readonly #user: CounterWindow;
+  readonly #maxFailures: number;
+  readonly #maxDelayMs: number;
   readonly #metrics: Pick<Metrics, 'rateLimitRejected'> | undefined;
 
   constructor(options: LoginThrottleOptions) {
@@ -75,36 +68,75 @@ export class LoginThrottle implements LoginAttempts {
     }
     const windowMs = options.windowMs ?? options.blockMs;
     const { blockMs } = options;
-    const counters = options.counters ?? new RedisSharedCounters();
-    this.#users = new FailureCounter(counters, keys.throttle.user, { limit: options.maxFailures, windowMs, blockMs });
-    this.#ips = new FailureCounter(counters, keys.throttle.ip, { limit: options.maxFailuresPerIp ?? options.maxFailures * 4, windowMs, blockMs });
+    this.#counters = options.counters ?? new RedisSharedCounters();
+    this.#maxFailures = options.maxFailures;
+    this.#pair = { limit: options.maxFailures, windowMs, blockMs };
+    this.#ip = { limit: options.maxFailuresPerIp ?? options.maxFailures * 4, windowMs, blockMs };
+    // Counted, never refused on its own: the bound is applied to addresses that failed (see `begin`).
+    this.#user = { limit: Number.MAX_SAFE_INTEGER, windowMs };
+    this.#maxDelayMs = options.maxDelayMs ?? 1000;
     this.#metrics = options.metrics;
   }
 
   /**
-   * Resolves when `username` may try to log in from `ip`. Throws `TooManyRequestsError` (with
-   * `retryAfterSeconds`, the longer of the two blocks) when either is blocked.
+   * Takes the failure slot of one attempt of `username` from `ip` (an address group), after the delay
+   * the username's failures call for. Throws `TooManyRequestsError` (with `retryAfterSeconds`) when the
+   * address, or this address for this username, is blocked; nothing is counted then.
    */
-  async check(username: string, ip: string): Promise<void> {
-    const [userMs, ipMs] = await Promise.all([this.#users.blockedForMs(username), this.#ips.blockedForMs(ip)]);
-    const waitMs = Math.max(userMs, ipMs);
-    if (waitMs > 0) {
-      const retryAfterSeconds = Math.ceil(waitMs / 1000);
-      this.#metrics?.rateLimitRejected('login');
-      throw new TooManyRequestsError(`Too many failed login attempts: retry in ${retryAfterSeconds} seconds`, retryAfterSeconds);
+  async begin(username: string, ip: string): Promise<LoginSlot> {
+    const ipKey = keys.throttle.ip(ip);
+    const pairKey = keys.throttle.pair(username, ip);
+    const userKey = keys.throttle.user(username);
+    const byIp = await this.#counters.consume(ipKey, this.#ip);
+    if (!byIp.allowed) throw this.#refuse(byIp.resetMs, this.#ip);
+    const byPair = await this.#counters.consume(pairKey, this.#pair);
+    if (!byPair.allowed) {
+      await this.#counters.release(ipKey, this.#ip);
+      throw this.#refuse(byPair.resetMs, this.#pair);
     }
+    const byUser = await this.#counters.consume(userKey, this.#user);
+    const failedHere = byPair.used - 1;
+    const failedEverywhere = byUser.used - 1;
+    if (failedHere > 0 && failedEverywhere >= this.#maxFailures * USER_BOUND_FACTOR) {
+      await Promise.all([this.#counters.release(ipKey, this.#ip), this.#counters.release(pairKey, this.#pair), this.#counters.release(userKey, this.#user)]);
+      throw this.#refuse(byUser.resetMs, this.#pair);
+    }
+    const excess = failedEverywhere - this.#maxFailures;
+    if (excess >= 0) await sleep(Math.min(this.#maxDelayMs, FIRST_DELAY_MS * 2 ** Math.min(excess, 20)));
+    return {
+      succeeded: async () => {
+        // A right password is no guess: the pair starts afresh, the others get their point back.
+        await Promise.all([this.#counters.reset(pairKey, this.#pair), this.#counters.release(ipKey, this.#ip), this.#counters.release(userKey, this.#user)]);
+      },
+      abandoned: async () => {
+        await Promise.all([this.#counters.release(pairKey, this.#pair), this.#counters.release(ipKey, this.#ip), this.#counters.release(userKey, this.#user)]);
+      },
+    };
   }
 
-  /** Counts a failed login against both the username and the address. */
+  /** Counts one failed login of `username` from `ip` without a check (an attempt already decided). */
   async recordFailure(username: string, ip: string): Promise<void> {
-    await Promise.all([this.#users.fail(username), this.#ips.fail(ip)]);
+    await Promise.all([
+      this.#counters.consume(keys.throttle.pair(username, ip), this.#pair),
+      this.#counters.consume(keys.throttle.ip(ip), this.#ip),
+      this.#counters.consume(keys.throttle.user(username), this.#user),
+    ]);
   }
 
   /**
-   * Clears the username's failures after a correct login. The address's count is kept, so one valid
-   * account cannot wipe the record of an address that is guessing other users' passwords.
+   * Resolves when `username` may try from `ip` without waiting for a block; throws
+   * `TooManyRequestsError` (the longer of the blocks) otherwise. Counts nothing.
    */
-  async recordSuccess(username: string, _ip: string): Promise<void> {
-    await this.#users.reset(username);
+  async check(username: string, ip: string): Promise<void> {
+    const [pair, byIp] = await Promise.all([this.#counters.peek(keys.throttle.pair(username, ip), this.#pair), this.#counters.peek(keys.throttle.ip(ip), this.#ip)]);
+    const waits = [pair.used >= this.#pair.limit ? pair.resetMs || this.#pair.blockMs! : 0, byIp.used >= this.#ip.limit ? byIp.resetMs || this.#ip.blockMs! : 0];
+    const waitMs = Math.max(...waits);
+    if (waitMs > 0) throw this.#refuse(waitMs, this.#pair);
+  }
+
+  #refuse(resetMs: number, window: CounterWindow): TooManyRequestsError {
+    const retryAfterSeconds = Math.max(1, Math.ceil((resetMs > 0 ? resetMs : (window.blockMs ?? 1000)) / 1000));
+    this.#metrics?.rateLimitRejected('login');
+    return new TooManyRequestsError(`Too many failed login attempts: retry in ${retryAfterSeconds} seconds`, retryAfterSeconds);
   }
 }

@@ -121,6 +121,10 @@ export class RedisSharedCounters implements SharedCounters {
     await this.#run(this.#limitersOf(window), (limiter) => limiter.delete(key));
   }
 
+  async release(key: string, window: CounterWindow, points = 1): Promise<void> {
+    await this.#run(this.#limitersOf(window), (limiter) => limiter.reward(key, points));
+  }
+
   async pausedUntil(key: string): Promise<number> {
     let until = this.#pauses.get(key) ?? 0;
     const redis = this.#redis;

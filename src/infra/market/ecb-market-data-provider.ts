@@ -62,20 +62,21 @@ export class EcbMarketDataProvider implements ProviderAdapter {
     const pair = this.#pair(symbol);
     if (!pair) return undefined;
     const what = `quote of ${symbol}`;
-    const [daily, recent] = await Promise.all([this.#file(DAILY_PATH, what), this.#file(NINETY_DAYS_PATH, what)]);
+    // The daily file alone gives the rate; the 90-day file only the previous fixing (null without it).
+    const [daily, recent] = await Promise.all([this.#file(DAILY_PATH, what), this.#file(NINETY_DAYS_PATH, what).catch(() => undefined)]);
     const latest = daily[daily.length - 1];
     if (!latest) throw this.#http.shape(what, 'no dated rates');
     const price = crossRate(latest.rates, pair);
     // A currency the ECB stopped publishing (or never published) is not a pair it knows.
     if (price === undefined) return undefined;
-    const previous = [...recent].reverse().find((day) => day.date < latest.date);
-    const prevClose = (previous && crossRate(previous.rates, pair)) ?? price;
+    const previous = recent === undefined ? undefined : [...recent].reverse().find((day) => day.date < latest.date);
+    const prevClose = recent === undefined ? null : ((previous && crossRate(previous.rates, pair)) ?? price);
     const now = this.#http.now();
     return {
       symbol,
       name: `${pair.base}/${pair.quote} (ECB reference rate)`,
       price,
-      ...changeOf(price, prevClose),
+      ...(prevClose === null ? { change: null, change_percent: null } : changeOf(price, prevClose)),
       open: null,
       high: null,
       low: null,

@@ -13,6 +13,7 @@ import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
 import { asProviderAdapter, createProviderAdapter, SIMULATED_CAPABILITIES, YAHOO_CAPABILITIES } from './provider-adapters.js';
 import { GuardedProviderLink } from './provider-link.js';
 import { SharedKeyPool } from './shared-key-pool.js';
+import { describePlan, planCapabilities } from './provider-plans.js';
 import { ResilientMarketDataProvider, type ResilientMarketDataProviderOptions } from './resilient-market-data-provider.js';
 import { SimulatedMarketDataProvider } from './simulated-market-data-provider.js';
 import { GuardedMarketDataProvider, UpstreamGuard } from './upstream-guard.js';
@@ -39,7 +40,7 @@ export type { YahooMarketDataProviderOptions } from './yahoo-market-data-provide
 
 /** The part of the configuration the market-data adapters read. */
 export type MarketConfig = Pick<Config['market'], 'provider' | 'baseUrl' | 'timeoutMs'> &
-  Partial<Pick<Config['market'], 'providers' | 'breakerResetMs' | 'upstreamMaxRps' | 'upstreamMaxConcurrency' | 'providerSettings'>>;
+  Partial<Pick<Config['market'], 'providers' | 'breakerResetMs' | 'upstreamMaxRps' | 'upstreamMaxConcurrency' | 'providerSettings' | 'backgroundShare'>>;
 
 /** Defaults of the upstream guard when the configuration leaves them out (as `loadConfig` does not). */
 const GUARD_DEFAULTS = { maxRps: 5, maxConcurrency: 4 } as const;
@@ -134,7 +135,7 @@ function buildLink(
     const maxWaitMs = waitFor(timeoutMs);
     logger.info({ provider: 'yahoo', baseUrl, timeoutMs, maxRps, maxConcurrency, sharedBudget: shared }, 'Market data: live quotes from Yahoo Finance');
     const yahoo = new YahooMarketDataProvider({ baseUrl, timeoutMs, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
-    const guard = new UpstreamGuard({ name: 'yahoo', maxRps, maxConcurrency, maxWaitMs, refuseWhenFull: chainLength > 1, counters, logger });
+    const guard = new UpstreamGuard({ name: 'yahoo', maxRps, maxConcurrency, maxWaitMs, refuseWhenFull: chainLength > 1, counters, logger, backgroundShare: market.backgroundShare ?? 1 });
     return new GuardedProviderLink({
       adapter: asProviderAdapter(yahoo, YAHOO_CAPABILITIES),
       resilient: new ResilientMarketDataProvider(new GuardedMarketDataProvider(yahoo, guard), { ...breaker, timeoutMs: timeoutMs + maxWaitMs, logger }),
@@ -146,15 +147,28 @@ function buildLink(
   const settings = market.providerSettings?.[name];
   if (!settings) throw new Error(`No settings for market-data provider '${name}'`);
   const maxWaitMs = waitFor(settings.timeoutMs);
-  logger.info(
-    { provider: name, baseUrl: settings.baseUrl, timeoutMs: settings.timeoutMs, keys: settings.apiKeys.length, maxRps: settings.maxRps, dailyLimit: settings.dailyLimit },
-    `Market data: live data from ${name}`,
-  );
   const sharedKeys = new SharedKeyPool({ provider: name, keys: settings.apiKeys, dailyLimit: settings.dailyLimit, counters });
   const adapter = createProviderAdapter(name, settings, { keys: sharedKeys, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
-  const guard = new UpstreamGuard({ name, maxRps: settings.maxRps, maxConcurrency, maxWaitMs, refuseWhenFull: chainLength > 1, counters, logger });
+  const guard = new UpstreamGuard({
+    name,
+    maxRps: settings.maxRps,
+    maxConcurrency,
+    maxWaitMs,
+    refuseWhenFull: chainLength > 1,
+    counters,
+    logger,
+    backgroundShare: market.backgroundShare ?? 1,
+    dailyLimit: settings.dailyLimit * settings.apiKeys.length,
+  });
+  const capabilities = planCapabilities(adapter.capabilities, settings.plan);
+  logger.info(
+    { provider: name, baseUrl: settings.baseUrl, timeoutMs: settings.timeoutMs, keys: settings.apiKeys.length, ...describePlan(settings, capabilities, guard.backgroundBudget) },
+    `Market data: live data from ${name}${settings.plan ? ` on its ${settings.plan.name} plan` : ''}`,
+  );
   return new GuardedProviderLink({
     adapter,
+    capabilities,
+    plan: settings.plan,
     resilient: new ResilientMarketDataProvider(new GuardedMarketDataProvider(adapter, guard), { ...breaker, timeoutMs: settings.timeoutMs + maxWaitMs, logger }),
     budget: { maxRps: settings.maxRps, dailyLimit: settings.dailyLimit },
     counters,

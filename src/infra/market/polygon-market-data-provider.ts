@@ -8,9 +8,10 @@ import type { ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPoo
 import { assetClassOf, cryptoPairOf, fxPairOf, marketOfSymbol, usTickerOf } from '../../domain/provider-symbols.js';
 import { isSymbol } from '../../domain/symbols.js';
 import {
-  changeOf, dailyBarStartMs, finite, sessionEndMs, inWindow, isoDate, isRecord, lastDateBefore, marketStateOf, nonEmptyString, ProviderHttp,
+  changeOf, dailyBarStartMs, finite, sessionEndMs, inWindow, isoDate, isRecord, lastDateBefore, marketStateOf, nonEmptyString, pathSegment, ProviderHttp,
   timezoneOfMarket, windowOf, type ProviderHttpOptions, type ProviderResponse,
 } from './provider-http.js';
+import { UpstreamRequestRefusedError } from './upstream-guard-errors.js';
 
 /** Options of `PolygonMarketDataProvider`. */
 export interface PolygonMarketDataProviderOptions extends ProviderHttpOptions {
@@ -255,9 +256,14 @@ interface Bar {
   v?: number;
 }
 
-/** A ticker as a path segment: Polygon writes the prefix colon bare (`I:NDX`), as its documentation and recordings do. */
+/**
+ * A ticker as one path segment: Polygon writes the prefix colon bare (`I:NDX`), as its documentation and
+ * recordings do. Throws for a ticker no segment can hold (`.`, `..`): callers only pass mapped codes.
+ */
 function tickerPath(code: string): string {
-  return encodeURIComponent(code).replace(/%3A/gi, ':');
+  const segment = pathSegment(code);
+  if (segment === undefined) throw new UpstreamRequestRefusedError(`Polygon: '${code}' cannot be named in a request`, { provider: 'polygon' });
+  return segment.replace(/%3A/gi, ':');
 }
 
 function polygonBody(response: ProviderResponse): Record<string, unknown> | undefined {

@@ -9,7 +9,7 @@ import { MARKETS, marketStatus, tradingSessions, type MarketCode } from '../../d
 import type { HistoryQuery, HistoryRange, MarketState } from '../../domain/ports/market-data.js';
 import type { ProviderKey, ProviderKeyPool } from '../../domain/ports/providers.js';
 import { UpstreamFailureError, type UpstreamFailureReason } from '../../domain/upstream-failure.js';
-import { UpstreamRateLimitedError } from './upstream-guard-errors.js';
+import { UpstreamRateLimitedError, UpstreamRequestRefusedError } from './upstream-guard-errors.js';
 
 /** Options every HTTP adapter takes. */
 export interface ProviderHttpOptions {
@@ -91,7 +91,8 @@ export class ProviderHttp {
 
   /**
    * The failure a status other than the expected one stands for: 429 `throttled` (with the
-   * `Retry-After`), 401/403 `unauthorized` (naming the key), 5xx `server_error`, anything else `garbage`.
+   * `Retry-After`), 401/403 `unauthorized` (naming the key), 5xx `server_error`, anything else `garbage`
+   * (another 4xx as `UpstreamRequestRefusedError`, which the breaker does not count).
    * `limitMessage` is the provider's "daily limit" wording, found in the body when the adapter knows it.
    */
   statusFailure(what: string, response: ProviderResponse, key: ProviderKey | undefined, limitMessage?: string): UpstreamFailureError {
@@ -104,6 +105,8 @@ export class ProviderHttp {
     }
     if (response.status === 401 || response.status === 403) return this.failure('unauthorized', what, `${detail}: key #${key?.index ?? '-'} refused`, keyIndex);
     if (response.status >= 500) return this.failure('server_error', what, detail, keyIndex);
+    // Another 4xx refuses this one request, not the service: a `garbage` failure the breaker does not count.
+    if (response.status >= 400) return new UpstreamRequestRefusedError(`${this.label} ${what}: unexpected ${detail}`, { provider: this.provider, ...keyIndex });
     return this.failure('garbage', what, `unexpected ${detail}`, keyIndex);
   }
 
@@ -153,6 +156,17 @@ export function parseRetryAfter(header: string | null, nowMs: number): number | 
   if (/^\d+$/.test(trimmed)) return Number(trimmed);
   const date = Date.parse(trimmed);
   return Number.isNaN(date) ? undefined : Math.max(0, (date - nowMs) / 1000);
+}
+
+/**
+ * `value` as exactly one path segment of an upstream URL, or undefined when no encoding can make it one:
+ * `.` and `..` are dot segments URL parsers resolve away (their `%2e` spellings too, so encoding the
+ * dots would not help), and an empty one merges with its neighbour. Everything else is percent-encoded whole (`/`, `?`, `#`, `%` included).
+ * The symbol rule refuses all of these already; this keeps every adapter honest on its own.
+ */
+export function pathSegment(value: string): string | undefined {
+  if (value === '' || value === '.' || value === '..') return undefined;
+  return encodeURIComponent(value);
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

@@ -4,8 +4,9 @@
  * cap, 429 pause) and the circuit breaker.
  */
 import { keys as keySpace } from '../../domain/key-space.js';
+import type { ProviderPlan } from '../../domain/provider-plans.js';
 import type { History, HistoryQuery, Quote, SearchResult } from '../../domain/ports/market-data.js';
-import type { ProviderAdapter, ProviderBreakerState, ProviderHealth, ProviderKeyStatus, ProviderLink, ProviderUsage } from '../../domain/ports/providers.js';
+import type { ProviderAdapter, ProviderBreakerState, ProviderCapabilities, ProviderHealth, ProviderKeyStatus, ProviderLink, ProviderUsage } from '../../domain/ports/providers.js';
 import type { SharedCounters } from '../../domain/ports/counters.js';
 import type { ResilientMarketDataProvider } from './resilient-market-data-provider.js';
 import type { SharedKeyPool } from './shared-key-pool.js';
@@ -14,6 +15,10 @@ import type { SharedKeyPool } from './shared-key-pool.js';
 export interface ProviderLinkParts {
   /** Capabilities, symbol spelling and keys. */
   adapter: ProviderAdapter;
+  /** What the link serves when its plan changes the adapter's reach (default the adapter's own). */
+  capabilities?: ProviderCapabilities | undefined;
+  /** The plan of a keyed provider (`<P>_PLAN` and its overrides). */
+  plan?: ProviderPlan | undefined;
   /** The same provider behind its guard and breaker: where calls go. */
   resilient: ResilientMarketDataProvider;
   budget: { maxRps: number; dailyLimit: number };
@@ -33,8 +38,12 @@ export class GuardedProviderLink implements ProviderLink {
     this.name = parts.adapter.name;
   }
 
-  get capabilities() {
-    return this.#parts.adapter.capabilities;
+  get capabilities(): ProviderCapabilities {
+    return this.#parts.capabilities ?? this.#parts.adapter.capabilities;
+  }
+
+  get plan(): ProviderPlan | undefined {
+    return this.#parts.plan;
   }
 
   get keys() {

@@ -10,7 +10,7 @@ import { UpstreamHeldBackError } from '../../domain/upstream-failure.js';
 import type { Logger } from '../logger.js';
 import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../domain/ports/market-data.js';
 import type { Metrics, UpstreamOutcome } from '../../domain/ports/metrics.js';
-import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
+import { UpstreamBusyError, UpstreamRateLimitedError, UpstreamRequestRefusedError } from './upstream-guard-errors.js';
 
 /** The provider's health as the admin status reports it. */
 export type DatasourceHealth = components['schemas']['DatasourceStatus'];
@@ -110,7 +110,8 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
 
     this.breaker = new CircuitBreaker((call: () => Promise<unknown>) => this.callInner(call), {
       name: `market-data-${inner.name}`,
-      errorFilter: (err: unknown) => err instanceof UpstreamBusyError || err instanceof UpstreamRateLimitedError,
+      // Not the upstream's own failures: held back or throttled calls, and a request the upstream refused alone.
+      errorFilter: (err: unknown) => err instanceof UpstreamBusyError || err instanceof UpstreamRateLimitedError || err instanceof UpstreamRequestRefusedError,
       timeout: this.breakerTimeoutMs,
       errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
       volumeThreshold: options.volumeThreshold ?? 3,

@@ -7,9 +7,17 @@ import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, Qu
 import type { ProviderAdapter, ProviderCapabilities, ProviderKey, ProviderKeyPool, ProviderSymbol } from '../../domain/ports/providers.js';
 import { assetClassOf, cryptoPairOf, fxPairOf, marketOfSymbol, usTickerOf } from '../../domain/provider-symbols.js';
 import {
-  changeOf, dailyBarStartMs, finite, inWindow, isoDate, isRecord, lastDateBefore, marketStateOf, nonEmptyString, ProviderHttp, sessionEndMs,
+  changeOf, dailyBarStartMs, finite, inWindow, isoDate, isRecord, lastDateBefore, marketStateOf, nonEmptyString, pathSegment, ProviderHttp, sessionEndMs,
   timezoneOfMarket, windowOf, type ProviderHttpOptions, type ProviderResponse,
 } from './provider-http.js';
+import { UpstreamRequestRefusedError } from './upstream-guard-errors.js';
+
+/** A ticker as one path segment; throws for one no segment can hold (`.`, `..`). */
+function tickerSegment(code: string): string {
+  const segment = pathSegment(code);
+  if (segment === undefined) throw new UpstreamRequestRefusedError(`Tiingo: '${code}' cannot be named in a request`, { provider: 'tiingo' });
+  return segment;
+}
 
 export interface TiingoMarketDataProviderOptions extends ProviderHttpOptions {
   keys: ProviderKeyPool;
@@ -149,7 +157,7 @@ export class TiingoMarketDataProvider implements ProviderAdapter {
     const dates = { startDate: isoDate(fromMs), endDate: lastDateBefore(toMs) };
     if (target.assetClass === 'equity') {
       if (interval !== '1d') throw this.#http.failure('garbage', what, `interval ${interval} is not served for shares`);
-      const body = await this.#getJson(`/tiingo/daily/${encodeURIComponent(target.code)}/prices?${new URLSearchParams({ ...dates, resampleFreq: 'daily' }).toString()}`, what);
+      const body = await this.#getJson(`/tiingo/daily/${tickerSegment(target.code)}/prices?${new URLSearchParams({ ...dates, resampleFreq: 'daily' }).toString()}`, what);
       if (body === undefined) return undefined;
       if (!Array.isArray(body)) throw this.#http.shape(what, 'not a list of bars');
       return this.#rows(body, what);
@@ -165,7 +173,7 @@ export class TiingoMarketDataProvider implements ProviderAdapter {
       if (!Array.isArray(entry.priceData)) throw this.#http.shape(what, 'no "priceData" list');
       return this.#rows(entry.priceData, what, 'volumeNotional');
     }
-    const body = await this.#getJson(`/tiingo/fx/${encodeURIComponent(target.code)}/prices?${new URLSearchParams({ ...dates, resampleFreq }).toString()}`, what);
+    const body = await this.#getJson(`/tiingo/fx/${tickerSegment(target.code)}/prices?${new URLSearchParams({ ...dates, resampleFreq }).toString()}`, what);
     if (body === undefined) return undefined;
     if (!Array.isArray(body)) throw this.#http.shape(what, 'not a list of bars');
     return this.#rows(body, what);

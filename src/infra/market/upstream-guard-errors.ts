@@ -28,3 +28,14 @@ export class UpstreamBusyError extends UpstreamHeldBackError {
     super(holdReason, message, retryAfterSeconds);
   }
 }
+
+/**
+ * The upstream refused this one request (a 4xx other than 401, 403 and 429): an unusable answer about
+ * what was asked, not an outage. An upstream failure of reason `garbage` (the router fails over as
+ * before), which the circuit breaker does not count, so one caller's symbol cannot open it for everyone.
+ */
+export class UpstreamRequestRefusedError extends UpstreamFailureError {
+  constructor(message: string, options?: { cause?: unknown; provider?: string; keyIndex?: number }) {
+    super('garbage', message, options);
+  }
+}

@@ -8,7 +8,8 @@
  * to itself).
  */
 import type { Logger } from '../logger.js';
-import { keys } from '../../domain/key-space.js';
+import { isBackground } from '../../domain/background-work.js';
+import { keys, utcDay } from '../../domain/key-space.js';
 import type { CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
 import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../domain/ports/market-data.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
@@ -21,9 +22,16 @@ export interface UpstreamGuardOptions {
   name: string;
   /**
    * Upstream requests per second for the whole fleet (UPSTREAM_MAX_RPS, `<P>_MAX_RPS`); 0 = no budget.
-   * A fraction is counted over a longer window: 0.083 (5 a minute) allows 5 calls per minute.
+   * A fraction is counted over a longer window: 5/60 (5 a minute) allows 5 calls per minute.
    */
   maxRps: number;
+  /**
+   * The share (0 to 1) of the budget, and of `dailyLimit`, that background work (`inBackground`) may
+   * use; default 1. Background calls never wait: without room they are refused at once.
+   */
+  backgroundShare?: number;
+  /** Calls per UTC day with all the provider's keys (0 = no limit): what the background share of a day is taken of. */
+  dailyLimit?: number;
   /** Upstream requests in flight at once from this instance (UPSTREAM_MAX_CONCURRENCY), at least 1. */
   maxConcurrency: number;
   /** How long a call may wait for room before failing with `UpstreamBusyError`, in milliseconds. */
@@ -86,6 +94,9 @@ export class UpstreamGuard {
   /** Calls allowed per window. */
   readonly #perWindow: number;
   readonly #pauseKey: string;
+  /** Background calls allowed per window and per UTC day (`Infinity`: no limit of their own). */
+  readonly #backgroundPerWindow: number;
+  readonly #backgroundPerDay: number;
   readonly #queue: Waiter[] = [];
   #active = 0;
   #pumping = false;
@@ -109,6 +120,15 @@ export class UpstreamGuard {
     this.#name = options.name;
     this.#secondWindow = { limit: this.#perWindow, windowMs: 2000 * this.#windowS };
     this.#pauseKey = keys.upstream.pauseUntil(options.name);
+    const share = Math.min(1, Math.max(0, options.backgroundShare ?? 1));
+    this.#backgroundPerWindow = options.maxRps === 0 ? Infinity : Math.floor(this.#perWindow * share + 1e-9);
+    this.#backgroundPerDay = (options.dailyLimit ?? 0) === 0 ? Infinity : Math.floor((options.dailyLimit ?? 0) * share + 1e-9);
+  }
+
+  /** What background work may spend: calls per budget window (of `windowS` seconds) and per UTC day (`null`: no limit of its own). */
+  get backgroundBudget(): { perWindow: number | null; windowS: number; perDay: number | null } {
+    const finite = (n: number) => (Number.isFinite(n) ? n : null);
+    return { perWindow: finite(this.#backgroundPerWindow), windowS: this.#windowS, perDay: finite(this.#backgroundPerDay) };
   }
 
   /**
@@ -117,7 +137,8 @@ export class UpstreamGuard {
    * pauses every instance for its `retryAfterSeconds`.
    */
   async run<T>(call: () => Promise<T>): Promise<T> {
-    await this.#admission();
+    if (isBackground()) await this.#backgroundAdmission();
+    else await this.#admission();
     try {
       return await call();
     } catch (err) {
@@ -164,6 +185,33 @@ export class UpstreamGuard {
       this.#queue.push(waiter);
       void this.#pump();
     });
+  }
+
+  /**
+   * Admits a background call at once or refuses it: callers come first, so a background call never
+   * waits in the queue (a caller would wait behind it), never takes the last free slot while a caller
+   * waits, and spends at most its share of the window's budget and of the day's.
+   */
+  async #backgroundAdmission(): Promise<void> {
+    if (this.#queue.length > 0 || this.#active >= this.#maxConcurrency) throw this.#busy('callers are waiting: background work gives way', 1);
+    const now = this.#now();
+    const pausedUntil = Math.max(this.#pausedUntil, await this.#sharedPauseUntil());
+    if (pausedUntil > now) throw this.#busy('upstream calls are paused after the upstream answered 429', (pausedUntil - now) / 1000, 'paused');
+    if (this.#backgroundPerDay !== Infinity) {
+      const nextDayMs = (Math.floor(now / 86_400_000) + 1) * 86_400_000;
+      const day = this.#backgroundPerDay < 1 ? { allowed: false } : await this.#counters.consume(keys.upstream.background(this.#name, `d${utcDay(now)}`), { limit: this.#backgroundPerDay, windowMs: 'utc-day' });
+      if (!day.allowed) throw this.#busy(`background work used its share of the daily limit (${this.#backgroundPerDay})`, (nextDayMs - now) / 1000);
+    }
+    if (this.#maxRps > 0) {
+      const windowMs = this.#windowS * 1000;
+      const second = Math.floor(now / windowMs) * this.#windowS;
+      const leftS = (second * 1000 + windowMs - now) / 1000;
+      const share = this.#backgroundPerWindow < 1 ? { allowed: false } : await this.#counters.consume(keys.upstream.background(this.#name, `w${second}`), { limit: this.#backgroundPerWindow, windowMs: 2000 * this.#windowS });
+      if (!share.allowed) throw this.#busy(`background work used its share of the budget (${this.#backgroundPerWindow} of ${this.#perWindow} per ${this.#windowS} s)`, leftS);
+      const taken = await this.#counters.consume(keys.upstream.rps(this.#name, second), this.#secondWindow);
+      if (!taken.allowed) throw this.#busy('the upstream request budget is used up', leftS);
+    }
+    this.#active++;
   }
 
   /** Admits waiters from the head of the queue while slots, the pause and the budget allow. One pump at a time. */
@@ -228,6 +276,8 @@ export class UpstreamGuard {
       // +1 ms: land inside the next second, not on the last millisecond of this one.
       return Math.max(1, second * 1000 + windowMs - this.#now() + 1);
     }
+    // Budgets of a minute or an hour are the provider's own count: their calls go at once.
+    if (this.#windowS > 1) return 0;
     // The k-th call of a second starts (k-1)/maxRps of the usable second after its start, so the
     // budget reaches the upstream as an even stream rather than a burst at the top of each second.
     const slotAt = second * 1000 + ((taken.used - 1) * (windowMs - SECOND_END_MARGIN_MS)) / this.#perWindow;

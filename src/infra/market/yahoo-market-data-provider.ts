@@ -8,8 +8,8 @@ import { DataSourceError } from '../../domain/errors.js';
 import { canonical, isSymbol } from '../../domain/symbols.js';
 import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, MarketDataProvider, MarketState, Quote, SearchResult } from '../../domain/ports/market-data.js';
 import { UpstreamFailureError } from '../../domain/upstream-failure.js';
-import { errorCode, finite, isRecord, parseRetryAfter, roundTo } from './provider-http.js';
-import { UpstreamRateLimitedError } from './upstream-guard-errors.js';
+import { errorCode, finite, isRecord, parseRetryAfter, pathSegment, roundTo } from './provider-http.js';
+import { UpstreamRateLimitedError, UpstreamRequestRefusedError } from './upstream-guard-errors.js';
 
 /** Options of `YahooMarketDataProvider`. */
 export interface YahooMarketDataProviderOptions {
@@ -133,8 +133,11 @@ export class YahooMarketDataProvider implements MarketDataProvider {
   /** The parsed chart body, or `undefined` for Yahoo's "no data found" 404. */
   private async chart(symbol: string, params: URLSearchParams): Promise<Record<string, unknown> | undefined> {
     const what = `chart of ${symbol}`;
+    const segment = pathSegment(symbol);
+    // No request can name it: no such symbol, without asking (and without a failure to count).
+    if (segment === undefined) return undefined;
     // `|` in `events` is sent percent-encoded, as Yahoo's own clients do.
-    const { status, text, retryAfter } = await this.request(`/v8/finance/chart/${encodeURIComponent(symbol)}?${params.toString()}`, what);
+    const { status, text, retryAfter } = await this.request(`/v8/finance/chart/${segment}?${params.toString()}`, what);
     if (status === 404 && isChartError(text)) return undefined;
     if (status !== 200) throw this.statusError(what, status, text, retryAfter);
     const body = parseJson(text, what);
@@ -170,8 +173,10 @@ export class YahooMarketDataProvider implements MarketDataProvider {
     const detail = upstreamErrorDescription(text);
     const message = `Yahoo Finance ${what}: HTTP ${status}${detail ? ` (${detail})` : ''}`;
     if (status === 429) return new UpstreamRateLimitedError(message, retryAfter, { provider: 'yahoo' });
-    const reason = status === 401 || status === 403 ? 'unauthorized' : status >= 500 ? 'server_error' : 'garbage';
-    return new UpstreamFailureError(reason, message, { provider: 'yahoo' });
+    if (status === 401 || status === 403) return new UpstreamFailureError('unauthorized', message, { provider: 'yahoo' });
+    if (status >= 500) return new UpstreamFailureError('server_error', message, { provider: 'yahoo' });
+    // Another 4xx refuses this one request, not the service: the breaker does not count it.
+    return new UpstreamRequestRefusedError(message, { provider: 'yahoo' });
   }
 }
 

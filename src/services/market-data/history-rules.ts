@@ -3,6 +3,8 @@
  * rule), the most candles one answer or export carries, and the window as instants.
  */
 import { rangeStartMs } from '../../domain/history-ranges.js';
+import { snapWindow } from '../../domain/history-grid.js';
+import { marketOfSymbol } from '../../domain/provider-symbols.js';
 import { isoInstant, parseInstant } from '../../domain/instant.js';
 import { InvalidRequestError, type Violation } from '../../domain/errors.js';
 import { canonicalSymbol } from '../../domain/symbols.js';
@@ -79,7 +81,8 @@ export async function historyQuery(
       violations.push({ path: 'query.start', message: `${interval} candles reach back ${backDays} days at most: start after ${new Date(now - backDays * DAY_MS).toISOString().slice(0, 10)}, or choose a daily interval` });
     }
   }
-  const query: HistoryQuery = range !== undefined ? { symbol, interval, range } : { symbol, interval, startMs: startMs as number, ...(endMs !== undefined ? { endMs } : {}) };
+  // The window's bounds snapped to the interval's grid: the cache key and the store query name bars, not milliseconds.
+  const query: HistoryQuery = range !== undefined ? { symbol, interval, range } : { symbol, interval, ...snapWindow(marketOfSymbol(symbol), interval, { startMs: startMs as number, endMs }) };
   if (violations.length > 0 && !(await holds(symbol, interval, spanOf(query, now)))) throw new InvalidRequestError(violations);
   return query;
 }

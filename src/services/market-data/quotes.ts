@@ -2,7 +2,7 @@
  * Quotes: one symbol, a batch, the configured indices, and their refresh ahead of expiry. Every quote
  * is one cached entry per symbol; batches and the indices are assembled from those entries' JSON.
  */
-import { DataSourceError, UnknownSymbolError } from '../../domain/errors.js';
+import { DataSourceError, SymbolNotServedError, UnknownSymbolError } from '../../domain/errors.js';
 import type { Quote } from '../../domain/ports/market-data.js';
 import { canonical, canonicalSymbol, parseSymbolList } from '../../domain/symbols.js';
 import type { CachedRepresentation, CacheRead, Loaded, ReadOutcome } from '../representation-cache.js';
@@ -124,7 +124,19 @@ export class Quotes {
    * quote is parsed and serialized again.
    */
   async #loadBatch(symbols: readonly string[]): Promise<Loaded> {
-    const parts = await Promise.all(symbols.map(async (symbol) => ({ symbol, rep: await this.#ctx.engine.read(this.#quoteRead(symbol)) })));
+    // A symbol no configured provider serves is left out like an unknown one, but is never remembered as unknown.
+    let notServed: SymbolNotServedError | undefined;
+    const parts = await Promise.all(
+      symbols.map(async (symbol) => {
+        try {
+          return { symbol, rep: await this.#ctx.engine.read(this.#quoteRead(symbol)) };
+        } catch (err) {
+          if (!(err instanceof SymbolNotServedError)) throw err;
+          notServed ??= err;
+          return { symbol, rep: { outcome: 'unknown', cacheStatus: 'MISS' } as const };
+        }
+      }),
+    );
     const data: string[] = [];
     // A batch may mix providers (each quote names its own then): the response names the first's.
     let source: string | undefined;
@@ -146,6 +158,7 @@ export class Quotes {
     }
     // Answered as a HIT when no part had to be fetched.
     const fetched = parts.some(({ rep }) => rep.cacheStatus !== 'HIT');
+    if (data.length === 0 && notServed !== undefined) throw notServed;
     if (data.length === 0) return { outcome: 'unknown', fetched };
     const value = `{"success":true,"data":[${data.join(',')}],"missing":${JSON.stringify(missing)},"source":${JSON.stringify(source ?? this.#ctx.source)},"updated_at":${JSON.stringify(oldest ?? this.#ctx.iso())}}`;
     return { outcome: 'found', value, ttlMs, stale, fetched };
@@ -165,6 +178,8 @@ export class Quotes {
     let failure: unknown;
     let stale = false;
     for (const outcome of outcomes) {
+      // An index no configured provider serves is left out; it is no failure of the upstream.
+      if (outcome.status === 'rejected' && outcome.reason instanceof SymbolNotServedError) continue;
       if (outcome.status === 'rejected') {
         failure ??= outcome.reason;
         continue;
@@ -183,7 +198,7 @@ export class Quotes {
     }
     if (failure !== undefined) ttlMs = Math.min(ttlMs, DEGRADED_INDICES_TTL_MS);
     const value = `{"success":true,"data":[${data.join(',')}],"source":${JSON.stringify(source ?? this.#ctx.source)},"updated_at":${JSON.stringify(this.#ctx.iso())}}`;
-    const fetched = outcomes.some((outcome) => outcome.status === 'rejected' || outcome.value.cacheStatus !== 'HIT');
+    const fetched = outcomes.some((outcome) => (outcome.status === 'rejected' ? !(outcome.reason instanceof SymbolNotServedError) : outcome.value.cacheStatus !== 'HIT'));
     return { outcome: 'found', value, ttlMs, stale, fetched };
   }
 }

@@ -13,7 +13,7 @@ import { formatNumber, Page, Problem, signClass } from '../ui.tsx';
 type Suggestion = components['schemas']['SearchResult'];
 
 const STORAGE_KEY = 'mds.watchlist';
-const SYMBOL = /^[A-Za-z0-9^.=-]{1,32}$/;
+const SYMBOL = /^[A-Za-z0-9^=-][A-Za-z0-9^.=-]{0,31}$/;
 const MAX_SYMBOLS = 50;
 
 function loadList(): string[] {

@@ -1,0 +1,387 @@
+/**
+ * Provider plans honoured (DESIGN 19), through the real service with each provider replayed by a local
+ * server: callers' reads answered on a free plan while the index refresh runs, a spent budget a 503
+ * with Retry-After (never 404, nothing remembered as unknown), a plan's reach deciding who serves an
+ * old window (and a 422 saying how to reach it), a straddling window partial, and the ECB quote from
+ * the daily file alone.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
+import { fixture, startReplayUpstream, type ReplayRoute, type ReplayUpstream } from '../helpers/replay-upstream.js';
+import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const JSON_TYPE = 'application/json';
+const POLYGON_KEY = 'polygon-plan-key-0001';
+const DAY_MS = 86_400_000;
+const POLYGON_AGGS = fixture('polygon-aggs-AAPL-1day-2023-01-01-2023-01-10.json');
+/** Tickers the replayed Polygon has daily bars for (the recorded AAPL bars, whatever the ticker). */
+const KNOWN = ['AAPL', 'MSFT', 'NVDA', 'AMZN', 'META', 'GOOG', 'TSLA', 'NFLX', 'ORCL', 'INTC', 'AMD', 'IBM', 'I:SPX', 'I:DJI', 'I:COMP'];
+
+const POLYGON_ROUTES: ReplayRoute[] = [
+  // A real ticker with no bar in the window, and a reference lookup that finds nothing: unknown.
+  { path: /^\/v2\/aggs\/ticker\/QQQQ\//, status: 200, contentType: JSON_TYPE, body: '{"ticker":"QQQQ","queryCount":0,"resultsCount":0,"adjusted":true,"status":"OK","request_id":"e1","count":0}' },
+  { path: new RegExp(`^/v2/aggs/ticker/(${KNOWN.join('|')})/range/1/day/`), status: 200, contentType: JSON_TYPE, gzip: true, body: POLYGON_AGGS },
+  { path: '/v3/reference/dividends', status: 200, contentType: JSON_TYPE, body: '{"results":[],"status":"OK","request_id":"d1"}' },
+  { path: '/v3/reference/splits', status: 200, contentType: JSON_TYPE, body: '{"results":[],"status":"OK","request_id":"s1"}' },
+];
+/** Polygon's answer for a ticker it does not have (aggregates and reference alike). */
+const POLYGON_NOT_FOUND = { status: 404, contentType: JSON_TYPE, body: '{"status":"NOT_FOUND","request_id":"n1","message":"Ticker not found."}' };
+
+interface ErrorBody {
+  success: false;
+  error: string;
+  code: number;
+  violations?: Array<{ path: string; message: string }>;
+}
+
+/** Every unknown-symbol member the service remembered in Redis, whatever the provider. */
+async function rememberedUnknowns(raw: Redis): Promise<string[]> {
+  const keys = await raw.keys('mds:v1:unknown:*');
+  const members: string[] = [];
+  for (const key of keys) members.push(...Object.keys(JSON.parse((await raw.get(key)) ?? '{}') as Record<string, number>));
+  return members;
+}
+
+function aggsRequestsFor(upstream: ReplayUpstream, ticker: string) {
+  return upstream.requests.filter((r) => r.path.startsWith(`/v2/aggs/ticker/${ticker}/`));
+}
+
+let redis: RedisProcess;
+let raw: Redis;
+let polygon: ReplayUpstream;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  raw = await connectFailFast(redis.port);
+  polygon = await startReplayUpstream({ routes: POLYGON_ROUTES, notFound: POLYGON_NOT_FOUND });
+});
+afterAll(async () => {
+  raw.disconnect();
+  await polygon.close();
+  await redis.stop();
+});
+
+/** A service on its own Redis database (budgets, pauses and unknown symbols apart from the other cases). */
+function start(db: number, env: Record<string, string>, scheduler = false): Promise<TestService> {
+  return startTestService({ CACHE_URL: `${redis.url}/${db}`, POLYGON_API_KEYS: POLYGON_KEY, POLYGON_BASE_URL: polygon.baseUrl, ...env }, { init: true, scheduler });
+}
+
+describe('Polygon on its free (basic) plan with the default indices and refresh interval', () => {
+  let svc: TestService;
+  /** Polygon's requests before this service started: the refresh may also have run on its own timer since. */
+  let startedAt = 0;
+  beforeAll(async () => {
+    await raw.select(0);
+    await raw.flushdb();
+    startedAt = polygon.requests.length;
+    svc = await start(0, { MARKET_DATA_PROVIDERS: 'polygon', REFRESH_INTERVAL_SECONDS: '30' }, true);
+  });
+  afterAll(() => svc.close());
+
+  it('when the service starts, then the log and GET /api/admin/providers show the plan, its reach and budget, and the index refresh lengthened once to fit half the budget', async () => {
+    const line = svc.logs.find((l) => l.provider === 'polygon' && l.plan === 'basic');
+    expect(line).toMatchObject({ plan: 'basic', reach: { historyDays: 730, intradayDays: 730 }, dailyLimit: 0, background: { perWindow: 2, windowS: 60, perDay: null } });
+    const lengthened = svc.logs.filter((l) => typeof l.msg === 'string' && l.msg.includes('the index refresh runs every'));
+    expect(lengthened).toHaveLength(1);
+    // ^GSPC, ^DJI and ^IXIC are the default indices Polygon can spell: 3 calls in 2 a minute.
+    expect(lengthened[0]?.msg).toContain('every 90 s instead of every 30 s');
+    const token = await svc.login(ADMIN.username, ADMIN.password);
+    const res = await svc.fetch('/api/admin/providers', { headers: { authorization: `Bearer ${token}` } });
+    const body = (await res.json()) as { data: Array<{ name: string; plan: unknown; budget: { max_rps: number | null; daily_limit: number | null } }> };
+    expect(body.data[0]).toMatchObject({ name: 'polygon', plan: { name: 'basic', history_days: 730, intraday_days: 730 }, budget: { daily_limit: null } });
+    expect(body.data[0]?.budget.max_rps).toBeCloseTo(5 / 60, 5);
+  });
+
+  it('when the index refresh has run, then three callers are answered 200 by Polygon, a read once the budget is spent is 503 with Retry-After, and no symbol is remembered as unknown', async () => {
+    // Run now, unless the timer's first run holds the job's lock (then that run was the refresh).
+    await svc.runJob('refresh-indices');
+    // Background work took at most half of the 5 calls a minute (2): the three indices Polygon spells compete for them.
+    const indexRequests = () => polygon.requests.slice(startedAt).filter((r) => r.path.startsWith('/v2/aggs/ticker/I:'));
+    // When the timer's first run holds the job's lock, runJob returns at once: wait for that run's calls.
+    await waitFor(() => indexRequests().length > 0, { timeoutMs: 10_000, message: 'the index refresh asking Polygon' });
+    const indexCalls = indexRequests();
+    // The exact share (2 of 5) is the guard's unit test; here the counters may fall back to memory for a moment when
+    // Redis answers slowly on a loaded host, so the bound is the three calls one refresh asks at most.
+    expect(indexCalls.length, JSON.stringify(indexCalls.map((r) => r.path))).toBeLessThanOrEqual(3);
+    expect(indexCalls.length).toBeGreaterThan(0);
+
+    for (const symbol of ['AAPL', 'MSFT', 'NVDA']) {
+      const res = await svc.fetch(`/api/quotes/${symbol}`);
+      expect(res.status, symbol).toBe(200);
+      const body = (await res.json()) as { source: string; data: { symbol: string; price: number } };
+      expect(body).toMatchObject({ source: 'polygon', data: { symbol, price: 130.73 } });
+    }
+
+    // The budget is spent now (or, if a minute began meanwhile, within the next few reads): a 503, never a 404.
+    let spent: Response | undefined;
+    for (const symbol of ['AMZN', 'META', 'GOOG', 'TSLA', 'NFLX', 'ORCL', 'INTC', 'AMD', 'IBM']) {
+      const res = await svc.fetch(`/api/quotes/${symbol}`);
+      expect([200, 503], symbol).toContain(res.status);
+      if (res.status === 503) {
+        spent = res;
+        break;
+      }
+      await res.arrayBuffer();
+    }
+    expect(spent?.status).toBe(503);
+    const retryAfter = Number(spent?.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    const error = (await spent?.json()) as ErrorBody;
+    expect(error).toMatchObject({ success: false, code: 503 });
+
+    // History of an existing symbol with the budget spent: 503 too, never "unknown".
+    const history = await svc.fetch('/api/history/MSFT?interval=1d&range=1mo');
+    expect(history.status).toBe(503);
+    expect(history.headers.get('retry-after')).not.toBeNull();
+    expect(await rememberedUnknowns(raw)).toEqual([]);
+  });
+
+  it('when a symbol no configured provider can spell is asked (^FTSE with Polygon alone), then 422 says which markets Polygon covers, and nothing is remembered', async () => {
+    const res = await svc.fetch('/api/quotes/%5EFTSE');
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as ErrorBody;
+    expect(body.violations?.[0]?.path).toBe('path.symbol');
+    expect(body.error).toContain("no configured provider serves quotes of '^FTSE'");
+    expect(body.error).toContain('polygon: US stocks and ETFs, US indices');
+    const history = await svc.fetch('/api/history/%5EFTSE?interval=1d&range=1mo');
+    expect(history.status).toBe(422);
+    expect(await rememberedUnknowns(raw)).toEqual([]);
+  });
+});
+
+describe("Polygon's reach follows its plan", () => {
+  let svc: TestService | undefined;
+  let yahoo: ReplayUpstream | undefined;
+  afterEach(async () => {
+    await svc?.close();
+    svc = undefined;
+    await yahoo?.close();
+    yahoo = undefined;
+  });
+
+  it('when POLYGON_PLAN=developer, then a 2023 daily window is asked of Polygon and served by it', async () => {
+    svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon', POLYGON_PLAN: 'developer' });
+    const before = aggsRequestsFor(polygon, 'AAPL').length;
+    const res = await svc.fetch('/api/history/AAPL?interval=1d&start=2023-01-03&end=2023-01-10');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { source: string; data: { candles: Array<{ time: string; close: number }>; partial?: boolean } };
+    expect(body.source).toBe('polygon');
+    expect(body.data.candles[0]).toMatchObject({ time: '2023-01-03T14:30:00.000Z', close: 125.07 });
+    expect(body.data.partial).toBeUndefined();
+    expect(aggsRequestsFor(polygon, 'AAPL').length).toBeGreaterThan(before);
+  });
+
+  it('when POLYGON_HISTORY_DAYS=3650 on the basic plan, then the same window is served by Polygon', async () => {
+    svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon', POLYGON_HISTORY_DAYS: '3650' });
+    const res = await svc.fetch('/api/history/MSFT?interval=1d&start=2023-01-03&end=2023-01-10');
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { source: string }).source).toBe('polygon');
+  });
+
+  it('when Polygon alone is on basic, then the 2023 window is a 422 naming its reach and POLYGON_PLAN, without asking it, and nothing is remembered', async () => {
+    await raw.select(2);
+    await raw.flushdb();
+    svc = await start(2, { MARKET_DATA_PROVIDERS: 'polygon' });
+    const before = aggsRequestsFor(polygon, 'NVDA').length;
+    const res = await svc.fetch('/api/history/NVDA?interval=1d&start=2023-01-03&end=2023-01-10');
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as ErrorBody;
+    expect(body.violations?.[0]?.path).toBe('query.start');
+    expect(body.error).toContain('polygon reaches 730 days on its basic plan: POLYGON_PLAN or POLYGON_HISTORY_DAYS extends it');
+    expect(aggsRequestsFor(polygon, 'NVDA').length).toBe(before);
+    expect(await rememberedUnknowns(raw)).toEqual([]);
+  });
+
+  it('when the chain is polygon,yahoo on basic, then the 2023 window is served by Yahoo', async () => {
+    yahoo = await startReplayUpstream({
+      routes: [{ path: '/v8/finance/chart/AMZN', status: 200, contentType: JSON_TYPE, body: yahooChart() }],
+      notFound: { status: 404, contentType: JSON_TYPE, body: '{"chart":{"result":null,"error":{"code":"Not Found","description":"No data found, symbol may be delisted"}}}' },
+    });
+    svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon,yahoo', YAHOO_BASE_URL: yahoo.baseUrl });
+    const before = aggsRequestsFor(polygon, 'AMZN').length;
+    const res = await svc.fetch('/api/history/AMZN?interval=1d&start=2023-01-03&end=2023-01-05');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { source: string; data: { candles: Array<{ time: string; close: number }> } };
+    expect(body.source).toBe('yahoo');
+    expect(body.data.candles.map((c) => c.close)).toEqual([85.82, 85.14]);
+    expect(aggsRequestsFor(polygon, 'AMZN').length).toBe(before);
+  });
+
+  it('when a window straddles the basic reach, then the reachable part is answered with partial: true and the rest under missing', async () => {
+    svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon' });
+    const now = Date.now();
+    const from = new Date(now - 760 * DAY_MS).toISOString().slice(0, 10);
+    const to = new Date(now - 700 * DAY_MS).toISOString().slice(0, 10);
+    const res = await svc.fetch(`/api/history/GOOG?interval=1d&start=${from}&end=${to}`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { source: string; data: { partial?: boolean; missing?: Array<{ start: string; end: string }> } };
+    expect(body.data.partial).toBe(true);
+    expect(body.data.missing).toHaveLength(1);
+    expect(body.data.missing?.[0]?.start).toBe(`${from}T00:00:00.000Z`);
+    // The unreachable span ends where the plan's 730 days begin (measured from the request's now).
+    const reachStart = Date.parse(body.data.missing?.[0]?.end ?? '');
+    expect(Math.abs(reachStart - (now - 730 * DAY_MS))).toBeLessThan(60_000);
+    // The reachable part was asked of Polygon from the reach's start on.
+    const asked = aggsRequestsFor(polygon, 'GOOG').at(-1)?.path ?? '';
+    expect(asked).toContain(`/range/1/day/${new Date(reachStart).toISOString().slice(0, 10)}/`);
+  });
+
+  it('when Polygon answers NOT_FOUND for a ticker, or finds no bar and no reference ticker, then 404 (and only then)', async () => {
+    svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon', POLYGON_PLAN: 'developer' });
+    expect((await svc.fetch('/api/quotes/ZZZZ')).status).toBe(404);
+    expect((await svc.fetch('/api/history/ZZZZ?interval=1d&start=2023-01-03&end=2023-01-10')).status).toBe(404);
+    const empty = await svc.fetch('/api/history/QQQQ?interval=1d&start=2023-01-07&end=2023-01-09');
+    expect(empty.status).toBe(404);
+    expect(polygon.requests.some((r) => r.path === '/v3/reference/tickers/QQQQ')).toBe(true);
+  });
+});
+
+/** One keyed provider on its default plan, replayed: the routes that answer any of `symbols` with a quote. */
+interface KeyedCase {
+  name: 'alpha_vantage' | 'tiingo' | 'fmp';
+  routes: (symbols: readonly string[]) => ReplayRoute[];
+  /** Spend the budget through reads (false when the plan's budget is a day's and too large to spend in a test). */
+  spendByReads: boolean;
+}
+
+const AV_QUOTE = (symbol: string) =>
+  `{"Global Quote":{"01. symbol":"${symbol}","02. open":"170.0000","03. high":"172.3500","04. low":"169.5500","05. price":"171.9800","06. volume":"3466581","07. latest trading day":"2024-06-26","08. previous close":"170.8300","09. change":"1.1500","10. change percent":"0.6732%"}}`;
+const FMP_QUOTE = fixture('fmp-quote-AAPL.json').toString('utf8');
+const TIINGO_DAILY = fixture('tiingo-daily-AAPL-2023-01-01-2023-06-06.json');
+const CALLER_SYMBOLS = ['AAPL', 'MSFT', 'NVDA'];
+const MORE_SYMBOLS = Array.from({ length: 60 }, (_, i) => `S${String.fromCharCode(65 + (i % 26))}${String.fromCharCode(65 + Math.floor(i / 26))}`);
+
+const KEYED: KeyedCase[] = [
+  {
+    name: 'alpha_vantage',
+    routes: (symbols) => symbols.map((symbol) => ({ path: '/query', query: { function: 'GLOBAL_QUOTE', symbol }, status: 200, contentType: JSON_TYPE, body: AV_QUOTE(symbol) })),
+    spendByReads: false,
+  },
+  {
+    name: 'tiingo',
+    routes: () => [{ path: /^\/tiingo\/daily\/[A-Z]+\/prices$/, status: 200, contentType: JSON_TYPE, body: TIINGO_DAILY }],
+    // 50 an hour: spent by the reads of one test.
+    spendByReads: true,
+  },
+  {
+    name: 'fmp',
+    routes: (symbols) => symbols.map((symbol) => ({ path: '/stable/quote', query: { symbol }, status: 200, contentType: 'application/json; charset=utf-8', body: FMP_QUOTE.replace('"AAPL"', `"${symbol}"`) })),
+    spendByReads: false,
+  },
+];
+
+describe.each(KEYED)('$name on its default plan with the default indices and refresh interval', ({ name, routes, spendByReads }) => {
+  let upstream: ReplayUpstream;
+  let svc: TestService;
+  const db = { alpha_vantage: 4, tiingo: 5, fmp: 6 }[name];
+  beforeAll(async () => {
+    await raw.select(db);
+    await raw.flushdb();
+    upstream = await startReplayUpstream({ routes: routes([...CALLER_SYMBOLS, ...MORE_SYMBOLS]), notFound: { status: 404, contentType: JSON_TYPE, body: '{"detail":"Not found."}' } });
+    const p = name.toUpperCase();
+    svc = await startTestService(
+      { CACHE_URL: `${redis.url}/${db}`, MARKET_DATA_PROVIDERS: name, [`${p}_API_KEYS`]: `${name}-plan-key-0001`, [`${p}_BASE_URL`]: upstream.baseUrl, REFRESH_INTERVAL_SECONDS: '30' },
+      { scheduler: true },
+    );
+  });
+  afterAll(async () => {
+    await svc.close();
+    await upstream.close();
+  });
+
+  it('when the index refresh has run, then three callers are answered 200 by the provider; once the budget is spent a read is 503 with Retry-After; nothing is remembered as unknown', async () => {
+    await svc.runJob('refresh-indices');
+    for (const symbol of CALLER_SYMBOLS) {
+      const res = await svc.fetch(`/api/quotes/${symbol}`);
+      expect(res.status, symbol).toBe(200);
+      expect(((await res.json()) as { source: string }).source).toBe(name);
+    }
+    if (spendByReads) {
+      let spent: Response | undefined;
+      for (const symbol of MORE_SYMBOLS) {
+        const res = await svc.fetch(`/api/quotes/${symbol}`);
+        expect([200, 503], symbol).toContain(res.status);
+        if (res.status === 503) {
+          spent = res;
+          break;
+        }
+        await res.arrayBuffer();
+      }
+      expect(spent?.status).toBe(503);
+      expect(Number(spent?.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+    await raw.select(db);
+    expect(await rememberedUnknowns(raw)).toEqual([]);
+  });
+});
+
+describe('ECB quote', () => {
+  let ecb: ReplayUpstream;
+  let svc: TestService;
+  beforeAll(async () => {
+    ecb = await startReplayUpstream({
+      routes: [
+        { path: '/stats/eurofxref/eurofxref-daily.xml', status: 200, contentType: 'text/xml', body: fixture('ecb-eurofxref-daily-2024-06-26.xml') },
+        { path: '/stats/eurofxref/eurofxref-hist-90d.xml', status: 500, contentType: 'text/plain', body: 'Internal Server Error' },
+      ],
+    });
+    svc = await start(3, { MARKET_DATA_PROVIDERS: 'ecb', ECB_BASE_URL: ecb.baseUrl });
+  });
+  afterAll(async () => {
+    await svc.close();
+    await ecb.close();
+  });
+
+  it('when the 90-day file fails, then the quote is answered from the daily file with prev_close and change null', async () => {
+    const res = await svc.fetch('/api/quotes/EURUSD=X');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { source: string; data: { price: number; prev_close: number | null; change: number | null; change_percent: number | null } };
+    expect(body.source).toBe('ecb');
+    expect(body.data).toMatchObject({ prev_close: null, change: null, change_percent: null });
+    expect(body.data.price).toBeGreaterThan(0);
+    expect(ecb.requests.some((r) => r.path === '/stats/eurofxref/eurofxref-hist-90d.xml')).toBe(true);
+  });
+});
+
+/** A Yahoo chart answer for AMZN with two daily bars of January 2023 (the shape of Yahoo's recorded answers). */
+function yahooChart(): string {
+  const t = [Date.parse('2023-01-03T14:30:00Z') / 1000, Date.parse('2023-01-04T14:30:00Z') / 1000];
+  return JSON.stringify({
+    chart: {
+      result: [
+        {
+          meta: {
+            currency: 'USD',
+            symbol: 'AMZN',
+            exchangeName: 'NMS',
+            fullExchangeName: 'NasdaqGS',
+            instrumentType: 'EQUITY',
+            regularMarketPrice: 85.14,
+            chartPreviousClose: 84.0,
+            priceHint: 2,
+            gmtoffset: -18000,
+            timezone: 'EST',
+            exchangeTimezoneName: 'America/New_York',
+            currentTradingPeriod: {
+              pre: { timezone: 'EST', start: 1672736400, end: 1672756200, gmtoffset: -18000 },
+              regular: { timezone: 'EST', start: 1672756200, end: 1672779600, gmtoffset: -18000 },
+              post: { timezone: 'EST', start: 1672779600, end: 1672794000, gmtoffset: -18000 },
+            },
+            dataGranularity: '1d',
+            range: '',
+          },
+          timestamp: t,
+          events: {},
+          indicators: {
+            quote: [{ open: [85.46, 86.55], high: [86.96, 86.98], low: [84.21, 83.36], close: [85.82, 85.14], volume: [76706000, 68885100] }],
+            adjclose: [{ adjclose: [85.82, 85.14] }],
+          },
+        },
+      ],
+      error: null,
+    },
+  });
+}
