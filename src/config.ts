@@ -266,6 +266,18 @@ const schema = z.object({
   STREAM_HEARTBEAT_SECONDS: int(1, 3600).default(15),
   STREAM_REFRESH_SECONDS: int(0, 3600).default(5),
   STREAM_RECONNECT_MARGIN_SECONDS: int(0, 3600).default(5),
+  /** Push upstreams (DESIGN 23): `yahoo,polygon`; none by default (polling only). */
+  STREAM_UPSTREAMS: csv
+    .default([])
+    .refine((list) => list.every((u) => u === 'yahoo' || u === 'polygon') && new Set(list).size === list.length, 'must be yahoo and/or polygon, comma-separated, each once'),
+  /** Yahoo's streamer URL (tests point it at a local replay). */
+  YAHOO_STREAM_URL: z.string().regex(/^wss?:\/\/\S+$/, 'must be a ws:// or wss:// URL').optional(),
+  /** Polygon/Massive's WebSocket URL; default the host of POLYGON_STREAM_FEED. */
+  POLYGON_STREAM_URL: z.string().regex(/^wss?:\/\/\S+$/, 'must be a ws:// or wss:// URL').optional(),
+  /** Polygon's plan: `delayed` (15-minute delayed plans, delayed.polygon.io) or `realtime` (socket.polygon.io). */
+  POLYGON_STREAM_FEED: z.enum(['delayed', 'realtime']).default('delayed'),
+  /** Largest message a WebSocket API client may send, in bytes. */
+  WS_MAX_MESSAGE_BYTES: int(256, 1024 * 1024).default(16 * 1024),
   CORS_ORIGINS: csv
     .default([])
     .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be * or origins like https://app.example.com, comma-separated'),
@@ -520,6 +532,16 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
     mcp: {
       /** MCP_API_KEY: the key the stdio server (`mds mcp`) sends with every tool call; undefined: anonymous. */
       apiKey: v.MCP_API_KEY,
+    },
+    live: {
+      /** Push upstreams (STREAM_UPSTREAMS); empty: polling only. */
+      upstreams: v.STREAM_UPSTREAMS as Array<'yahoo' | 'polygon'>,
+      yahooUrl: v.YAHOO_STREAM_URL,
+      polygonUrl: v.POLYGON_STREAM_URL,
+      polygonFeed: v.POLYGON_STREAM_FEED,
+      polygonKeys: providers.settings.polygon.apiKeys,
+      /** Largest WebSocket API message a client may send. */
+      wsMaxMessageBytes: v.WS_MAX_MESSAGE_BYTES,
     },
     metrics: {
       /** False when METRICS_PORT=0: no listener, and every service gets the no-op metrics. */

@@ -34,7 +34,7 @@ import { QuotaCounter } from './infra/counters/quota-counter.js';
 import { Scheduler } from './infra/scheduler.js';
 import type { Logger } from './infra/logger.js';
 import { createRateLimit } from './http/rate-limit.js';
-import { keys as keySpace } from './domain/key-space.js';
+import { channels, keys as keySpace } from './domain/key-space.js';
 import { NO_METRICS } from './domain/ports/metrics.js';
 import type { ApiKeyStore } from './domain/ports/api-keys.js';
 import type { Broadcast } from './domain/ports/cache.js';
@@ -50,6 +50,10 @@ import { IndicatorService } from './services/indicators.js';
 import { MarketCalendarService } from './services/market-calendar.js';
 import { ProviderRouter } from './services/provider-router.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
+import { LiveFeed } from './services/live-feed.js';
+import { PushedQuotes } from './services/pushed-quotes.js';
+import { createPushUpstreams } from './infra/stream/index.js';
+import { WebSocketApi } from './http/ws-api.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { UnknownSymbols } from './services/unknown-symbols.js';
 import { recently } from './services/recently.js';
@@ -80,6 +84,8 @@ export interface StartOptions {
   fastPath?: boolean;
   /** The clock in epoch milliseconds the market data (market states, cache lifetimes) reads; `Date.now` by default (tests pin a day). */
   now?: () => number;
+  /** First reconnect delay of the push upstreams in ms (tests shorten it); 500 by default. */
+  pushReconnectMs?: number;
 }
 
 export interface RunningService {
@@ -263,8 +269,20 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger: logger.child({ component: 'stream' }),
     ...config.stream,
     observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent() },
+    pushing: () => live?.pushing() ?? false,
   });
   shutdown.add('quote streams', () => streams.close());
+  // Pushed prices (DESIGN 23): one socket per push upstream for the fleet, held by the lease's holder.
+  const pushed = new PushedQuotes({ quoteOf: (symbol) => market.quoteOf(symbol), store: (kind, params, value, ttlMs, parts) => engine.store(kind, params, value, ttlMs, parts), ttlMs: config.cache.ttlMs, logger });
+  const upstreams = createPushUpstreams({ ...config.live, minReconnectMs: options.pushReconnectMs }, logger.child({ component: 'live' }));
+  const live: LiveFeed | undefined =
+    upstreams.length === 0
+      ? undefined
+      : new LiveFeed({ upstreams, lease: cache, broadcast: cache, leaseKey: (upstream) => keySpace.liveLease(provider.name, upstream), channel: channels.live(provider.name), symbols: () => streams.subscribedSymbols(), onPrice: (update, from) => pushed.accept(update, from), shared: () => cache.status().mode === 'redis', logger: logger.child({ component: 'live' }) });
+  if (live !== undefined) {
+    shutdown.add('push upstreams', () => live.close());
+    live.start();
+  }
 
   const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger: logger.child({ component: 'backfill' }) });
   shutdown.add('history backfill', () => backfill.close());
@@ -347,6 +365,17 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   // MCP (DESIGN 22): /mcp is answered before the app, and each tool call is a request into the app.
   const mcp = new McpEndpoint({ contract, listener: app, authenticator: auth, logger, dataRequiresAuth: config.auth.dataRequiresAuth, bodyLimitBytes: config.server.bodyLimitBytes, corsOrigins: config.server.corsOrigins });
   const server = createWireServer(mcp.route(app), logger);
+  const websockets = new WebSocketApi({
+    hub: streams,
+    authenticator: auth,
+    apiKeyHeader: credentialSchemes(contract.document).find((scheme) => scheme.kind === 'apiKey')?.header,
+    dataRequiresAuth: config.auth.dataRequiresAuth,
+    trustProxy: config.server.trustProxy,
+    maxMessageBytes: config.live.wsMaxMessageBytes,
+    heartbeatMs: config.stream.heartbeatMs,
+    logger: logger.child({ component: 'ws' }),
+  });
+  websockets.attach(server);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
@@ -381,6 +410,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
       // Streams never finish on their own: end them before the drain (the list closes them again, a
       // no-op), or the drain waits out its grace period.
       streams.close();
+      websockets.close();
       await new Promise<void>((done) => {
         // close() drops the connections idle right now; one busy now turns idle when its answer is
         // sent, and would then hold the process until its keep-alive timeout. Keep sweeping, and

@@ -50,6 +50,8 @@ export const keys = {
    * instances of another provider on the same Redis refresh their own data.
    */
   jobLock: (provider: string, job: string): string => `${KEY_PREFIX}lock:job:${provider}:${job}`,
+  /** The lease of the one push connection to `upstream` for the fleet of a provider: `mds:v1:lock:live:<provider>:<upstream>`. */
+  liveLease: (provider: string, upstream: string): string => `${KEY_PREFIX}lock:live:${provider}:${upstream}`,
   /**
    * One bucket of the symbols a provider does not know: `mds:v1:unknown:<provider>:<bucket>`, a fixed
    * number of buckets per provider whatever the number of symbols asked for.
@@ -107,4 +109,6 @@ export const channels = {
   apiKeyRevoked: `${KEY_PREFIX}api-keys:revoked`,
   /** Quote changes seen by the instances of one provider: `mds:v1:quote-events:<provider>`. */
   quoteEvents: (provider: string): string => `${KEY_PREFIX}quote-events:${provider}`,
+  /** Each instance's subscribed symbols and each push leader's state: `mds:v1:live:<provider>`. */
+  live: (provider: string): string => `${KEY_PREFIX}live:${provider}`,
 } as const;

@@ -1,6 +1,8 @@
 /**
- * Live quotes over Server-Sent Events: the hub that keeps every open stream of this instance, tells
- * them about quote changes whichever instance saw the change, and keeps their symbols fresh.
+ * Live quotes over Server-Sent Events and WebSocket sessions (`openSession`, the `/api/ws` API): the
+ * hub that keeps every open stream of this instance, tells them about quote changes whichever
+ * instance saw the change (polled, or pushed by an upstream socket: see live-feed.ts), and keeps their
+ * symbols fresh. Streams and sessions share the limits per caller, per address and per instance.
  *
  * How a change travels: the cache engine calls `onFill` after each quote it loads and stores; the hub
  * of that instance compares the quote with the fleet's version record of the symbol (in the cache
@@ -17,7 +19,7 @@
  * changed up to N": the first events then carry only the symbols whose version is later than N minus
  * a margin that covers clocks and delivery delays between instances (a duplicate rather than a gap).
  */
-import { UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
+import { InvalidRequestError, UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 import type { Quote } from '../domain/ports/market-data.js';
@@ -35,6 +37,8 @@ export function quoteEventsChannel(provider: string): string {
 }
 /** A version record outlives any quote's cache lifetime (at most an hour), so a restart still compares. */
 const VERSION_TTL_MS = 24 * 60 * 60 * 1000;
+/** Symbols one WebSocket session follows at most (a stream's own bound). */
+export const MAX_SESSION_SYMBOLS = 50;
 /** How many subscribed symbols one refresh tick loads at a time. */
 const REFRESH_CONCURRENCY = 4;
 
@@ -60,6 +64,22 @@ export interface StreamMarketData {
   quoteOf(symbol: string): Promise<Quote | undefined>;
   /** Loads the quote again when its cache entry expires within `horizonMs`, under the fleet lock. */
   refreshQuote(symbol: string, horizonMs: number): Promise<'ok' | 'skipped'>;
+}
+
+/** A subscriber whose symbols change while it is open (the WebSocket API). */
+export interface LiveSession {
+  /** The symbols it follows. */
+  readonly symbols: ReadonlySet<string>;
+  /**
+   * Follows `symbols` (canonical) too: each known one's current quote is delivered at once. Resolves to
+   * every symbol now followed and those unknown. Throws `InvalidRequestError` past the session's bound,
+   * `DataSourceError` when the upstream fails.
+   */
+  subscribe(symbols: readonly string[]): Promise<{ symbols: string[]; missing: string[] }>;
+  /** Stops following `symbols`; returns those it followed. Nothing more of them is delivered. */
+  unsubscribe(symbols: readonly string[]): string[];
+  /** Gives the session's place back; nothing more is delivered. */
+  close(): void;
 }
 
 /** Counters for a metrics adapter; every member is optional. */
@@ -101,6 +121,11 @@ export interface QuoteStreamHubOptions {
   /** The `retry:` a client should wait before reconnecting, in ms. Default 3000. */
   retryMs?: number;
   observer?: StreamObserver;
+  /**
+   * True while a push upstream is connected somewhere in the fleet (`LiveFeed.pushing`): the refresh
+   * then loads nothing ahead of expiry, only compares what the cache holds. Polling by default.
+   */
+  pushing?: () => boolean;
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
 }
@@ -119,8 +144,13 @@ export interface StreamRequest {
 }
 
 interface Client {
-  sink: StreamSink;
-  symbols: readonly string[];
+  /** An SSE stream's response; absent for a session (the WebSocket API), which has `deliver`. */
+  sink?: StreamSink;
+  /** A session's way of sending one quote (its JSON) at `version`; absent for an SSE stream. */
+  deliver?: (symbol: string, json: string, version: number) => void;
+  /** Ends a session when the hub closes. */
+  end?: () => void;
+  symbols: Set<string>;
   address: string | undefined;
   /** Whose per-address or per-caller count the stream holds a place in. */
   holder: string | undefined;
@@ -144,7 +174,7 @@ interface ChangeMessage {
 
 /** The hub of this instance's quote streams. */
 export class QuoteStreamHub {
-  readonly #o: Required<Omit<QuoteStreamHubOptions, 'observer'>> & { observer: StreamObserver };
+  readonly #o: Required<Omit<QuoteStreamHubOptions, 'observer' | 'pushing'>> & { observer: StreamObserver; pushing: () => boolean };
   readonly #clients = new Set<Client>();
   readonly #bySymbol = new Map<string, Set<Client>>();
   readonly #known = new Map<string, Known>();
@@ -157,7 +187,7 @@ export class QuoteStreamHub {
   #closed = false;
 
   constructor(options: QuoteStreamHubOptions) {
-    this.#o = { retryMs: 3000, now: Date.now, ...options, observer: options.observer ?? {} };
+    this.#o = { retryMs: 3000, now: Date.now, ...options, observer: options.observer ?? {}, pushing: options.pushing ?? (() => false) };
     this.#stop.push(
       options.broadcast.subscribe(quoteEventsChannel(options.provider), (message) => this.#onMessage(message)),
       options.onFill((fill) => {
@@ -222,7 +252,7 @@ export class QuoteStreamHub {
         release();
         return;
       }
-      const client: Client = { sink: request.sink, symbols: request.symbols, address: request.address, holder, lastId: request.lastEventId ?? 0, closed: false };
+      const client: Client = { sink: request.sink, symbols: new Set(request.symbols), address: request.address, holder, lastId: request.lastEventId ?? 0, closed: false };
       request.sink.begin();
       request.sink.write(`retry: ${this.#o.retryMs}\n\n`);
       if (missing.length > 0) this.#send(client, 'missing', JSON.stringify({ missing }), client.lastId);
@@ -243,19 +273,89 @@ export class QuoteStreamHub {
     }
   }
 
+  /**
+   * Opens a session (the WebSocket API): a subscriber whose symbols change while it is open. It takes
+   * a place within the same limits as a stream (per caller, per address, per instance) until `close`.
+   * Throws as `open` does before anything is taken: `TooManyRequestsError`, `ServiceBusyError`.
+   */
+  openSession(who: { address?: string | undefined; caller?: string | undefined }, deliver: (symbol: string, json: string, version: number) => void, end: () => void): LiveSession {
+    const holder = this.#reserve(who);
+    const client: Client = { deliver, end, symbols: new Set(), address: who.address, holder, lastId: 0, closed: false };
+    this.#attach(client);
+    const hub = this;
+    return {
+      get symbols() {
+        return client.symbols as ReadonlySet<string>;
+      },
+      subscribe: (symbols) => hub.#follow(client, symbols),
+      unsubscribe: (symbols) => symbols.filter((symbol) => hub.#unfollow(client, symbol)),
+      close: () => hub.#detach(client),
+    };
+  }
+
+  /** Adds symbols to a session: each known one's current quote is delivered now. */
+  async #follow(client: Client, symbols: readonly string[]): Promise<{ symbols: string[]; missing: string[] }> {
+    const added = [...new Set(symbols)].filter((symbol) => !client.symbols.has(symbol));
+    if (client.symbols.size + added.length > MAX_SESSION_SYMBOLS) {
+      throw new InvalidRequestError([{ path: 'symbols', message: `a session follows at most ${MAX_SESSION_SYMBOLS} symbols (${client.symbols.size} now): unsubscribe some first` }]);
+    }
+    const quotes = await Promise.all(added.map(async (symbol) => ({ symbol, quote: await this.#o.market.quoteOf(symbol) })));
+    const missing: string[] = [];
+    for (const { symbol, quote } of quotes) {
+      if (quote === undefined) {
+        missing.push(symbol);
+        continue;
+      }
+      await this.#reconcile(symbol, quote);
+      if (client.closed) break;
+      const known = this.#known.get(symbol);
+      const snapshot = known !== undefined ? { quote: known.quote, version: known.version } : { quote, version: await this.#versionOf(symbol, quote) };
+      if (client.closed) break;
+      if (!this.#known.has(symbol)) this.#known.set(symbol, { fingerprint: fingerprintOf(snapshot.quote), version: snapshot.version, quote: snapshot.quote });
+      this.#followSymbol(client, symbol);
+      this.#send(client, 'quote', serializedQuote(snapshot.quote), snapshot.version, symbol);
+    }
+    return { symbols: [...client.symbols], missing };
+  }
+
+  #followSymbol(client: Client, symbol: string): void {
+    client.symbols.add(symbol);
+    let set = this.#bySymbol.get(symbol);
+    if (set === undefined) {
+      set = new Set();
+      this.#bySymbol.set(symbol, set);
+    }
+    set.add(client);
+  }
+
+  /** Removes a symbol from a client; true when it followed it. */
+  #unfollow(client: Client, symbol: string): boolean {
+    if (!client.symbols.delete(symbol)) return false;
+    const set = this.#bySymbol.get(symbol);
+    if (set !== undefined) {
+      set.delete(client);
+      if (set.size === 0) {
+        this.#bySymbol.delete(symbol);
+        this.#known.delete(symbol);
+      }
+    }
+    return true;
+  }
+
   /** Ends every stream (they reconnect elsewhere after `retry:`), stops the timers and the listeners. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     for (const stop of this.#stop.splice(0)) stop();
     for (const client of [...this.#clients]) {
-      client.sink.end();
+      if (client.sink !== undefined) client.sink.end();
+      else client.end?.();
       this.#detach(client);
     }
   }
 
   /** Takes a place for `request` within the limits; returns whose count it holds a place in. */
-  #reserve(request: StreamRequest): string | undefined {
+  #reserve(request: Pick<StreamRequest, 'address' | 'caller'>): string | undefined {
     if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
     // An identified caller is counted as itself wherever it connects from; an anonymous one by its address.
     const holder = request.caller !== undefined ? `caller:${request.caller}` : request.address !== undefined ? `address:${request.address}` : undefined;
@@ -285,29 +385,14 @@ export class QuoteStreamHub {
 
   #attach(client: Client): void {
     this.#clients.add(client);
-    for (const symbol of client.symbols) {
-      let set = this.#bySymbol.get(symbol);
-      if (set === undefined) {
-        set = new Set();
-        this.#bySymbol.set(symbol, set);
-      }
-      set.add(client);
-    }
+    for (const symbol of client.symbols) this.#followSymbol(client, symbol);
     this.#o.observer.clients?.(1);
   }
 
   #detach(client: Client): void {
     client.closed = true;
     if (!this.#clients.delete(client)) return;
-    for (const symbol of client.symbols) {
-      const set = this.#bySymbol.get(symbol);
-      if (set === undefined) continue;
-      set.delete(client);
-      if (set.size === 0) {
-        this.#bySymbol.delete(symbol);
-        this.#known.delete(symbol);
-      }
-    }
+    for (const symbol of [...client.symbols]) this.#unfollow(client, symbol);
     this.#release(client.holder);
     this.#o.observer.clients?.(-1);
   }
@@ -318,15 +403,20 @@ export class QuoteStreamHub {
   }
 
   /** Writes one event; drops the client when its unsent bytes pass the bound. */
-  #send(client: Client, event: string, data: string, version: number): void {
+  #send(client: Client, event: string, data: string, version: number, symbol = ''): void {
     if (client.closed) return;
     client.lastId = Math.max(client.lastId, version);
+    if (client.deliver !== undefined) {
+      client.deliver(symbol, data, version);
+      this.#o.observer.event?.();
+      return;
+    }
     this.#write(client, `event: ${event}\nid: ${client.lastId}\ndata: ${data}\n\n`);
     this.#o.observer.event?.();
   }
 
   #write(client: Client, chunk: string): void {
-    if (client.closed) return;
+    if (client.closed || client.sink === undefined) return;
     client.sink.write(chunk);
     if (client.sink.writableLength > this.#o.maxBufferedBytes) {
       this.#o.logger.warn({ address: client.address, bufferedBytes: client.sink.writableLength }, 'stream client dropped: it stopped reading');
@@ -337,7 +427,7 @@ export class QuoteStreamHub {
   }
 
   #heartbeat(): void {
-    for (const client of [...this.#clients]) this.#write(client, ': keep-alive\n\n');
+    for (const client of [...this.#clients]) if (client.sink !== undefined) this.#write(client, ': keep-alive\n\n');
   }
 
   #onMessage(message: string): void {
@@ -378,7 +468,7 @@ export class QuoteStreamHub {
     if (latest?.fingerprint === fingerprint || (latest !== undefined && v < latest.version)) return;
     this.#known.set(symbol, { fingerprint, version: v, quote });
     const data = serializedQuote(quote);
-    for (const client of [...(this.#bySymbol.get(symbol) ?? [])]) this.#send(client, 'quote', data, v);
+    for (const client of [...(this.#bySymbol.get(symbol) ?? [])]) this.#send(client, 'quote', data, v, symbol);
   }
 
   /** The fleet's version of this exact quote, or now when the record names another (or none). */
@@ -428,7 +518,8 @@ export class QuoteStreamHub {
         while (next < symbols.length && !this.#closed) {
           const symbol = symbols[next++] as string;
           try {
-            await this.#o.market.refreshQuote(symbol, horizonMs);
+            // Pushed prices keep the cache current while a push upstream is connected: no upstream calls.
+            if (!this.#o.pushing()) await this.#o.market.refreshQuote(symbol, horizonMs);
             const quote = await this.#o.market.quoteOf(symbol);
             if (quote !== undefined) await this.#reconcile(symbol, quote);
           } catch (err) {

@@ -457,6 +457,28 @@ export class RepresentationCache {
     return this.#represent(read.kind, key, loaded.value, loaded.parts, cacheStatus, ttlMs);
   }
 
+  /**
+   * Stores a body that arrived without a read (a pushed price merged into the cached quote), as a
+   * fill would: the entry, its stale copy and this process's copy are replaced, and the fill
+   * listeners hear of it (the stream hub then versions and announces it).
+   */
+  async store(kind: CacheKind, params: string, value: string, ttlMs: number, parts?: BodyParts): Promise<void> {
+    const key = this.keyOf(kind, params);
+    const lifetime = Math.max(1000, Math.round(ttlMs));
+    const stored = encodeEntry({ outcome: 'found', body: value, parts });
+    const writes = [this.#set(key, stored, lifetime)];
+    if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), stored, lifetime + this.#staleIfErrorMs));
+    await Promise.all(writes);
+    this.#represent(kind, key, value, parts, 'HIT', lifetime);
+    for (const listener of this.#fillListeners) {
+      try {
+        listener({ kind, params, value, parts });
+      } catch (err) {
+        this.#logger.error({ err, key }, 'a cache fill listener failed');
+      }
+    }
+  }
+
   #staleKey(key: string): string {
     return keys.stale(key);
   }

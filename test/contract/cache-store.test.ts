@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import type { LeaseStore } from '../../src/domain/ports/push.js';
 import { MemoryCacheStore } from '../../src/infra/cache/memory-cache-store.js';
 import { RedisCacheStore } from '../../src/infra/cache/redis-cache-store.js';
 import type { CacheStore } from '../../src/domain/ports/cache.js';
@@ -177,5 +178,20 @@ describe.each(drivers)('CacheStore contract: $name', ({ open }) => {
     await store.releaseLock(`${prefix}lock`, first!);
     await expect(store.acquireLock(`${prefix}lock`, 10_000)).resolves.toBeUndefined();
     await store.releaseLock(`${prefix}lock`, second!);
+  });
+
+  it('a lease (a lock with extendLock) is extended only by its holder, and no longer once another took it over', async () => {
+    const lease = store as CacheStore & LeaseStore;
+    const key = `${prefix}lease`;
+    const token = await lease.acquireLock(key, 300);
+    await expect(lease.extendLock(key, 'not-the-token', 10_000)).resolves.toBe(false);
+    await expect(lease.extendLock(key, token!, 10_000)).resolves.toBe(true);
+    // Extended: still held long after its first lifetime.
+    expect((await store.get(key))?.ttlMs ?? 10_000).toBeGreaterThan(5_000);
+    await expect(lease.acquireLock(key, 10_000)).resolves.toBeUndefined();
+    await lease.releaseLock(key, token!);
+    const other = await lease.acquireLock(key, 10_000);
+    await expect(lease.extendLock(key, token!, 10_000)).resolves.toBe(false);
+    await lease.releaseLock(key, other!);
   });
 });

@@ -82,6 +82,15 @@ export class MemoryCacheStore implements CacheStore {
     if (this.#locks.get(key)?.token === token) this.#locks.delete(key);
   }
 
+  /** Extends the lock `key` to `ttlMs` from now if `token` still owns it and it has not expired. */
+  async extendLock(key: string, token: string, ttlMs: number): Promise<boolean> {
+    const held = this.#locks.get(key);
+    const now = Date.now();
+    if (held?.token !== token || held.expiresAt <= now) return false;
+    held.expiresAt = now + positiveMs(ttlMs);
+    return true;
+  }
+
   /** Drops every entry and lock (used on close). */
   clear(): void {
     this.#entries.clear();

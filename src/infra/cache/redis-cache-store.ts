@@ -22,6 +22,8 @@ return {v, redis.call('PTTL', KEYS[1])}`;
 
 // Deletes the lock only while it still holds the caller's token, so a lock that expired and was
 // taken by someone else is never released by the previous owner.
+/** PEXPIRE the lock while the token owns it: 1 when extended, 0 when another holds it or none does. */
+const EXTEND_LOCK_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
 const RELEASE_LOCK_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
@@ -179,6 +181,12 @@ export class RedisCacheStore implements CacheStore {
   /** Deletes the lock only if `token` still owns it (compare-and-delete in one script). */
   async releaseLock(key: string, token: string): Promise<void> {
     await this.#connection.run('release lock', () => this.#client().mdsReleaseLock(key, token));
+  }
+
+  /** Extends the lock to `ttlMs` from now only if `token` still owns it (compare-and-expire in one script): a lease's renewal. */
+  async extendLock(key: string, token: string, ttlMs: number): Promise<boolean> {
+    const reply = await this.#connection.run('extend lock', () => this.#client().eval(EXTEND_LOCK_LUA, 1, key, token, String(positiveMs(ttlMs))));
+    return reply === 1;
   }
 
   /**

@@ -215,6 +215,18 @@ export class ResilientCache implements CacheStore, Broadcast {
   }
 
   /**
+   * Extends a lock in the store in use now: a lock taken in memory while Redis was away is not
+   * extended once Redis is back (another instance may hold it there), so its holder lets go and takes
+   * it again where the fleet can see it. False when `token` no longer holds it.
+   */
+  async extendLock(key: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.#onRedis(
+      (redis) => redis.extendLock(key, token, ttlMs),
+      () => this.#memory.extendLock(key, token, ttlMs),
+    );
+  }
+
+  /**
    * Delivers `message` to this instance's subscribers at once and, in Redis mode, to every other
    * instance through Redis. A Redis failure loses the remote delivery only; never throws.
    */
