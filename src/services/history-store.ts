@@ -19,6 +19,7 @@ import { listedMarketOfSymbol } from '../domain/provider-symbols.js';
 import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
 import type { QualityCounts, QualityFlag } from '../domain/quality/data-issues.js';
 import type { DataQuality } from './data-quality.js';
+import { isBackground } from '../domain/background-work.js';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -316,6 +317,8 @@ export class HistoryStore {
       });
       candles = checked.candles;
       currency = checked.currency;
+      // Background work (backfill, keep-current) also compares the daily closes with the chain's other providers.
+      if (isBackground()) candles = await this.#quality.crossCheck({ symbol, interval, span: chunk, currency, timezone: history.timezone, candles, provider: source.provider });
     }
     if (newSplits.length > 0) {
       const known = new Set(splitsOf(await this.#store.getActions(symbol, { startMs: chunk.startMs, endMs: chunk.endMs })).map((s) => s.timeMs));

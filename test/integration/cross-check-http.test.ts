@@ -1,0 +1,121 @@
+/**
+ * The cross-check of daily closes between providers (DESIGN 20) over HTTP: a chain `polygon,yahoo`,
+ * Polygon replayed from its recorded AAPL aggregates (2023-01-03 to 2023-01-10) and Yahoo from a chart
+ * answer in Yahoo's own format built from the same recorded values (the recordings' windows do not
+ * overlap), one close moved. A backfill (background work) compares the overlapping closes: 2 % apart
+ * is recorded in GET /api/admin/data-issues with both values and both providers; 0.1 % apart is not.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { fixture, startReplayUpstream, type ReplayUpstream } from '../helpers/replay-upstream.js';
+import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const JSON_TYPE = 'application/json';
+const POLYGON_AGGS = fixture('polygon-aggs-AAPL-1day-2023-01-01-2023-01-10.json');
+const BARS = (JSON.parse(POLYGON_AGGS.toString('utf8')) as { results: Array<{ o: number; h: number; l: number; c: number; v: number; t: number }> }).results;
+/** The bar whose close Yahoo gives differently: 2023-01-05. */
+const MOVED = 2;
+
+/** Yahoo's chart answer (the format of its recorded answers) for AAPL with Polygon's recorded bars, close MOVED scaled by `factor`. */
+function yahooChart(factor: number): string {
+  // Yahoo stamps a US daily bar at the session's open (14:30Z in winter); Polygon at New York midnight.
+  const timestamp = BARS.map((b) => (b.t + 9.5 * 3_600_000) / 1000);
+  const close = BARS.map((b, i) => (i === MOVED ? Math.round(b.c * factor * 100) / 100 : b.c));
+  const high = BARS.map((b, i) => Math.max(b.h, close[i]!));
+  const low = BARS.map((b, i) => Math.min(b.l, close[i]!));
+  return JSON.stringify({
+    chart: {
+      result: [
+        {
+          meta: { currency: 'USD', symbol: 'AAPL', exchangeName: 'NMS', fullExchangeName: 'NasdaqGS', instrumentType: 'EQUITY', regularMarketPrice: 130.73, chartPreviousClose: 129.93, priceHint: 2, gmtoffset: -18000, timezone: 'EST', exchangeTimezoneName: 'America/New_York', dataGranularity: '1d', range: '' },
+          timestamp,
+          events: {},
+          indicators: { quote: [{ open: BARS.map((b) => b.o), high, low, close, volume: BARS.map((b) => b.v) }], adjclose: [{ adjclose: close }] },
+        },
+      ],
+      error: null,
+    },
+  });
+}
+
+interface Issue {
+  symbol: string;
+  time: string;
+  rule: string;
+  action: string;
+  flag?: string;
+  before: { close: number } | null;
+  after: { close: number } | null;
+  providers: string[];
+}
+
+let polygon: ReplayUpstream;
+beforeAll(async () => {
+  polygon = await startReplayUpstream({
+    routes: [
+      { path: /^\/v2\/aggs\/ticker\/AAPL\/range\/1\/day\//, status: 200, contentType: JSON_TYPE, gzip: true, body: POLYGON_AGGS },
+      { path: '/v3/reference/dividends', status: 200, contentType: JSON_TYPE, body: '{"results":[],"status":"OK","request_id":"d1"}' },
+      { path: '/v3/reference/splits', status: 200, contentType: JSON_TYPE, body: '{"results":[],"status":"OK","request_id":"s1"}' },
+    ],
+    notFound: { status: 404, contentType: JSON_TYPE, body: '{"status":"NOT_FOUND","request_id":"n1","message":"Ticker not found."}' },
+  });
+});
+afterAll(() => polygon.close());
+
+describe('the cross-check of daily closes, Polygon and Yahoo replayed', () => {
+  let yahoo: ReplayUpstream | undefined;
+  let svc: TestService | undefined;
+  afterEach(async () => {
+    await svc?.close();
+    await yahoo?.close();
+    svc = undefined;
+    yahoo = undefined;
+  });
+
+  /** Backfills AAPL from 2023-01-03 with Yahoo answering closes scaled by `factor` on one day; the data issues recorded after. */
+  async function backfillWith(factor: number): Promise<{ issues: Issue[]; yahooAsked: number; history: { source: string; data: { candles: Array<{ time: string; close: number; flags?: string[] }> } } }> {
+    yahoo = await startReplayUpstream({ routes: [{ path: '/v8/finance/chart/AAPL', status: 200, contentType: JSON_TYPE, body: yahooChart(factor) }] });
+    svc = await startTestService(
+      { MARKET_DATA_PROVIDERS: 'polygon,yahoo', POLYGON_API_KEYS: 'polygon-cross-key-0001', POLYGON_BASE_URL: polygon.baseUrl, POLYGON_PLAN: 'developer', YAHOO_BASE_URL: yahoo.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' },
+      { init: true },
+    );
+    const token = await svc.login(ADMIN.username, ADMIN.password);
+    const auth = { authorization: `Bearer ${token}` };
+    const res = await svc.fetch('/api/admin/history/backfill', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ symbols: ['AAPL'], interval: '1d', since: '2023-01-03' }) });
+    expect(res.status).toBe(202);
+    const { job_id } = (await res.json()) as { job_id: string };
+    let job: { data: { state: string; candles: number; failures: unknown[] } } | undefined;
+    await waitFor(async () => (job = (await (await svc!.fetch(`/api/admin/history/jobs/${job_id}`, { headers: auth })).json()) as typeof job)!.data.state === 'done', { timeoutMs: 15_000, message: 'the backfill to finish' });
+    expect(job!.data.failures).toEqual([]);
+    expect(job!.data.candles).toBe(BARS.length);
+    const listed = await svc.fetch('/api/admin/data-issues?symbol=AAPL&since=2020-01-01', { headers: auth });
+    expect(listed.status).toBe(200);
+    const history = await svc.fetch('/api/history/AAPL?interval=1d&start=2023-01-03&end=2023-01-11');
+    expect(history.status).toBe(200);
+    return { issues: ((await listed.json()) as { data: Issue[] }).data, yahooAsked: yahoo.requests.filter((r) => r.path.startsWith('/v8/finance/chart/AAPL')).length, history: (await history.json()) as never };
+  }
+
+  it('when Yahoo gives one close 2 % above Polygon, then the backfill records the divergence with both values and both providers, and the stored bar is flagged divergent', async () => {
+    const { issues, yahooAsked, history } = await backfillWith(1.02);
+    expect(yahooAsked).toBeGreaterThan(0);
+    const moved = BARS[MOVED]!;
+    // mds stamps a daily bar at the session's open, whichever provider gave it.
+    const time = new Date(moved.t + 9.5 * 3_600_000).toISOString();
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({ symbol: 'AAPL', time, rule: 'divergent', action: 'suspect', flag: 'divergent', providers: ['polygon', 'yahoo'] });
+    expect(issues[0]!.after!.close).toBe(moved.c);
+    expect(issues[0]!.before!.close).toBe(Math.round(moved.c * 1.02 * 100) / 100);
+    expect(history.source).toBe('polygon');
+    const flagged = history.data.candles.filter((c) => c.flags !== undefined);
+    expect(flagged).toEqual([expect.objectContaining({ time, close: moved.c, flags: ['divergent'] })]);
+  });
+
+  it('when Yahoo gives one close 0.1 % above Polygon, then the backfill compares it and records nothing', async () => {
+    const { issues, yahooAsked, history } = await backfillWith(1.001);
+    expect(yahooAsked).toBeGreaterThan(0);
+    expect(issues).toEqual([]);
+    expect(history.data.candles.map((c) => c.close)).toEqual(BARS.map((b) => b.c));
+    expect(history.data.candles.some((c) => c.flags !== undefined)).toBe(false);
+  });
+});
