@@ -242,11 +242,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const quality = new DataQuality({
     store: db.dataIssues,
     reference: (query, except) => provider.getHistoryElsewhere(query, except),
-    // The cross-check asks each other provider of the chain that serves the window (failures left out).
-    others: async (query, except) => {
-      const answers = await Promise.all(links.filter((l) => l.name !== except).map((l) => provider.getHistoryFrom(query, l.name).then((h) => (h === undefined ? undefined : { history: h, provider: l.name }), () => undefined)));
-      return answers.filter((a) => a !== undefined);
-    },
+    others: (query, except) => provider.getHistoryFromOthers(query, except),
     divergenceBps: config.quality.divergenceBps,
     count: prometheus ? (rule, action, from) => prometheus.dataIssue(rule, action, from) : undefined,
     logger: logger.child({ component: 'data-quality' }),
