@@ -73,6 +73,7 @@ describe('the cross-check of daily closes, Polygon and Yahoo replayed', () => {
     yahoo = undefined;
   });
 
+  let auth: Record<string, string> = {};
   /** Backfills AAPL from 2023-01-03 with Yahoo answering closes scaled by `factor` on one day; the data issues recorded after. */
   async function backfillWith(factor: number): Promise<{ issues: Issue[]; yahooAsked: number; history: { source: string; data: { candles: Array<{ time: string; close: number; flags?: string[] }> } } }> {
     yahoo = await startReplayUpstream({ routes: [{ path: '/v8/finance/chart/AAPL', status: 200, contentType: JSON_TYPE, body: yahooChart(factor) }] });
@@ -81,7 +82,7 @@ describe('the cross-check of daily closes, Polygon and Yahoo replayed', () => {
       { init: true },
     );
     const token = await svc.login(ADMIN.username, ADMIN.password);
-    const auth = { authorization: `Bearer ${token}` };
+    auth = { authorization: `Bearer ${token}` };
     const res = await svc.fetch('/api/admin/history/backfill', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ symbols: ['AAPL'], interval: '1d', since: '2023-01-03' }) });
     expect(res.status).toBe(202);
     const { job_id } = (await res.json()) as { job_id: string };
@@ -117,5 +118,29 @@ describe('the cross-check of daily closes, Polygon and Yahoo replayed', () => {
     expect(issues).toEqual([]);
     expect(history.data.candles.map((c) => c.close)).toEqual(BARS.map((b) => b.c));
     expect(history.data.candles.some((c) => c.flags !== undefined)).toBe(false);
+  });
+
+  it('when an administrator starts a verify job over the backfilled store, then 202 names a job that GET /api/admin/history/jobs/{id} shows done with the diverging bar and both closes', async () => {
+    await backfillWith(1.02);
+    const moved = BARS[MOVED]!;
+    const post = (body: unknown, headers = auth) => svc!.fetch('/api/admin/history/verify', { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const asked = yahoo!.requests.length;
+    const res = await post({ symbols: ['aapl'], interval: '1d', since: '2023-01-03' });
+    expect(res.status).toBe(202);
+    const started = (await res.json()) as { job_id: string; data: { kind: string; repair: boolean; symbols: string[] } };
+    expect(started.data).toMatchObject({ kind: 'verify', repair: false, symbols: ['AAPL'] });
+    type Job = { data: { kind: string; state: string; checked: number; done_symbols: number; failures: unknown[]; divergences: Array<{ symbol: string; time: string; stored: number; fetched: Record<string, number>; repaired: boolean }> } };
+    let job: Job | undefined;
+    await waitFor(async () => (job = (await (await svc!.fetch(`/api/admin/history/jobs/${started.job_id}`, { headers: auth })).json()) as Job).data.state === 'done', { timeoutMs: 15_000, message: 'the verify job to finish' });
+    expect(job!.data).toMatchObject({ kind: 'verify', done_symbols: 1, checked: BARS.length, failures: [] });
+    expect(job!.data.divergences).toEqual([{ symbol: 'AAPL', time: new Date(moved.t + 9.5 * 3_600_000).toISOString(), stored: moved.c, fetched: { yahoo: Math.round(moved.c * 1.02 * 100) / 100 }, repaired: false }]);
+    // The job asked the providers again (Yahoo among them).
+    expect(yahoo!.requests.length).toBeGreaterThan(asked);
+
+    const future = await post({ symbols: ['AAPL'], since: '2999-01-01' });
+    expect(future.status).toBe(422);
+    expect(((await future.json()) as { error: string }).error).toContain('body.since must not be in the future');
+    const anonymous = await post({ symbols: ['AAPL'] }, {});
+    expect(anonymous.status).toBe(401);
   });
 });
