@@ -4,6 +4,9 @@
  * answer in Yahoo's own format built from the same recorded values (the recordings' windows do not
  * overlap), one close moved. A backfill (background work) compares the overlapping closes: 2 % apart
  * is recorded in GET /api/admin/data-issues with both values and both providers; 0.1 % apart is not.
+ * POST /api/admin/history/verify runs the same comparison as a job. And two repairs a second provider
+ * settles on a caller's read: a 4:1 step with no split event in Polygon's answer, confirmed by Yahoo's
+ * unstepped bars, and a session Polygon lacks and Yahoo has.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -142,5 +145,69 @@ describe('the cross-check of daily closes, Polygon and Yahoo replayed', () => {
     expect(((await future.json()) as { error: string }).error).toContain('body.since must not be in the future');
     const anonymous = await post({ symbols: ['AAPL'] }, {});
     expect(anonymous.status).toBe(401);
+  });
+});
+
+/** Polygon's aggregates answer (its recorded format) for AAPL with the recorded bars after `change`. */
+function polygonAggs(change: (bars: typeof BARS) => typeof BARS): string {
+  const recorded = JSON.parse(POLYGON_AGGS.toString('utf8')) as { results: typeof BARS; resultsCount: number; queryCount: number; count: number };
+  const results = change(structuredClone(recorded.results));
+  return JSON.stringify({ ...recorded, results, resultsCount: results.length, queryCount: results.length, count: results.length });
+}
+
+describe('repairs a second replayed provider settles, over HTTP', () => {
+  let poly: ReplayUpstream | undefined;
+  let yahoo: ReplayUpstream | undefined;
+  let svc: TestService | undefined;
+  afterEach(async () => {
+    await svc?.close();
+    await poly?.close();
+    await yahoo?.close();
+    svc = poly = yahoo = undefined;
+  });
+
+  /** A chain `polygon,yahoo`: Polygon answering `aggs`, Yahoo the recorded values unchanged; the history read and the data issues after. */
+  async function readWith(aggs: string) {
+    poly = await startReplayUpstream({
+      routes: [
+        { path: /^\/v2\/aggs\/ticker\/AAPL\/range\/1\/day\//, status: 200, contentType: JSON_TYPE, body: aggs },
+        { path: '/v3/reference/dividends', status: 200, contentType: JSON_TYPE, body: '{"results":[],"status":"OK","request_id":"d1"}' },
+        { path: '/v3/reference/splits', status: 200, contentType: JSON_TYPE, body: '{"results":[],"status":"OK","request_id":"s1"}' },
+      ],
+    });
+    yahoo = await startReplayUpstream({ routes: [{ path: '/v8/finance/chart/AAPL', status: 200, contentType: JSON_TYPE, body: yahooChart(1) }] });
+    svc = await startTestService(
+      { MARKET_DATA_PROVIDERS: 'polygon,yahoo', POLYGON_API_KEYS: 'polygon-cross-key-0001', POLYGON_BASE_URL: poly.baseUrl, POLYGON_PLAN: 'developer', YAHOO_BASE_URL: yahoo.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' },
+      { init: true },
+    );
+    const res = await svc.fetch('/api/history/AAPL?interval=1d&start=2023-01-03&end=2023-01-11');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { source: string; data: { candles: Array<{ time: string; close: number; flags?: string[] }>; quality?: Record<string, number> } };
+    const token = await svc.login(ADMIN.username, ADMIN.password);
+    const listed = await svc.fetch('/api/admin/data-issues?symbol=AAPL', { headers: { authorization: `Bearer ${token}` } });
+    expect(listed.status).toBe(200);
+    return { body, issues: ((await listed.json()) as { data: Issue[] }).data };
+  }
+  const opened = (i: number) => new Date(BARS[i]!.t + 9.5 * 3_600_000).toISOString();
+
+  it("when Polygon's first three bars sit 4x higher with no split event and Yahoo's bars are unstepped, then they are served re-based with repaired_split and recorded as unannounced_split", async () => {
+    const { body, issues } = await readWith(polygonAggs((bars) => bars.map((b, i) => (i < 3 ? { ...b, o: b.o * 4, h: b.h * 4, l: b.l * 4, c: b.c * 4, v: Math.round(b.v / 4) } : b))));
+    const candles = body.data.candles;
+    expect(candles.map((c) => c.time)).toEqual(BARS.map((_, i) => opened(i)));
+    for (const [i, c] of candles.entries()) {
+      expect(c.close, c.time).toBeCloseTo(BARS[i]!.c, 2);
+      expect(c.flags, c.time).toEqual(i < 3 ? ['repaired_split'] : undefined);
+    }
+    const split = issues.filter((i) => i.rule === 'unannounced_split');
+    expect(split.map((i) => i.time).sort()).toEqual([opened(0), opened(1), opened(2)]);
+    expect(split[0]).toMatchObject({ action: 'repaired', providers: ['polygon', 'yahoo'] });
+  });
+
+  it('when Polygon lacks the session of 2023-01-06 and Yahoo has it, then it is served from Yahoo flagged filled_from_yahoo and recorded as missing_session', async () => {
+    const { body, issues } = await readWith(polygonAggs((bars) => bars.filter((_, i) => i !== 3)));
+    const filled = body.data.candles.find((c) => c.time === opened(3));
+    expect(filled).toMatchObject({ close: BARS[3]!.c, flags: ['filled_from_yahoo'] });
+    expect(body.data.candles).toHaveLength(BARS.length);
+    expect(issues).toEqual([expect.objectContaining({ rule: 'missing_session', action: 'repaired', time: opened(3), before: null, flag: 'filled_from_yahoo' })]);
   });
 });
