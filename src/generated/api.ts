@@ -1763,6 +1763,16 @@ export interface components {
             /** @description The parts of the window the candles do not cover because they could not be fetched, in ascending time; present with `partial`. */
             missing?: components["schemas"]["TimeSpan"][];
             quality?: components["schemas"]["HistoryQuality"];
+            /**
+             * @description Where the candles came from more than one provider (stored bars keep their provider), how many each gave; absent when one provider gave them all (then `source` names it).
+             * @example {
+             *       "yahoo": 2,
+             *       "polygon": 4
+             *     }
+             */
+            sources?: {
+                [key: string]: number;
+            };
         };
         /** @description Present only when the data-quality checks touched bars of the window: how many were repaired, dropped or are suspect (GET /api/admin/data-issues lists them). */
         HistoryQuality: {

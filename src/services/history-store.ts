@@ -102,6 +102,8 @@ export interface StoredHistory {
   flags?: Map<number, QualityFlag[]>;
   /** What the data-quality checks did to the window's bars; absent when nothing. */
   quality?: QualityCounts;
+  /** The served bars by the provider that gave them; absent unless more than one did. */
+  sources?: Record<string, number>;
 }
 
 function splitsOf(actions: readonly CorporateAction[]): Array<Extract<CorporateAction, { kind: 'split' }>> {
@@ -218,6 +220,8 @@ export class HistoryStore {
     // Nothing of the window is stored and none of it is within reach: say how to reach it, never "unknown".
     if (beyondReach && !fetched && candles.length === 0 && this.#beyondReach !== undefined) throw this.#beyondReach(symbol, interval);
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
+    // Where the served bars came from more than one provider, the answer counts them by provider.
+    const sources = candles.length > 1 ? await this.#store.providerCounts(symbol, interval, { startMs: candles[0]!.timeMs, endMs: candles[candles.length - 1]!.timeMs + 1 }) : {};
     const judged = quality !== undefined && quality.counts.repaired + quality.counts.dropped + quality.counts.suspect > 0;
     return {
       info,
@@ -229,6 +233,7 @@ export class HistoryStore {
       ...(failure !== undefined ? { failure } : {}),
       ...(source !== undefined ? { source } : {}),
       ...(judged ? { flags: quality.flags, quality: quality.counts } : {}),
+      ...(Object.keys(sources).length > 1 ? { sources } : {}),
     };
   }
 

@@ -8,7 +8,9 @@
  * settles on a caller's read: a 4:1 step with no split event in Polygon's answer, confirmed by Yahoo's
  * unstepped bars, and a session Polygon lacks and Yahoo has.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, startReplayUpstream, type ReplayUpstream } from '../helpers/replay-upstream.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
@@ -209,5 +211,41 @@ describe('repairs a second replayed provider settles, over HTTP', () => {
     expect(filled).toMatchObject({ close: BARS[3]!.c, flags: ['filled_from_yahoo'] });
     expect(body.data.candles).toHaveLength(BARS.length);
     expect(issues).toEqual([expect.objectContaining({ rule: 'missing_session', action: 'repaired', time: opened(3), before: null, flag: 'filled_from_yahoo' })]);
+  });
+});
+
+describe('per-candle provenance where providers mix, over HTTP', () => {
+  it('when Yahoo stored the first days of a window and Polygon, now first in the chain, fills the rest, then the answer counts the candles by provider in sources', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mds-sources-'));
+    const yahoo = await startReplayUpstream({ routes: [{ path: '/v8/finance/chart/AAPL', status: 200, contentType: JSON_TYPE, body: yahooChart(1) }] });
+    const env = { POLYGON_API_KEYS: 'polygon-cross-key-0001', POLYGON_BASE_URL: polygon.baseUrl, POLYGON_PLAN: 'developer', YAHOO_BASE_URL: yahoo.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' };
+    try {
+      const first = await startTestService({ ...env, MARKET_DATA_PROVIDERS: 'yahoo' }, { init: true, dir });
+      try {
+        const res = await first.fetch('/api/history/AAPL?interval=1d&start=2023-01-03&end=2023-01-05');
+        expect(res.status).toBe(200);
+        const body = (await res.json()) as { source: string; data: { candles: unknown[]; sources?: unknown } };
+        expect(body.source).toBe('yahoo');
+        expect(body.data.candles).toHaveLength(2);
+        // One provider gave them all: no sources.
+        expect(body.data.sources).toBeUndefined();
+      } finally {
+        await first.close();
+      }
+      const second = await startTestService({ ...env, MARKET_DATA_PROVIDERS: 'polygon,yahoo' }, { dir });
+      try {
+        const res = await second.fetch('/api/history/AAPL?interval=1d&start=2023-01-03&end=2023-01-11');
+        expect(res.status).toBe(200);
+        const body = (await res.json()) as { data: { candles: Array<{ close: number }>; sources?: Record<string, number> } };
+        expect(body.data.candles.map((c) => c.close)).toEqual(BARS.map((b) => b.c));
+        expect(body.data.sources).toEqual({ yahoo: 2, polygon: 4 });
+        expect(second.violations).toEqual([]);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await yahoo.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

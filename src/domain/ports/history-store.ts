@@ -47,6 +47,8 @@ export interface CandleStore {
   putCandles(symbol: string, interval: HistoryInterval, candles: readonly StoredCandle[], source: Provenance): Promise<number>;
   /** Candles with `startMs <= timeMs < endMs`, oldest first, at most `limit` (default: all). */
   getCandles(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredCandle[]>;
+  /** The candles in `span` by the provider that gave them (per-candle provenance where providers mix). */
+  providerCounts(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<Record<string, number>>;
   /** How many candles `getCandles` would return for `span`. */
   countCandles(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<number>;
   /** Drops the candles of `symbol` (every interval, or one) and their coverage, so they are fetched again; resolves to how many candles went. */
