@@ -5,8 +5,10 @@
  * old window (and a 422 saying how to reach it), a straddling window partial, and the ECB quote from
  * the daily file alone.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
+import { keys as keySpace, utcDay } from '../../src/domain/key-space.js';
 import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { fixture, startReplayUpstream, type ReplayRoute, type ReplayUpstream } from '../helpers/replay-upstream.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
@@ -245,6 +247,8 @@ interface KeyedCase {
   routes: (symbols: readonly string[]) => ReplayRoute[];
   /** Spend the budget through reads (false when the plan's budget is a day's and too large to spend in a test). */
   spendByReads: boolean;
+  /** The plan's daily limit per key (0: none), spent in the test's Redis through the service's own counter key. */
+  dailyLimit: number;
 }
 
 const AV_QUOTE = (symbol: string) =>
@@ -259,21 +263,24 @@ const KEYED: KeyedCase[] = [
     name: 'alpha_vantage',
     routes: (symbols) => symbols.map((symbol) => ({ path: '/query', query: { function: 'GLOBAL_QUOTE', symbol }, status: 200, contentType: JSON_TYPE, body: AV_QUOTE(symbol) })),
     spendByReads: false,
+    dailyLimit: 25,
   },
   {
     name: 'tiingo',
     routes: () => [{ path: /^\/tiingo\/daily\/[A-Z]+\/prices$/, status: 200, contentType: JSON_TYPE, body: TIINGO_DAILY }],
     // 50 an hour: spent by the reads of one test.
     spendByReads: true,
+    dailyLimit: 0,
   },
   {
     name: 'fmp',
     routes: (symbols) => symbols.map((symbol) => ({ path: '/stable/quote', query: { symbol }, status: 200, contentType: 'application/json; charset=utf-8', body: FMP_QUOTE.replace('"AAPL"', `"${symbol}"`) })),
     spendByReads: false,
+    dailyLimit: 250,
   },
 ];
 
-describe.each(KEYED)('$name on its default plan with the default indices and refresh interval', ({ name, routes, spendByReads }) => {
+describe.each(KEYED)('$name on its default plan with the default indices and refresh interval', ({ name, routes, spendByReads, dailyLimit }) => {
   let upstream: ReplayUpstream;
   let svc: TestService;
   const db = { alpha_vantage: 4, tiingo: 5, fmp: 6 }[name];
@@ -283,7 +290,7 @@ describe.each(KEYED)('$name on its default plan with the default indices and ref
     upstream = await startReplayUpstream({ routes: routes([...CALLER_SYMBOLS, ...MORE_SYMBOLS]), notFound: { status: 404, contentType: JSON_TYPE, body: '{"detail":"Not found."}' } });
     const p = name.toUpperCase();
     svc = await startTestService(
-      { CACHE_URL: `${redis.url}/${db}`, MARKET_DATA_PROVIDERS: name, [`${p}_API_KEYS`]: `${name}-plan-key-0001`, [`${p}_BASE_URL`]: upstream.baseUrl, REFRESH_INTERVAL_SECONDS: '30' },
+      { CACHE_URL: `${redis.url}/${db}`, MARKET_DATA_PROVIDERS: name, [`${p}_API_KEYS`]: keyOf(name), [`${p}_BASE_URL`]: upstream.baseUrl, REFRESH_INTERVAL_SECONDS: '30' },
       { scheduler: true },
     );
   });
@@ -316,7 +323,37 @@ describe.each(KEYED)('$name on its default plan with the default indices and ref
     await raw.select(db);
     expect(await rememberedUnknowns(raw)).toEqual([]);
   });
+
+  it.skipIf(dailyLimit === 0)(
+    "when the key's daily limit is spent fleet-wide, then a read is 503 with Retry-After at the next UTC midnight, never 404, the provider is not asked, and nothing is remembered as unknown",
+    async () => {
+      // The day's calls, as other instances of the fleet would have counted them: the service's own counter key.
+      await raw.select(db);
+      const account = createHash('sha256').update(keyOf(name)).digest('hex').slice(0, 12);
+      const counter = keySpace.upstream.daily(name, account, utcDay(Date.now()));
+      expect(Number(await raw.get(counter)), 'the reads above were counted in the shared daily counter').toBeGreaterThanOrEqual(CALLER_SYMBOLS.length);
+      await raw.set(counter, String(dailyLimit), 'EX', 86_400);
+      const asked = upstream.requests.length;
+      for (const path of ['/api/quotes/IBM', '/api/history/IBM?interval=1d&range=1mo']) {
+        const res = await svc.fetch(path);
+        expect(res.status, path).toBe(503);
+        const now = Date.now();
+        const untilMidnight = (Math.floor(now / DAY_MS) + 1) * DAY_MS - now;
+        const retryAfter = Number(res.headers.get('retry-after'));
+        expect(Math.abs(retryAfter * 1000 - untilMidnight), `Retry-After ${retryAfter} s`).toBeLessThan(60_000);
+        const error = (await res.json()) as ErrorBody;
+        expect(error).toMatchObject({ success: false, code: 503 });
+        expect(error.error).not.toMatch(/unknown/i);
+      }
+      expect(upstream.requests.length).toBe(asked);
+      expect(await rememberedUnknowns(raw)).toEqual([]);
+    },
+  );
 });
+
+function keyOf(name: string): string {
+  return `${name}-plan-key-0001`;
+}
 
 describe('ECB quote', () => {
   let ecb: ReplayUpstream;
