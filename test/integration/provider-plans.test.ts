@@ -21,7 +21,21 @@ const POLYGON_AGGS = fixture('polygon-aggs-AAPL-1day-2023-01-01-2023-01-10.json'
 /** Tickers the replayed Polygon has daily bars for (the recorded AAPL bars, whatever the ticker). */
 const KNOWN = ['AAPL', 'MSFT', 'NVDA', 'AMZN', 'META', 'GOOG', 'TSLA', 'NFLX', 'ORCL', 'INTC', 'AMD', 'IBM', 'I:SPX', 'I:DJI', 'I:COMP'];
 
+/** The first day of the two weeks a quote asks for (the service computes it the same way, at the same UTC day). */
+const RECENT_FROM = new Date(Date.now() - 14 * DAY_MS).toISOString().slice(0, 10);
+/** Polygon's ticker details (`/v3/reference/tickers/{ticker}`) of a ticker it knows, in its documented shape. */
+const polygonTickerDetails = (ticker: string) =>
+  JSON.stringify({ request_id: `r-${ticker}`, status: 'OK', results: { ticker, name: `${ticker} Holdings Inc.`, market: 'stocks', locale: 'us', primary_exchange: 'XNAS', type: 'CS', active: true, currency_name: 'usd' } });
+const POLYGON_EMPTY_AGGS = (ticker: string) => `{"ticker":"${ticker}","queryCount":0,"resultsCount":0,"adjusted":true,"status":"OK","request_id":"e2","count":0}`;
+
 const POLYGON_ROUTES: ReplayRoute[] = [
+  // HALT: a real ticker with no bar in the last two weeks (a long halt), whose last bars are older.
+  { path: new RegExp(`^/v2/aggs/ticker/HALT/range/1/day/${RECENT_FROM}/`), status: 200, contentType: JSON_TYPE, body: POLYGON_EMPTY_AGGS('HALT') },
+  { path: /^\/v2\/aggs\/ticker\/HALT\//, status: 200, contentType: JSON_TYPE, gzip: true, body: POLYGON_AGGS },
+  { path: '/v3/reference/tickers/HALT', status: 200, contentType: JSON_TYPE, body: polygonTickerDetails('HALT') },
+  // DARK: a real ticker with no bar at all within the lookback.
+  { path: /^\/v2\/aggs\/ticker\/DARK\//, status: 200, contentType: JSON_TYPE, body: POLYGON_EMPTY_AGGS('DARK') },
+  { path: '/v3/reference/tickers/DARK', status: 200, contentType: JSON_TYPE, body: polygonTickerDetails('DARK') },
   // A real ticker with no bar in the window, and a reference lookup that finds nothing: unknown.
   { path: /^\/v2\/aggs\/ticker\/QQQQ\//, status: 200, contentType: JSON_TYPE, body: '{"ticker":"QQQQ","queryCount":0,"resultsCount":0,"adjusted":true,"status":"OK","request_id":"e1","count":0}' },
   { path: new RegExp(`^/v2/aggs/ticker/(${KNOWN.join('|')})/range/1/day/`), status: 200, contentType: JSON_TYPE, gzip: true, body: POLYGON_AGGS },
@@ -235,9 +249,110 @@ describe("Polygon's reach follows its plan", () => {
     svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon', POLYGON_PLAN: 'developer' });
     expect((await svc.fetch('/api/quotes/ZZZZ')).status).toBe(404);
     expect((await svc.fetch('/api/history/ZZZZ?interval=1d&start=2023-01-03&end=2023-01-10')).status).toBe(404);
-    const empty = await svc.fetch('/api/history/QQQQ?interval=1d&start=2023-01-07&end=2023-01-09');
+    // Weekdays: a window with sessions is asked of Polygon (a weekend window is answered without asking it; see the docs' known limits).
+    const empty = await svc.fetch('/api/history/QQQQ?interval=1d&start=2023-01-03&end=2023-01-10');
     expect(empty.status).toBe(404);
     expect(polygon.requests.some((r) => r.path === '/v3/reference/tickers/QQQQ')).toBe(true);
+  });
+
+  it("when a quote finds no bar in two weeks, then Polygon's reference decides: a ticker it knows is quoted from its last bar (dated), one with no bar in two years is 503 (never unknown), and only one it does not know is Polygon's \"no such symbol\" (with Yahoo down, the chain answers 503)", async () => {
+    await raw.select(7);
+    await raw.flushdb();
+    svc = await start(7, { MARKET_DATA_PROVIDERS: 'polygon,yahoo', YAHOO_BASE_URL: 'http://127.0.0.1:9' });
+    const referenceAsked = (ticker: string) => polygon.requests.filter((r) => r.path === `/v3/reference/tickers/${ticker}`).length;
+
+    const halted = await svc.fetch('/api/quotes/HALT');
+    expect(halted.status).toBe(200);
+    const body = (await halted.json()) as { source: string; data: { symbol: string; price: number; prev_close: number; timestamp: string } };
+    // The last recorded bars (January 2023), with their own date: an honest, old price.
+    expect(body).toMatchObject({ source: 'polygon', data: { symbol: 'HALT', price: 130.73 } });
+    expect(body.data.timestamp.startsWith('2023-01-')).toBe(true);
+    expect(referenceAsked('HALT')).toBe(1);
+    expect(aggsRequestsFor(polygon, 'HALT').map((r) => r.path.split('/')[8])).toEqual([RECENT_FROM, new Date(Date.now() - 730 * DAY_MS).toISOString().slice(0, 10)]);
+
+    // Known to the reference, no bar within two years: not unknown; Yahoo (down here) cannot answer either: 503.
+    const dark = await svc.fetch('/api/quotes/DARK');
+    expect(dark.status).toBe(503);
+    expect(dark.headers.get('retry-after')).not.toBeNull();
+    expect(((await dark.json()) as ErrorBody).code).toBe(503);
+
+    // The reference does not know QQQQ (NOT_FOUND): Polygon's own "no such symbol"; Yahoo is down, so it is not a 404 of the chain.
+    const before = referenceAsked('QQQQ');
+    const unknown = await svc.fetch('/api/quotes/QQQQ');
+    expect(unknown.status).toBe(503);
+    expect(referenceAsked('QQQQ')).toBe(before + 1);
+    expect(await rememberedUnknowns(raw)).toEqual([]);
+  });
+
+  it('when Polygon alone finds no bar in two weeks and its reference says NOT_FOUND, then the quote is 404', async () => {
+    svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon', POLYGON_PLAN: 'developer' });
+    const before = polygon.requests.filter((r) => r.path === '/v3/reference/tickers/QQQQ').length;
+    const res = await svc.fetch('/api/quotes/QQQQ');
+    expect(res.status).toBe(404);
+    expect(polygon.requests.filter((r) => r.path === '/v3/reference/tickers/QQQQ').length).toBe(before + 1);
+  });
+});
+
+describe('Tiingo: a share with no bar in two weeks', () => {
+  let tiingo: ReplayUpstream;
+  let svc: TestService;
+  const metaAsked = (ticker: string) => tiingo.requests.filter((r) => r.path === `/tiingo/daily/${ticker}`).length;
+  beforeAll(async () => {
+    await raw.select(8);
+    await raw.flushdb();
+    tiingo = await startReplayUpstream({
+      routes: [
+        // Two weeks of nothing for every ticker; HALT's older prices are there, its meta data ends on 2023-06-06.
+        { path: /^\/tiingo\/daily\/[A-Z]+\/prices$/, query: { startDate: RECENT_FROM }, status: 200, contentType: JSON_TYPE, body: '[]' },
+        { path: '/tiingo/daily/HALT/prices', status: 200, contentType: JSON_TYPE, body: TIINGO_DAILY },
+        {
+          path: '/tiingo/daily/HALT',
+          status: 200,
+          contentType: JSON_TYPE,
+          body: '{"ticker":"HALT","name":"Halt Holdings Inc","exchangeCode":"NASDAQ","startDate":"2010-01-04","endDate":"2023-06-06","description":"A listed share with a long trading halt."}',
+        },
+        { path: '/tiingo/daily/IDLE', status: 200, contentType: JSON_TYPE, body: '{"ticker":"IDLE","name":"Idle Inc","exchangeCode":"NYSE","startDate":null,"endDate":null,"description":""}' },
+      ],
+      // Tiingo's meta data of a ticker it does not have.
+      notFound: { status: 404, contentType: JSON_TYPE, body: '{"detail":"Not found."}' },
+    });
+    svc = await startTestService(
+      { CACHE_URL: `${redis.url}/8`, MARKET_DATA_PROVIDERS: 'tiingo', TIINGO_API_KEYS: keyOf('tiingo'), TIINGO_BASE_URL: tiingo.baseUrl },
+      { init: true },
+    );
+  });
+  afterAll(async () => {
+    await svc.close();
+    await tiingo.close();
+  });
+
+  it('when its meta data knows it, then the quote is its last bar (dated), not unknown', async () => {
+    const res = await svc.fetch('/api/quotes/HALT');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { source: string; data: { price: number; prev_close: number; timestamp: string } };
+    expect(body.source).toBe('tiingo');
+    expect(body.data).toMatchObject({ price: 179.21 });
+    expect(body.data.timestamp.startsWith('2023-06-06T')).toBe(true);
+    expect(metaAsked('HALT')).toBe(1);
+    // The second window ends on the meta data's last date.
+    expect(tiingo.requests.filter((r) => r.path === '/tiingo/daily/HALT/prices').at(-1)?.query.get('endDate')).toBe('2023-06-06');
+  });
+
+  it('when its meta data knows it but gives no price date, then 503 with Retry-After, never 404', async () => {
+    const res = await svc.fetch('/api/quotes/IDLE');
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).not.toBeNull();
+    expect(metaAsked('IDLE')).toBe(1);
+  });
+
+  it('when its meta data answers 404 "Not found.", then the quote is 404', async () => {
+    const res = await svc.fetch('/api/quotes/NOPE');
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as ErrorBody).code).toBe(404);
+    expect(metaAsked('NOPE')).toBe(1);
+    // Only Tiingo's own "no such symbol" is remembered: not the halted share, not the one without prices.
+    await raw.select(8);
+    expect(await rememberedUnknowns(raw)).toEqual(['quote:NOPE']);
   });
 });
 
