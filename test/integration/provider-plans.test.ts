@@ -12,6 +12,7 @@ import { keys as keySpace, utcDay } from '../../src/domain/key-space.js';
 import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { fixture, startReplayUpstream, type ReplayRoute, type ReplayUpstream } from '../helpers/replay-upstream.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
+import { openStream, type TestStream } from '../helpers/sse.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const JSON_TYPE = 'application/json';
@@ -19,7 +20,7 @@ const POLYGON_KEY = 'polygon-plan-key-0001';
 const DAY_MS = 86_400_000;
 const POLYGON_AGGS = fixture('polygon-aggs-AAPL-1day-2023-01-01-2023-01-10.json');
 /** Tickers the replayed Polygon has daily bars for (the recorded AAPL bars, whatever the ticker). */
-const KNOWN = ['AAPL', 'MSFT', 'NVDA', 'AMZN', 'META', 'GOOG', 'TSLA', 'NFLX', 'ORCL', 'INTC', 'AMD', 'IBM', 'I:SPX', 'I:DJI', 'I:COMP'];
+const KNOWN = ['X:BTCUSD', 'AAPL', 'MSFT', 'NVDA', 'AMZN', 'META', 'GOOG', 'TSLA', 'NFLX', 'ORCL', 'INTC', 'AMD', 'IBM', 'I:SPX', 'I:DJI', 'I:COMP'];
 
 /** The first day of the two weeks a quote asks for (the service computes it the same way, at the same UTC day). */
 const RECENT_FROM = new Date(Date.now() - 14 * DAY_MS).toISOString().slice(0, 10);
@@ -165,6 +166,43 @@ describe('Polygon on its free (basic) plan with the default indices and refresh 
     const history = await svc.fetch('/api/history/%5EFTSE?interval=1d&range=1mo');
     expect(history.status).toBe(422);
     expect(await rememberedUnknowns(raw)).toEqual([]);
+  });
+});
+
+describe("The stream's refresh on Polygon's free plan", () => {
+  let svc: TestService;
+  let stream: TestStream | undefined;
+  beforeAll(async () => {
+    await raw.select(9);
+    await raw.flushdb();
+    // No scheduler (no index refresh): the stream's refresh is the only work not asked by a caller.
+    svc = await start(9, { MARKET_DATA_PROVIDERS: 'polygon', STREAM_REFRESH_SECONDS: '1' });
+  });
+  afterAll(async () => {
+    stream?.close();
+    await svc.close();
+  });
+
+  it("when a streamed symbol is refreshed every second, then the refresh runs as background work within its share of the 5 calls a minute, and a caller's read is still answered by Polygon", async () => {
+    const btcCalls = () => aggsRequestsFor(polygon, 'X:BTCUSD').length;
+    const before = btcCalls();
+    // BTC-USD trades around the clock: each tick reloads it, whatever its cache lifetime.
+    stream = await openStream(`${svc.url}/api/stream?symbols=BTC-USD`);
+    await stream.waitForEvents(1);
+    const token = await svc.login(ADMIN.username, ADMIN.password);
+    const polygonFailures = async () => {
+      const res = await svc.fetch('/api/admin/providers', { headers: { authorization: `Bearer ${token}` } });
+      return ((await res.json()) as { data: Array<{ failures: number }> }).data[0]?.failures ?? 0;
+    };
+    // A refresh that found no room: the background share (2 a minute) is spent, not the callers' budget.
+    let failures = 0;
+    await waitFor(async () => (failures = await polygonFailures()) > 0, { timeoutMs: 15_000, intervalMs: 200, message: 'a stream refresh refused for want of budget' });
+    expect(failures).toBeGreaterThan(0);
+    // The subscription's first load (a caller's) and at most the share's 2 refreshes in this minute (4 if a minute began meanwhile).
+    expect(btcCalls() - before).toBeLessThanOrEqual(5);
+    const res = await svc.fetch('/api/quotes/AAPL');
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { source: string }).source).toBe('polygon');
   });
 });
 
