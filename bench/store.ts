@@ -16,7 +16,12 @@
  * The indicators figure is `mds serve` answering GET /api/indicators with ten studies over 10-year
  * windows of stored daily bars (the representation cache missed: each request a window of its own),
  * alternating with history reads of the same windows in the same run; target: p99 at most 2x history's.
- * BENCH_STORE_ONLY=indicators runs that figure alone; BENCH_STORE_READS sets the reads per figure (default 2,000).
+ * BENCH_STORE_ONLY=indicators runs that figure alone (=http the history-over-HTTP one); BENCH_STORE_READS sets
+ * the reads per figure (default 2,000).
+ * The daily bars are realistic: stamped at the opens of the US exchange's sessions (no weekends or
+ * holidays, by src/domain/market-calendar.ts), prices the data-quality validator keeps untouched (checked
+ * before each figure), written as the provider `mds serve` runs here (`simulated`), so its provenance
+ * rule keeps them: the history and indicators reads of a 10-year window both answer the same 2,520 bars.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +30,7 @@ import { performance } from 'node:perf_hooks';
 import type { CandleStore, StoredCandle } from '../src/domain/ports/history-store.js';
 import { openUserStore, type OpenedUserStore } from '../src/infra/db/typeorm-user-store.js';
 import { sessionsBetween } from '../src/domain/market-calendar.js';
+import { validateHistory } from '../src/domain/quality/validate-history.js';
 import type { History } from '../src/domain/ports/market-data.js';
 import { DataQuality } from '../src/services/data-quality.js';
 import { HistoryStore } from '../src/services/history-store.js';
@@ -41,19 +47,81 @@ const READS = Number(process.env.BENCH_STORE_READS ?? 2000);
 /** Ten studies at their usual periods, as a chart asks for them. */
 const TEN_STUDIES = 'sma:20,ema:50,wma:20,rsi:14,macd:12:26:9,bbands:20:2,stoch:14:3:3,atr:14,adx:14,cci:20';
 const LARGE_CANDLES = Number(process.env.BENCH_STORE_CANDLES ?? 10_000_000);
-const SOURCE = { provider: 'bench', fetchedAtMs: Date.now() };
+/**
+ * The provider the stored bars are written as: `mds serve` here runs the default chain (`simulated`), and
+ * the history store drops, on first read, a series stored by a provider outside its chain (provenance):
+ * bars written as any other provider would be purged and refetched, and the figures would time that.
+ */
+const SOURCE = { provider: 'simulated', fetchedAtMs: Date.now() };
+/** The first session of 2010 (a Monday, 4 January) at 00:00 UTC: every 10-year window starts here. */
 const START = Date.UTC(2010, 0, 4);
+/**
+ * The stamps of the bench's daily bars: the opens of the US exchange's sessions (weekends and the
+ * exchange's holidays left out, as an upstream answers them), 2000 to 2025: 26 years, all in the past.
+ */
+const US_OPENS = sessionsBetween('US', '2000-01-01', '2025-12-31').map((s) => s.segments[0]!.startMs);
+/** Where START falls in US_OPENS. */
+const START_INDEX = US_OPENS.findIndex((t) => t >= START);
+/** The sessions from START on, 2,520 of them: 10 years of daily bars (2010-01-04 to 2019-12-30). */
+const TEN_YEARS_OPENS = US_OPENS.slice(START_INDEX, START_INDEX + TEN_YEARS_DAILY);
+/** The window of the `sessions` sessions from START: it ends a day past the last one's open. */
+function sessionsSpan(sessions: number): { startMs: number; endMs: number } {
+  return { startMs: START, endMs: US_OPENS[START_INDEX + sessions - 1]! + DAY_MS };
+}
+/** Sessions (four years) kept before the first window the HTTP figures read: the studies' warm-up. */
+const WARMUP_SESSIONS = 1007;
 
-function candles(count: number, stepMs: number, seed = 1): StoredCandle[] {
-  const out: StoredCandle[] = new Array(count);
+/**
+ * The `i`th 10-year daily window the HTTP figures read, as query parameters: 2,520 sessions starting
+ * `i` sessions after the first one past the warm-up. The service snaps a window's bounds to the
+ * interval's bar grid (the next session) before they become a cache key, so windows that differ by less
+ * than a session would share one answer: each read shifts by a whole session to miss the representation
+ * cache, and every window still holds exactly 2,520 bars.
+ */
+function slidingWindow(i: number): string {
+  const first = WARMUP_SESSIONS + i;
+  const last = first + TEN_YEARS_DAILY - 1;
+  if (last >= US_OPENS.length) throw new Error(`BENCH_STORE_READS is at most ${US_OPENS.length - WARMUP_SESSIONS - TEN_YEARS_DAILY + 1}: the stored sessions hold no more distinct 10-year windows`);
+  return `interval=1d&start=${new Date(US_OPENS[first]!).toISOString()}&end=${new Date(US_OPENS[last]! + DAY_MS).toISOString()}`;
+}
+/** Every stored session's bar, covered from the first to a day past the last: what the HTTP figures serve from. */
+async function storeAllSessions(store: CandleStore, symbol: string): Promise<void> {
+  await store.putCandles(symbol, '1d', clean(candles(US_OPENS)), SOURCE);
+  await store.putInstrument(symbol, { currency: 'USD', timezone: 'America/New_York' }, SOURCE);
+  await store.markCovered(symbol, '1d', { startMs: US_OPENS[0]!, endMs: US_OPENS[US_OPENS.length - 1]! + DAY_MS }, SOURCE);
+}
+
+/**
+ * Bars at `times`: a bounded walk around 100 + seed (steps of at most 1.3), each bar's high and low
+ * half a unit outside its open and close; prices that pass every data-quality rule (checked by `clean`).
+ */
+function candles(times: readonly number[], seed = 1): StoredCandle[] {
+  const out: StoredCandle[] = new Array(times.length);
   let price = 100 + seed;
-  for (let i = 0; i < count; i++) {
+  for (let i = 0; i < times.length; i++) {
     const open = Math.round(price * 100) / 100;
     price = Math.max(1, price + Math.sin(i * 0.37 + seed) * 1.3);
     const close = Math.round(price * 100) / 100;
-    out[i] = { timeMs: START + i * stepMs, open, high: Math.max(open, close) + 0.5, low: Math.min(open, close) - 0.5, close, adjClose: close, volume: 1_000_000 + i };
+    out[i] = { timeMs: times[i]!, open, high: Math.max(open, close) + 0.5, low: Math.min(open, close) - 0.5, close, adjClose: close, volume: 1_000_000 + i };
   }
   return out;
+}
+
+/** Minute bars for the write figure: `count` consecutive minutes from START (written straight to the store, never validated). */
+function minuteTimes(count: number): number[] {
+  return Array.from({ length: count }, (_, i) => START + i * 60_000);
+}
+
+/**
+ * `bars` as the data-quality validator judges a US daily answer: throws unless it keeps every bar
+ * unchanged and finds nothing (no bar off-session, none repaired, dropped or suspect, no session missing).
+ */
+function clean(bars: StoredCandle[]): StoredCandle[] {
+  const judged = validateHistory({ interval: '1d', currency: 'USD', market: 'US', candles: bars, splits: [], provider: SOURCE.provider, nowMs: Date.now() });
+  if (judged.issues.length > 0 || judged.candles.length !== bars.length || judged.missingSessions > 0) {
+    throw new Error(`the bench's bars do not pass the data-quality checks: ${judged.candles.length} of ${bars.length} kept, ${judged.missingSessions} sessions missing, ${JSON.stringify(judged.issues.slice(0, 3))}`);
+  }
+  return bars;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -67,12 +135,12 @@ async function writeRate(store: CandleStore, symbol: string, all: StoredCandle[]
   return all.length / ((performance.now() - started) / 1000);
 }
 
-async function readLatency(store: CandleStore, symbols: string[], spanMs: number, expected: number): Promise<{ p50Ms: number; p99Ms: number }> {
+async function readLatency(store: CandleStore, symbols: string[], endMs: number, expected: number): Promise<{ p50Ms: number; p99Ms: number }> {
   const times: number[] = [];
   for (let i = 0; i < READS; i++) {
     const symbol = symbols[i % symbols.length]!;
     const started = performance.now();
-    const got = await store.getCandles(symbol, '1d', { startMs: START, endMs: START + spanMs });
+    const got = await store.getCandles(symbol, '1d', { startMs: START, endMs });
     times.push(performance.now() - started);
     if (got.length !== expected) throw new Error(`read ${got.length} candles of ${symbol}, expected ${expected}`);
   }
@@ -84,7 +152,7 @@ async function readLatency(store: CandleStore, symbols: string[], spanMs: number
  * What a miss of the representation cache asks of the store, timed whole: `HistoryStore.read` of a
  * covered window (its coverage, candles, corporate actions and instrument), the upstream never called.
  */
-async function historyReadLatency(store: CandleStore, symbol: string, spanMs: number, expected: number): Promise<{ p50Ms: number; p99Ms: number }> {
+async function historyReadLatency(store: CandleStore, symbol: string, endMs: number, expected: number): Promise<{ p50Ms: number; p99Ms: number }> {
   const history = new HistoryStore({
     store,
     fetch: () => Promise.reject(new Error('the window is covered: the bench expects no upstream call')),
@@ -93,7 +161,7 @@ async function historyReadLatency(store: CandleStore, symbol: string, spanMs: nu
   const times: number[] = [];
   for (let i = 0; i < READS; i++) {
     const started = performance.now();
-    const got = await history.read(symbol, '1d', { startMs: START, endMs: START + spanMs }, 5001);
+    const got = await history.read(symbol, '1d', { startMs: START, endMs }, 5001);
     times.push(performance.now() - started);
     if (got.candles.length !== expected || got.fetched || got.info === undefined) throw new Error(`history read gave ${got.candles.length} candles (fetched: ${got.fetched})`);
   }
@@ -105,13 +173,13 @@ async function measure(name: string, db: OpenedUserStore, large: boolean) {
   const store = db.candles;
   // Reads first: measured after the bulk write, they would also time the database still settling it
   // (PostgreSQL's autovacuum and checkpoint of 500,000 new rows), which no read of a settled store pays.
-  const tenYearsMs = TEN_YEARS_DAILY * DAY_MS;
-  await store.putCandles('DAILY', '1d', candles(TEN_YEARS_DAILY, DAY_MS), SOURCE);
+  const tenYears = sessionsSpan(TEN_YEARS_DAILY);
+  await store.putCandles('DAILY', '1d', clean(candles(TEN_YEARS_OPENS)), SOURCE);
   await store.putInstrument('DAILY', { currency: 'USD', timezone: 'America/New_York' }, SOURCE);
-  await store.markCovered('DAILY', '1d', { startMs: START, endMs: START + tenYearsMs }, SOURCE);
-  const tenYearsDaily = await readLatency(store, ['DAILY'], tenYearsMs, TEN_YEARS_DAILY);
-  const tenYearsDailyHistoryRead = await historyReadLatency(store, 'DAILY', tenYearsMs, TEN_YEARS_DAILY);
-  const writePerS = await writeRate(store, 'WRITE', candles(WRITE_CANDLES, 60_000));
+  await store.markCovered('DAILY', '1d', tenYears, SOURCE);
+  const tenYearsDaily = await readLatency(store, ['DAILY'], tenYears.endMs, TEN_YEARS_DAILY);
+  const tenYearsDailyHistoryRead = await historyReadLatency(store, 'DAILY', tenYears.endMs, TEN_YEARS_DAILY);
+  const writePerS = await writeRate(store, 'WRITE', candles(minuteTimes(WRITE_CANDLES)));
   const { candles: stored, bytes } = await store.footprint();
   const row: Record<string, unknown> = {
     store: name,
@@ -125,14 +193,14 @@ async function measure(name: string, db: OpenedUserStore, large: boolean) {
     const seriesCount = Math.ceil(LARGE_CANDLES / perSeries);
     const symbols = Array.from({ length: seriesCount }, (_, i) => `S${i}`);
     const started = performance.now();
-    for (const [i, symbol] of symbols.entries()) await store.putCandles(symbol, '1d', candles(perSeries, DAY_MS, i), SOURCE);
+    for (const [i, symbol] of symbols.entries()) await store.putCandles(symbol, '1d', candles(TEN_YEARS_OPENS, i), SOURCE);
     const loadS = (performance.now() - started) / 1000;
     const total = await store.footprint();
     row.large = {
       candles: total.candles,
       loadCandlesPerS: Math.round((seriesCount * perSeries) / loadS),
       bytesPerCandle: Math.round((total.bytes / total.candles) * 10) / 10,
-      oneYearDaily: await readLatency(store, symbols, 252 * DAY_MS, 252),
+      oneYearDaily: await readLatency(store, symbols, sessionsSpan(252).endMs, 252),
     };
   }
   return row;
@@ -169,15 +237,10 @@ async function httpRead(dir: string): Promise<Record<string, unknown>> {
   const env = { ...benchEnv(dir, 'redis://127.0.0.1:1/0'), DATABASE_URL: `sqlite:${join(dir, 'http.sqlite')}`, LOG_LEVEL: 'warn' };
   initService(env);
   const db = await openUserStore(env.DATABASE_URL, { runMigrations: true });
-  const bars = candles(TEN_YEARS_DAILY, DAY_MS);
-  const span = { startMs: START, endMs: START + TEN_YEARS_DAILY * DAY_MS };
-  await db.candles.putCandles('AAPL', '1d', bars, SOURCE);
-  await db.candles.putInstrument('AAPL', { currency: 'USD', timezone: 'America/New_York' }, SOURCE);
-  await db.candles.markCovered('AAPL', '1d', span, SOURCE);
+  await storeAllSessions(db.candles, 'AAPL');
   await db.close();
-  const end = new Date(span.endMs).toISOString();
-  // A window a second earlier each time: the same bars, a key the representation cache has not seen.
-  const path = (i: number) => `/api/history/AAPL?interval=1d&start=${new Date(START - 1000 * (i + 1)).toISOString()}&end=${end}`;
+  // A window a session later each time: 2,520 bars, a key the representation cache has not seen.
+  const path = (i: number) => `/api/history/AAPL?${slidingWindow(i)}`;
   const server = await spawnServe(['--port', String(await freePort())], { env, stdout: 'ignore' });
   let measured: { times: number[]; first: Buffer };
   try {
@@ -216,17 +279,16 @@ const QUALITY_MISSES = Number(process.env.BENCH_QUALITY_MISSES ?? 200);
 async function validationCost(dir: string): Promise<Record<string, unknown>> {
   const db = await openUserStore(`sqlite:${join(dir, 'quality.sqlite')}`, { runMigrations: true });
   try {
-    const sessions = sessionsBetween('US', '2010-01-04', '2020-12-31').slice(0, TEN_YEARS_DAILY);
-    const bars = candles(TEN_YEARS_DAILY, DAY_MS);
+    const bars = clean(candles(TEN_YEARS_OPENS));
     const answer: History = {
       symbol: 'Q',
       currency: 'USD',
       timezone: 'America/New_York',
       interval: '1d',
-      candles: bars.map((c, i) => ({ time: new Date(sessions[i]!.segments[0]!.startMs).toISOString(), open: c.open, high: c.high, low: c.low, close: c.close, adj_close: c.adjClose, volume: c.volume })),
+      candles: bars.map((c) => ({ time: new Date(c.timeMs).toISOString(), open: c.open, high: c.high, low: c.low, close: c.close, adj_close: c.adjClose, volume: c.volume })),
       events: { dividends: [], splits: [] },
     };
-    const span = { startMs: sessions[0]!.segments[0]!.startMs, endMs: sessions[TEN_YEARS_DAILY - 1]!.segments[0]!.startMs + DAY_MS };
+    const span = { startMs: TEN_YEARS_OPENS[0]!, endMs: sessionsSpan(TEN_YEARS_DAILY).endMs };
     const stores = (process.env.BENCH_QUALITY_AA === "1" ? [true, true] : [false, true]).map((enabled) => {
       const quality = new DataQuality({ store: db.dataIssues, enabled });
       return new HistoryStore({ store: db.candles, fetch: async () => answer, provider: () => 'bench', quality, now: () => span.endMs + 30 * DAY_MS });
@@ -263,20 +325,16 @@ async function indicatorRead(dir: string): Promise<Record<string, unknown>> {
   const env = { ...benchEnv(dir, 'redis://127.0.0.1:1/0'), DATABASE_URL: `sqlite:${join(dir, 'indicators.sqlite')}`, LOG_LEVEL: 'warn' };
   initService(env);
   const db = await openUserStore(env.DATABASE_URL, { runMigrations: true });
-  const before = 4 * 365;
-  const bars = candles(TEN_YEARS_DAILY + before, DAY_MS).map((c) => ({ ...c, timeMs: c.timeMs - before * DAY_MS }));
-  const span = { startMs: START - before * DAY_MS, endMs: START + TEN_YEARS_DAILY * DAY_MS };
-  await db.candles.putCandles('AAPL', '1d', bars, SOURCE);
-  await db.candles.putInstrument('AAPL', { currency: 'USD', timezone: 'America/New_York' }, SOURCE);
-  await db.candles.markCovered('AAPL', '1d', span, SOURCE);
+  // Four years of sessions before the first window (the warm-up), then the windows' sessions.
+  await storeAllSessions(db.candles, 'AAPL');
   await db.close();
-  const end = new Date(span.endMs).toISOString();
-  // A window a second earlier each time (the bar at START is its first): a key the cache has not seen.
-  const window = (i: number) => `interval=1d&start=${new Date(START - 1000 * (i + 1)).toISOString()}&end=${end}`;
+  // A window a session later each time: 2,520 bars, a key the representation cache has not seen.
+  const window = slidingWindow;
   const server = await spawnServe(['--port', String(await freePort())], { env, stdout: 'ignore' });
   const history: number[] = [];
   const studies: number[] = [];
   let studyBytes = 0;
+  let historyTimes: string[] = [];
   try {
     for (let i = 0; i < READS; i++) {
       for (const [path, times] of [
@@ -288,10 +346,16 @@ async function indicatorRead(dir: string): Promise<Record<string, unknown>> {
         const bytes = await res.arrayBuffer();
         times.push(performance.now() - started);
         if (res.status !== 200 || res.headers.get('x-cache') !== 'MISS') throw new Error(`${path} answered ${res.status} ${res.headers.get('x-cache')}`);
+        if (i === 0 && times === history) {
+          const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as { data: { candles: Array<{ time: string }> } };
+          historyTimes = body.data.candles.map((c) => c.time);
+          if (historyTimes.length !== TEN_YEARS_DAILY) throw new Error(`the history answer is not 10 years of daily bars: ${historyTimes.length} candles`);
+        }
         if (i === 0 && times === studies) {
           studyBytes = bytes.byteLength;
           const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as { data: { times: string[]; studies: Record<string, Array<number | null> | Record<string, Array<number | null>>> } };
           if (body.data.times.length !== TEN_YEARS_DAILY || Object.keys(body.data.studies).length !== 10) throw new Error(`the indicators answer is not ten studies over 10 years: ${body.data.times.length} times, ${Object.keys(body.data.studies).length} studies`);
+          if (body.data.times.some((t, at) => t !== historyTimes[at])) throw new Error('the indicators answer and the history answer of the same window have different bar times');
           if ((body.data.studies['rsi:14'] as Array<number | null>)[0] === null) throw new Error("the window's first RSI is null: the warm-up was not read");
         }
       }
@@ -314,11 +378,13 @@ async function indicatorRead(dir: string): Promise<Record<string, unknown>> {
 
 const rows: Array<Record<string, unknown>> = [];
 const dir = mkdtempSync(join(tmpdir(), 'mds-bench-store-'));
-const only = process.env.BENCH_STORE_ONLY;
+const only = process.env.BENCH_STORE_ONLY?.trim() || undefined;
+if (only !== undefined && !['quality', 'indicators', 'http'].includes(only)) throw new Error(`BENCH_STORE_ONLY is quality, indicators or http, not ${only}`);
 try {
-  if (only !== 'indicators') rows.push(await validationCost(dir));
+  if (only === undefined || only === 'quality') rows.push(await validationCost(dir));
   if (only === 'indicators') rows.push(await indicatorRead(dir));
-  else if (only !== 'quality') await others();
+  if (only === 'http') rows.push(await httpRead(dir));
+  if (only === undefined) await others();
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -19,6 +19,7 @@
  * changed up to N": the first events then carry only the symbols whose version is later than N minus
  * a margin that covers clocks and delivery delays between instances (a duplicate rather than a gap).
  */
+import { inBackground } from '../domain/background-work.js';
 import { InvalidRequestError, UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
@@ -504,7 +505,7 @@ export class QuoteStreamHub {
   }
 
   /**
-   * Keeps subscribed symbols fresh ahead of expiry (the fleet lock makes one instance load each), then
+   * Keeps subscribed symbols fresh ahead of expiry as background work (the fleet lock makes one instance load each), then
    * compares each cached quote with the last one sent, which heals a lost broadcast message.
    */
   async #refreshTick(): Promise<void> {
@@ -519,7 +520,9 @@ export class QuoteStreamHub {
           const symbol = symbols[next++] as string;
           try {
             // Pushed prices keep the cache current while a push upstream is connected: no upstream calls.
-            if (!this.#o.pushing()) await this.#o.market.refreshQuote(symbol, horizonMs);
+            // Background work (DESIGN 19): no caller waits on a tick, so its upstream calls count against
+            // BACKGROUND_BUDGET_SHARE and are refused at once when the share is spent (the cached quote stays).
+            if (!this.#o.pushing()) await inBackground(() => this.#o.market.refreshQuote(symbol, horizonMs));
             const quote = await this.#o.market.quoteOf(symbol);
             if (quote !== undefined) await this.#reconcile(symbol, quote);
           } catch (err) {

@@ -128,7 +128,7 @@ describe('mds users', () => {
     const deleted = mds(['users', 'delete', 'analyst']);
     expect(deleted.code).toBe(0);
     expect(JSON.parse(mds(['users', 'list', '--json']).stdout)).toHaveLength(1);
-  });
+  }, 90_000);
 
   it('refuses bad input with one line and a non-zero exit: unknown user, weak password, taken name, last admin', () => {
     expect(mds(['init']).code).toBe(0);

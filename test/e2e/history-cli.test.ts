@@ -63,7 +63,7 @@ describe('mds history backfill', () => {
 
     const future = mds(['history', 'backfill', 'AAPL', '--since', '2999-01-01']);
     expect(future.code).toBe(2);
-    expect(future.stderr.trim()).toBe('Error: Invalid request parameters: body.since must not be in the future');
+    expect(future.stderr.trim()).toBe('Error: --since must not be in the future (see --help)');
 
     const many = mds(['history', 'backfill', ...Array.from({ length: 101 }, (_, i) => `S${i}`), '--since', '2024-01-01']);
     expect(many.code).toBe(2);

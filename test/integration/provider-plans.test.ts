@@ -5,11 +5,14 @@
  * old window (and a 422 saying how to reach it), a straddling window partial, and the ECB quote from
  * the daily file alone.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
+import { keys as keySpace, utcDay } from '../../src/domain/key-space.js';
 import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { fixture, startReplayUpstream, type ReplayRoute, type ReplayUpstream } from '../helpers/replay-upstream.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
+import { openStream, type TestStream } from '../helpers/sse.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const JSON_TYPE = 'application/json';
@@ -17,9 +20,23 @@ const POLYGON_KEY = 'polygon-plan-key-0001';
 const DAY_MS = 86_400_000;
 const POLYGON_AGGS = fixture('polygon-aggs-AAPL-1day-2023-01-01-2023-01-10.json');
 /** Tickers the replayed Polygon has daily bars for (the recorded AAPL bars, whatever the ticker). */
-const KNOWN = ['AAPL', 'MSFT', 'NVDA', 'AMZN', 'META', 'GOOG', 'TSLA', 'NFLX', 'ORCL', 'INTC', 'AMD', 'IBM', 'I:SPX', 'I:DJI', 'I:COMP'];
+const KNOWN = ['X:BTCUSD', 'AAPL', 'MSFT', 'NVDA', 'AMZN', 'META', 'GOOG', 'TSLA', 'NFLX', 'ORCL', 'INTC', 'AMD', 'IBM', 'I:SPX', 'I:DJI', 'I:COMP'];
+
+/** The first day of the two weeks a quote asks for (the service computes it the same way, at the same UTC day). */
+const RECENT_FROM = new Date(Date.now() - 14 * DAY_MS).toISOString().slice(0, 10);
+/** Polygon's ticker details (`/v3/reference/tickers/{ticker}`) of a ticker it knows, in its documented shape. */
+const polygonTickerDetails = (ticker: string) =>
+  JSON.stringify({ request_id: `r-${ticker}`, status: 'OK', results: { ticker, name: `${ticker} Holdings Inc.`, market: 'stocks', locale: 'us', primary_exchange: 'XNAS', type: 'CS', active: true, currency_name: 'usd' } });
+const POLYGON_EMPTY_AGGS = (ticker: string) => `{"ticker":"${ticker}","queryCount":0,"resultsCount":0,"adjusted":true,"status":"OK","request_id":"e2","count":0}`;
 
 const POLYGON_ROUTES: ReplayRoute[] = [
+  // HALT: a real ticker with no bar in the last two weeks (a long halt), whose last bars are older.
+  { path: new RegExp(`^/v2/aggs/ticker/HALT/range/1/day/${RECENT_FROM}/`), status: 200, contentType: JSON_TYPE, body: POLYGON_EMPTY_AGGS('HALT') },
+  { path: /^\/v2\/aggs\/ticker\/HALT\//, status: 200, contentType: JSON_TYPE, gzip: true, body: POLYGON_AGGS },
+  { path: '/v3/reference/tickers/HALT', status: 200, contentType: JSON_TYPE, body: polygonTickerDetails('HALT') },
+  // DARK: a real ticker with no bar at all within the lookback.
+  { path: /^\/v2\/aggs\/ticker\/DARK\//, status: 200, contentType: JSON_TYPE, body: POLYGON_EMPTY_AGGS('DARK') },
+  { path: '/v3/reference/tickers/DARK', status: 200, contentType: JSON_TYPE, body: polygonTickerDetails('DARK') },
   // A real ticker with no bar in the window, and a reference lookup that finds nothing: unknown.
   { path: /^\/v2\/aggs\/ticker\/QQQQ\//, status: 200, contentType: JSON_TYPE, body: '{"ticker":"QQQQ","queryCount":0,"resultsCount":0,"adjusted":true,"status":"OK","request_id":"e1","count":0}' },
   { path: new RegExp(`^/v2/aggs/ticker/(${KNOWN.join('|')})/range/1/day/`), status: 200, contentType: JSON_TYPE, gzip: true, body: POLYGON_AGGS },
@@ -152,6 +169,43 @@ describe('Polygon on its free (basic) plan with the default indices and refresh 
   });
 });
 
+describe("The stream's refresh on Polygon's free plan", () => {
+  let svc: TestService;
+  let stream: TestStream | undefined;
+  beforeAll(async () => {
+    await raw.select(9);
+    await raw.flushdb();
+    // No scheduler (no index refresh): the stream's refresh is the only work not asked by a caller.
+    svc = await start(9, { MARKET_DATA_PROVIDERS: 'polygon', STREAM_REFRESH_SECONDS: '1' });
+  });
+  afterAll(async () => {
+    stream?.close();
+    await svc.close();
+  });
+
+  it("when a streamed symbol is refreshed every second, then the refresh runs as background work within its share of the 5 calls a minute, and a caller's read is still answered by Polygon", async () => {
+    const btcCalls = () => aggsRequestsFor(polygon, 'X:BTCUSD').length;
+    const before = btcCalls();
+    // BTC-USD trades around the clock: each tick reloads it, whatever its cache lifetime.
+    stream = await openStream(`${svc.url}/api/stream?symbols=BTC-USD`);
+    await stream.waitForEvents(1);
+    const token = await svc.login(ADMIN.username, ADMIN.password);
+    const polygonFailures = async () => {
+      const res = await svc.fetch('/api/admin/providers', { headers: { authorization: `Bearer ${token}` } });
+      return ((await res.json()) as { data: Array<{ failures: number }> }).data[0]?.failures ?? 0;
+    };
+    // A refresh that found no room: the background share (2 a minute) is spent, not the callers' budget.
+    let failures = 0;
+    await waitFor(async () => (failures = await polygonFailures()) > 0, { timeoutMs: 15_000, intervalMs: 200, message: 'a stream refresh refused for want of budget' });
+    expect(failures).toBeGreaterThan(0);
+    // The subscription's first load (a caller's) and at most the share's 2 refreshes in this minute (4 if a minute began meanwhile).
+    expect(btcCalls() - before).toBeLessThanOrEqual(5);
+    const res = await svc.fetch('/api/quotes/AAPL');
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { source: string }).source).toBe('polygon');
+  });
+});
+
 describe("Polygon's reach follows its plan", () => {
   let svc: TestService | undefined;
   let yahoo: ReplayUpstream | undefined;
@@ -213,7 +267,10 @@ describe("Polygon's reach follows its plan", () => {
   it('when a window straddles the basic reach, then the reachable part is answered with partial: true and the rest under missing', async () => {
     svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon' });
     const now = Date.now();
-    const from = new Date(now - 760 * DAY_MS).toISOString().slice(0, 10);
+    // A weekday: a window starting on a weekend has its missing span start at the next session (the store knows no bars on weekends).
+    let fromMs = now - 760 * DAY_MS;
+    while ([0, 6].includes(new Date(fromMs).getUTCDay())) fromMs -= DAY_MS;
+    const from = new Date(fromMs).toISOString().slice(0, 10);
     const to = new Date(now - 700 * DAY_MS).toISOString().slice(0, 10);
     const res = await svc.fetch(`/api/history/GOOG?interval=1d&start=${from}&end=${to}`);
     expect(res.status).toBe(200);
@@ -233,9 +290,110 @@ describe("Polygon's reach follows its plan", () => {
     svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon', POLYGON_PLAN: 'developer' });
     expect((await svc.fetch('/api/quotes/ZZZZ')).status).toBe(404);
     expect((await svc.fetch('/api/history/ZZZZ?interval=1d&start=2023-01-03&end=2023-01-10')).status).toBe(404);
-    const empty = await svc.fetch('/api/history/QQQQ?interval=1d&start=2023-01-07&end=2023-01-09');
+    // Weekdays: a window with sessions is asked of Polygon (a weekend window is answered without asking it; see the docs' known limits).
+    const empty = await svc.fetch('/api/history/QQQQ?interval=1d&start=2023-01-03&end=2023-01-10');
     expect(empty.status).toBe(404);
     expect(polygon.requests.some((r) => r.path === '/v3/reference/tickers/QQQQ')).toBe(true);
+  });
+
+  it("when a quote finds no bar in two weeks, then Polygon's reference decides: a ticker it knows is quoted from its last bar (dated), one with no bar in two years is 503 (never unknown), and only one it does not know is Polygon's \"no such symbol\" (with Yahoo down, the chain answers 503)", async () => {
+    await raw.select(7);
+    await raw.flushdb();
+    svc = await start(7, { MARKET_DATA_PROVIDERS: 'polygon,yahoo', YAHOO_BASE_URL: 'http://127.0.0.1:9' });
+    const referenceAsked = (ticker: string) => polygon.requests.filter((r) => r.path === `/v3/reference/tickers/${ticker}`).length;
+
+    const halted = await svc.fetch('/api/quotes/HALT');
+    expect(halted.status).toBe(200);
+    const body = (await halted.json()) as { source: string; data: { symbol: string; price: number; prev_close: number; timestamp: string } };
+    // The last recorded bars (January 2023), with their own date: an honest, old price.
+    expect(body).toMatchObject({ source: 'polygon', data: { symbol: 'HALT', price: 130.73 } });
+    expect(body.data.timestamp.startsWith('2023-01-')).toBe(true);
+    expect(referenceAsked('HALT')).toBe(1);
+    expect(aggsRequestsFor(polygon, 'HALT').map((r) => r.path.split('/')[8])).toEqual([RECENT_FROM, new Date(Date.now() - 730 * DAY_MS).toISOString().slice(0, 10)]);
+
+    // Known to the reference, no bar within two years: not unknown; Yahoo (down here) cannot answer either: 503.
+    const dark = await svc.fetch('/api/quotes/DARK');
+    expect(dark.status).toBe(503);
+    expect(dark.headers.get('retry-after')).not.toBeNull();
+    expect(((await dark.json()) as ErrorBody).code).toBe(503);
+
+    // The reference does not know QQQQ (NOT_FOUND): Polygon's own "no such symbol"; Yahoo is down, so it is not a 404 of the chain.
+    const before = referenceAsked('QQQQ');
+    const unknown = await svc.fetch('/api/quotes/QQQQ');
+    expect(unknown.status).toBe(503);
+    expect(referenceAsked('QQQQ')).toBe(before + 1);
+    expect(await rememberedUnknowns(raw)).toEqual([]);
+  });
+
+  it('when Polygon alone finds no bar in two weeks and its reference says NOT_FOUND, then the quote is 404', async () => {
+    svc = await start(1, { MARKET_DATA_PROVIDERS: 'polygon', POLYGON_PLAN: 'developer' });
+    const before = polygon.requests.filter((r) => r.path === '/v3/reference/tickers/QQQQ').length;
+    const res = await svc.fetch('/api/quotes/QQQQ');
+    expect(res.status).toBe(404);
+    expect(polygon.requests.filter((r) => r.path === '/v3/reference/tickers/QQQQ').length).toBe(before + 1);
+  });
+});
+
+describe('Tiingo: a share with no bar in two weeks', () => {
+  let tiingo: ReplayUpstream;
+  let svc: TestService;
+  const metaAsked = (ticker: string) => tiingo.requests.filter((r) => r.path === `/tiingo/daily/${ticker}`).length;
+  beforeAll(async () => {
+    await raw.select(8);
+    await raw.flushdb();
+    tiingo = await startReplayUpstream({
+      routes: [
+        // Two weeks of nothing for every ticker; HALT's older prices are there, its meta data ends on 2023-06-06.
+        { path: /^\/tiingo\/daily\/[A-Z]+\/prices$/, query: { startDate: RECENT_FROM }, status: 200, contentType: JSON_TYPE, body: '[]' },
+        { path: '/tiingo/daily/HALT/prices', status: 200, contentType: JSON_TYPE, body: TIINGO_DAILY },
+        {
+          path: '/tiingo/daily/HALT',
+          status: 200,
+          contentType: JSON_TYPE,
+          body: '{"ticker":"HALT","name":"Halt Holdings Inc","exchangeCode":"NASDAQ","startDate":"2010-01-04","endDate":"2023-06-06","description":"A listed share with a long trading halt."}',
+        },
+        { path: '/tiingo/daily/IDLE', status: 200, contentType: JSON_TYPE, body: '{"ticker":"IDLE","name":"Idle Inc","exchangeCode":"NYSE","startDate":null,"endDate":null,"description":""}' },
+      ],
+      // Tiingo's meta data of a ticker it does not have.
+      notFound: { status: 404, contentType: JSON_TYPE, body: '{"detail":"Not found."}' },
+    });
+    svc = await startTestService(
+      { CACHE_URL: `${redis.url}/8`, MARKET_DATA_PROVIDERS: 'tiingo', TIINGO_API_KEYS: keyOf('tiingo'), TIINGO_BASE_URL: tiingo.baseUrl },
+      { init: true },
+    );
+  });
+  afterAll(async () => {
+    await svc.close();
+    await tiingo.close();
+  });
+
+  it('when its meta data knows it, then the quote is its last bar (dated), not unknown', async () => {
+    const res = await svc.fetch('/api/quotes/HALT');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { source: string; data: { price: number; prev_close: number; timestamp: string } };
+    expect(body.source).toBe('tiingo');
+    expect(body.data).toMatchObject({ price: 179.21 });
+    expect(body.data.timestamp.startsWith('2023-06-06T')).toBe(true);
+    expect(metaAsked('HALT')).toBe(1);
+    // The second window ends on the meta data's last date.
+    expect(tiingo.requests.filter((r) => r.path === '/tiingo/daily/HALT/prices').at(-1)?.query.get('endDate')).toBe('2023-06-06');
+  });
+
+  it('when its meta data knows it but gives no price date, then 503 with Retry-After, never 404', async () => {
+    const res = await svc.fetch('/api/quotes/IDLE');
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).not.toBeNull();
+    expect(metaAsked('IDLE')).toBe(1);
+  });
+
+  it('when its meta data answers 404 "Not found.", then the quote is 404', async () => {
+    const res = await svc.fetch('/api/quotes/NOPE');
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as ErrorBody).code).toBe(404);
+    expect(metaAsked('NOPE')).toBe(1);
+    // Only Tiingo's own "no such symbol" is remembered: not the halted share, not the one without prices.
+    await raw.select(8);
+    expect(await rememberedUnknowns(raw)).toEqual(['quote:NOPE']);
   });
 });
 
@@ -245,6 +403,8 @@ interface KeyedCase {
   routes: (symbols: readonly string[]) => ReplayRoute[];
   /** Spend the budget through reads (false when the plan's budget is a day's and too large to spend in a test). */
   spendByReads: boolean;
+  /** The plan's daily limit per key, spent in the test's Redis through the service's own counter key (0: not shown, see the entry). */
+  dailyLimit: number;
 }
 
 const AV_QUOTE = (symbol: string) =>
@@ -259,21 +419,25 @@ const KEYED: KeyedCase[] = [
     name: 'alpha_vantage',
     routes: (symbols) => symbols.map((symbol) => ({ path: '/query', query: { function: 'GLOBAL_QUOTE', symbol }, status: 200, contentType: JSON_TYPE, body: AV_QUOTE(symbol) })),
     spendByReads: false,
+    dailyLimit: 25,
   },
   {
     name: 'tiingo',
     routes: () => [{ path: /^\/tiingo\/daily\/[A-Z]+\/prices$/, status: 200, contentType: JSON_TYPE, body: TIINGO_DAILY }],
     // 50 an hour: spent by the reads of one test.
     spendByReads: true,
+    // Its daily limit (1000) is not shown here: the hourly budget the test above spends answers first (Retry-After at the hour).
+    dailyLimit: 0,
   },
   {
     name: 'fmp',
     routes: (symbols) => symbols.map((symbol) => ({ path: '/stable/quote', query: { symbol }, status: 200, contentType: 'application/json; charset=utf-8', body: FMP_QUOTE.replace('"AAPL"', `"${symbol}"`) })),
     spendByReads: false,
+    dailyLimit: 250,
   },
 ];
 
-describe.each(KEYED)('$name on its default plan with the default indices and refresh interval', ({ name, routes, spendByReads }) => {
+describe.each(KEYED)('$name on its default plan with the default indices and refresh interval', ({ name, routes, spendByReads, dailyLimit }) => {
   let upstream: ReplayUpstream;
   let svc: TestService;
   const db = { alpha_vantage: 4, tiingo: 5, fmp: 6 }[name];
@@ -283,7 +447,7 @@ describe.each(KEYED)('$name on its default plan with the default indices and ref
     upstream = await startReplayUpstream({ routes: routes([...CALLER_SYMBOLS, ...MORE_SYMBOLS]), notFound: { status: 404, contentType: JSON_TYPE, body: '{"detail":"Not found."}' } });
     const p = name.toUpperCase();
     svc = await startTestService(
-      { CACHE_URL: `${redis.url}/${db}`, MARKET_DATA_PROVIDERS: name, [`${p}_API_KEYS`]: `${name}-plan-key-0001`, [`${p}_BASE_URL`]: upstream.baseUrl, REFRESH_INTERVAL_SECONDS: '30' },
+      { CACHE_URL: `${redis.url}/${db}`, MARKET_DATA_PROVIDERS: name, [`${p}_API_KEYS`]: keyOf(name), [`${p}_BASE_URL`]: upstream.baseUrl, REFRESH_INTERVAL_SECONDS: '30' },
       { scheduler: true },
     );
   });
@@ -316,7 +480,37 @@ describe.each(KEYED)('$name on its default plan with the default indices and ref
     await raw.select(db);
     expect(await rememberedUnknowns(raw)).toEqual([]);
   });
+
+  it.skipIf(dailyLimit === 0)(
+    "when the key's daily limit is spent fleet-wide, then a read is 503 with Retry-After at the next UTC midnight, never 404, the provider is not asked, and nothing is remembered as unknown",
+    async () => {
+      // The day's calls, as other instances of the fleet would have counted them: the service's own counter key.
+      await raw.select(db);
+      const account = createHash('sha256').update(keyOf(name)).digest('hex').slice(0, 12);
+      const counter = keySpace.upstream.daily(name, account, utcDay(Date.now()));
+      expect(Number(await raw.get(counter)), 'the reads above were counted in the shared daily counter').toBeGreaterThanOrEqual(CALLER_SYMBOLS.length);
+      await raw.set(counter, String(dailyLimit), 'EX', 86_400);
+      const asked = upstream.requests.length;
+      for (const path of ['/api/quotes/IBM', '/api/history/IBM?interval=1d&range=1mo']) {
+        const res = await svc.fetch(path);
+        expect(res.status, path).toBe(503);
+        const now = Date.now();
+        const untilMidnight = (Math.floor(now / DAY_MS) + 1) * DAY_MS - now;
+        const retryAfter = Number(res.headers.get('retry-after'));
+        expect(Math.abs(retryAfter * 1000 - untilMidnight), `Retry-After ${retryAfter} s`).toBeLessThan(60_000);
+        const error = (await res.json()) as ErrorBody;
+        expect(error).toMatchObject({ success: false, code: 503 });
+        expect(error.error).not.toMatch(/unknown/i);
+      }
+      expect(upstream.requests.length).toBe(asked);
+      expect(await rememberedUnknowns(raw)).toEqual([]);
+    },
+  );
 });
+
+function keyOf(name: string): string {
+  return `${name}-plan-key-0001`;
+}
 
 describe('ECB quote', () => {
   let ecb: ReplayUpstream;

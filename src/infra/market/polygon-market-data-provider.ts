@@ -40,6 +40,8 @@ const TIMESPANS: Readonly<Record<HistoryInterval, [number, string]>> = {
 };
 const INTRADAY = new Set<HistoryInterval>(['1m', '5m', '15m', '30m', '1h']);
 const DAY_MS = 86_400_000;
+/** How far back a quote looks for the last bar of a ticker with none in two weeks: the reach of every plan (Basic's two years). */
+const LAST_BAR_LOOKBACK_DAYS = 730;
 
 /** Polygon's ticker `type`s we can name (reference tickers). */
 const TICKER_TYPES: Readonly<Record<string, InstrumentType>> = { CS: 'equity', ADRC: 'equity', PFD: 'equity', ETF: 'etf', ETN: 'etf', ETV: 'etf', FUND: 'etf', INDEX: 'index' };
@@ -52,8 +54,9 @@ const TICKER_TYPES: Readonly<Record<string, InstrumentType>> = { CS: 'equity', A
  * session's open (`dailyBarStartMs`); Polygon's `t` is midnight in New York (stocks), Chicago
  * (indices) or UTC (FX, crypto), whose UTC date is the session date in every recording.
  *
- * Unknown symbol: a 404 with `status: "NOT_FOUND"`, no bar in the quote's two weeks, or no bar in a
- * history window and no reference ticker of that name.
+ * Unknown symbol: a 404 with `status: "NOT_FOUND"`, or no bar in the quote's two weeks or in a history
+ * window and no reference ticker of that name (`/v3/reference/tickers/{ticker}`: 404 `NOT_FOUND`, or no
+ * `results`).
  */
 export class PolygonMarketDataProvider implements ProviderAdapter {
   readonly name = 'polygon';
@@ -85,13 +88,24 @@ export class PolygonMarketDataProvider implements ProviderAdapter {
     return ticker && { code: ticker.shareClass === undefined ? ticker.base : `${ticker.base}.${ticker.shareClass}`, assetClass };
   }
 
-  /** The latest daily bar as a quote, or `undefined` when Polygon does not know `symbol`. */
+  /**
+   * The latest daily bar as a quote, or `undefined` when Polygon says it does not know `symbol`. No bar
+   * in two weeks (a long halt) is not "unknown": the reference is asked, and a ticker it knows is quoted
+   * from its last bar within `LAST_BAR_LOOKBACK_DAYS` (the answer's `timestamp` says how old), or, with
+   * none, refused for this one read (a 503 the breaker does not count).
+   */
   async getQuote(symbol: string): Promise<Quote | undefined> {
     const target = this.express(symbol);
     if (!target) return undefined;
     const now = this.#http.now();
-    const bars = await this.#aggs(target, `quote of ${symbol}`, 1, 'day', isoDate(now - 14 * DAY_MS), isoDate(now));
-    if (bars === undefined || bars.length === 0) return undefined;
+    const what = `quote of ${symbol}`;
+    let bars = await this.#aggs(target, what, 1, 'day', isoDate(now - 14 * DAY_MS), isoDate(now));
+    if (bars === undefined) return undefined;
+    if (bars.length === 0) {
+      if (!(await this.#exists(target.code, what))) return undefined;
+      bars = (await this.#aggs(target, what, 1, 'day', isoDate(now - LAST_BAR_LOOKBACK_DAYS * DAY_MS), isoDate(now))) ?? [];
+      if (bars.length === 0) throw new UpstreamRequestRefusedError(`Polygon ${what}: the ticker exists but has no daily bar in ${LAST_BAR_LOOKBACK_DAYS} days`, { provider: 'polygon' });
+    }
     const market = marketOfSymbol(symbol);
     const last = bars[bars.length - 1] as Bar;
     const previous = bars[bars.length - 2];

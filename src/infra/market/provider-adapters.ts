@@ -24,9 +24,13 @@ export const YAHOO_CAPABILITIES: ProviderCapabilities = {
   events: ['equity', 'etf'],
 };
 
-const SIMULATED_INTERVALS = { '1m': null, '5m': null, '15m': null, '30m': null, '1h': null, '1d': null, '1wk': null, '1mo': null } as const;
+const SIMULATED_INTERVALS = { '1m': 30, '5m': 60, '15m': 60, '30m': 60, '1h': 60, '1d': null, '1wk': null, '1mo': null } as const;
 
-/** The simulated provider's directory covers every class and interval (its data is made up). */
+/**
+ * The simulated provider's directory covers every class and interval (its data is made up). Its intraday
+ * bars reach back as far as the API serves intraday bars (1m: 30 days, others: 60), as a real upstream's
+ * would: the demo must not store years of minute bars that no provider would give.
+ */
 export const SIMULATED_CAPABILITIES: ProviderCapabilities = {
   quote: EVERY_CLASS,
   history: Object.fromEntries(EVERY_CLASS.map((c) => [c, SIMULATED_INTERVALS])),

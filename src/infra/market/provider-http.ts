@@ -124,12 +124,18 @@ export class ProviderHttp {
     return this.failure('garbage', what, `unexpected response shape: ${detail}`);
   }
 
-  /** A key from `pool` for the next call, or the failure that says why there is none. */
+  /**
+   * A key from `pool` for the next call, or the failure that says why there is none, with the time the
+   * first key comes back (a daily limit: the next UTC midnight) as its Retry-After.
+   */
   async key(pool: ProviderKeyPool, what: string): Promise<ProviderKey> {
     const key = await pool.take();
     if (key) return key;
     const reason = pool.exhaustedReason() ?? 'unauthorized';
-    throw this.failure(reason, what, pool.size === 0 ? 'no API key configured' : `every API key is set aside (${reason})`);
+    const now = this.now();
+    const backAtMs = Math.min(...pool.status().map((status) => (status.untilMs !== undefined && status.untilMs > now ? status.untilMs : Infinity)));
+    const retryAfter = Number.isFinite(backAtMs) ? { retryAfterSeconds: Math.ceil((backAtMs - now) / 1000) } : {};
+    throw this.failure(reason, what, pool.size === 0 ? 'no API key configured' : `every API key is set aside (${reason})`, retryAfter);
   }
 }
 

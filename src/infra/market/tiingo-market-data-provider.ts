@@ -47,7 +47,8 @@ const SEARCH_TYPES: Readonly<Record<string, InstrumentType>> = { stock: 'equity'
  * close is the price and the bar before gives the previous close (shares: raw prices, `/tiingo/daily`;
  * crypto: `/tiingo/crypto/prices`, whose last 1-day bar is the forming day; FX: `/tiingo/fx`).
  *
- * Unknown symbol: 404 `{"detail":"Error: Ticker 'X' not found"}` (shares), an empty array (crypto, FX quotes).
+ * Unknown symbol: 404 `{"detail":"Error: Ticker 'X' not found"}` (shares; with no bar in two weeks, the
+ * meta data's 404 `{"detail":"Not found."}`), an empty array (crypto, FX quotes).
  */
 export class TiingoMarketDataProvider implements ProviderAdapter {
   readonly name = 'tiingo';
@@ -75,14 +76,28 @@ export class TiingoMarketDataProvider implements ProviderAdapter {
     return usTickerOf(upper) && { code: upper, assetClass };
   }
 
-  /** The latest daily bar as a quote (see the class), or `undefined` for an unknown symbol. Throws `UpstreamFailureError`. */
+  /**
+   * The latest daily bar as a quote (see the class), or `undefined` for an unknown symbol. Throws
+   * `UpstreamFailureError`. A share with no bar in two weeks (a long halt) is not "unknown": its meta
+   * data is asked, and a ticker Tiingo knows is quoted from its last bar (`endDate`; the answer's
+   * `timestamp` says how old), or, with none, refused for this one read (a 503 the breaker does not count).
+   */
   async getQuote(symbol: string): Promise<Quote | undefined> {
     const target = this.express(symbol);
     if (!target) return undefined;
     const now = this.#http.now();
+    const what = `quote of ${symbol}`;
     const from = now - (target.assetClass === 'equity' ? 14 : 5) * DAY_MS;
-    const bars = await this.#bars(target, `quote of ${symbol}`, '1d', from, now);
-    if (bars === undefined || bars.length === 0) return undefined;
+    let bars = await this.#bars(target, what, '1d', from, now);
+    if (bars === undefined) return undefined;
+    if (bars.length === 0) {
+      if (target.assetClass !== 'equity') return undefined;
+      const lastDate = await this.#lastDate(target.code, what);
+      if (lastDate === undefined) return undefined;
+      const lastMs = lastDate === null ? Number.NaN : Date.parse(`${lastDate}T00:00:00Z`);
+      bars = Number.isFinite(lastMs) && lastMs < from ? ((await this.#bars(target, what, '1d', lastMs - 14 * DAY_MS, lastMs + DAY_MS)) ?? []) : [];
+      if (bars.length === 0) throw new UpstreamRequestRefusedError(`Tiingo ${what}: the ticker exists but has no recent daily bar`, { provider: 'tiingo' });
+    }
     const market = marketOfSymbol(symbol);
     const last = bars[bars.length - 1] as Bar;
     const prevClose = bars[bars.length - 2]?.close ?? last.open;
@@ -150,6 +165,19 @@ export class TiingoMarketDataProvider implements ProviderAdapter {
       if (found.length >= limit) break;
     }
     return found;
+  }
+
+  /**
+   * The date of a share's last end-of-day price from its meta data (`/tiingo/daily/<ticker>`:
+   * `{"ticker","name","exchangeCode","startDate","endDate","description"}`); `null` when Tiingo knows
+   * the ticker but gives no date, `undefined` when it answers 404 "Not found.".
+   */
+  async #lastDate(code: string, what: string): Promise<string | null | undefined> {
+    const body = await this.#getJson(`/tiingo/daily/${tickerSegment(code)}`, what);
+    if (body === undefined) return undefined;
+    if (!isRecord(body)) throw this.#http.shape(what, 'meta data is not an object');
+    const endDate = nonEmptyString(body.endDate)?.slice(0, 10);
+    return endDate !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(endDate) ? endDate : null;
   }
 
   /** The bars of `target` in a window, ascending; `undefined` for an unknown symbol. */
