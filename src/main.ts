@@ -60,6 +60,7 @@ import { recently } from './services/recently.js';
 import { StatusService } from './services/status.js';
 import { UsageMeter } from './services/usage-meter.js';
 import { HistoryBackfill } from './services/history-backfill.js';
+import { HistoryVerify } from './services/history-verify.js';
 import { HistoryStore } from './services/history-store.js';
 import { DataQuality } from './services/data-quality.js';
 import { refreshJob } from './services/refresh-job.js';
@@ -242,6 +243,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const quality = new DataQuality({
     store: db.dataIssues,
     reference: (query, except) => provider.getHistoryElsewhere(query, except),
+    others: (query, except) => provider.getHistoryFromOthers(query, except),
+    divergenceBps: config.quality.divergenceBps,
     count: prometheus ? (rule, action, from) => prometheus.dataIssue(rule, action, from) : undefined,
     logger: logger.child({ component: 'data-quality' }),
     ...(options.now ? { now: options.now } : {}),
@@ -284,7 +287,9 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     live.start();
   }
 
-  const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger: logger.child({ component: 'backfill' }) });
+  // Verify jobs (POST /api/admin/history/verify) run as `mds history verify` does, through the backfill's job machinery.
+  const verify = new HistoryVerify({ store: db.candles, quality, providers: links.map((link) => link.name), fetchFrom: (name, query) => provider.getHistoryFrom(query, name), divergenceBps: config.quality.divergenceBps });
+  const backfill = new HistoryBackfill({ history, verify, jobs: db.historyJobs, logger: logger.child({ component: 'backfill' }) });
   shutdown.add('history backfill', () => backfill.close());
   if (options.scheduler !== false) backfill.watch(BACKFILL_WATCH_MS);
 

@@ -58,7 +58,11 @@ export async function openHistory(config: Config, logger: Logger): Promise<{ bac
     const links = createProviderChain(config.market, logger);
     const provider = new ProviderRouter({ links, logger });
     shutdown.add('market data provider', () => provider.close());
-    const quality = new DataQuality({ store: db.dataIssues, reference: (query, except) => provider.getHistoryElsewhere(query, except), logger });
+    const quality = new DataQuality({ store: db.dataIssues, reference: (query, except) => provider.getHistoryElsewhere(query, except),
+      others: (query, except) => provider.getHistoryFromOthers(query, except),
+      divergenceBps: config.quality.divergenceBps,
+      logger,
+    });
     const history = new HistoryStore({
       store: db.candles,
       fetch: (query) => provider.getHistory(query),

@@ -252,6 +252,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/history/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a history verify
+         * @description Starts a job that re-reads the stored window of each symbol from every provider of the chain that serves it and compares the closes (the same as `mds history verify`): a stored close further than QUALITY_DIVERGENCE_BPS from a provider's is listed and recorded in the data issues; with `repair`, it is replaced by what the providers agree on. Follow it at /api/admin/history/jobs/{id}. Its upstream calls count against the background share of each budget.
+         */
+        post: operations["startHistoryVerify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/history/jobs/{id}": {
         parameters: {
             query?: never;
@@ -895,6 +915,60 @@ export interface components {
              */
             since: string;
         };
+        /** @description What to verify. */
+        VerifyRequest: {
+            /**
+             * @description 1 to 100 distinct Yahoo-style symbols, case-insensitive.
+             * @example [
+             *       "AAPL"
+             *     ]
+             */
+            symbols: string[];
+            interval?: components["schemas"]["HistoryInterval"];
+            /**
+             * @description The first day to verify, an ISO 8601 date or date-time, not in the future (default a year ago).
+             * @example 2025-01-01
+             */
+            since?: string;
+            /**
+             * @description Replace a diverging stored bar by what the providers agree on (default false).
+             * @example false
+             */
+            repair?: boolean;
+        };
+        /** @description A stored bar a provider disagrees with, found by a verify job. */
+        VerifyDivergence: {
+            /**
+             * @description The symbol, upper-cased.
+             * @example AAPL
+             */
+            symbol: string;
+            /**
+             * Format: date-time
+             * @description The bar's start.
+             * @example 2023-01-05T14:30:00.000Z
+             */
+            time: string;
+            /**
+             * @description The stored close.
+             * @example 125.02
+             */
+            stored: number;
+            /**
+             * @description The close each provider that disagrees gave, by provider name.
+             * @example {
+             *       "yahoo": 127.52
+             *     }
+             */
+            fetched: {
+                [key: string]: number;
+            };
+            /**
+             * @description True when the stored bar was replaced.
+             * @example false
+             */
+            repaired: boolean;
+        };
         /** @description A symbol the job could not backfill, and why. */
         BackfillFailure: {
             /**
@@ -908,9 +982,28 @@ export interface components {
              */
             error: string;
         };
-        /** @description A backfill job and its progress. */
+        /** @description A history job (a backfill or a verify) and its progress. */
         BackfillJob: {
             job_id: components["schemas"]["BackfillJobId"];
+            /**
+             * @description backfill (stores what is missing) or verify (compares the stored bars with every provider).
+             * @example backfill
+             * @enum {string}
+             */
+            kind: "backfill" | "verify";
+            /**
+             * @description A verify job only; true when it replaces diverging bars.
+             * @example false
+             */
+            repair?: boolean;
+            /**
+             * Format: int64
+             * @description A verify job only; stored bars compared so far.
+             * @example 250
+             */
+            checked?: number;
+            /** @description A verify job only; the stored bars a provider disagrees with (the first 1000). */
+            divergences?: components["schemas"]["VerifyDivergence"][];
             /**
              * @description queued (not yet taken by an instance), running, done.
              * @example running
@@ -1670,6 +1763,16 @@ export interface components {
             /** @description The parts of the window the candles do not cover because they could not be fetched, in ascending time; present with `partial`. */
             missing?: components["schemas"]["TimeSpan"][];
             quality?: components["schemas"]["HistoryQuality"];
+            /**
+             * @description Where the candles came from more than one provider (stored bars keep their provider), how many each gave; absent when one provider gave them all (then `source` names it).
+             * @example {
+             *       "yahoo": 2,
+             *       "polygon": 4
+             *     }
+             */
+            sources?: {
+                [key: string]: number;
+            };
         };
         /** @description Present only when the data-quality checks touched bars of the window: how many were repaired, dropped or are suspect (GET /api/admin/data-issues lists them). */
         HistoryQuality: {
@@ -2595,6 +2698,39 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["BackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description The job was recorded and started; follow it at /api/admin/history/jobs/{id}. */
+            202: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillJobResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    startHistoryVerify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerifyRequest"];
             };
         };
         responses: {

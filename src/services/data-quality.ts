@@ -34,6 +34,13 @@ export interface DataQualityOptions {
    * knows the symbol. May throw (the finding then stands without a second opinion).
    */
   reference?: ((query: HistoryQuery, except: string) => Promise<ReferenceAnswer | undefined>) | undefined;
+  /**
+   * Asks every other provider of the chain that serves `query` (the cross-check of daily closes);
+   * the answers that came, in chain order. Never throws (a provider that fails or is out of budget is left out).
+   */
+  others?: ((query: HistoryQuery, except: string) => Promise<ReferenceAnswer[]>) | undefined;
+  /** How far apart (basis points) two providers' closes of one session may be before they diverge (QUALITY_DIVERGENCE_BPS). */
+  divergenceBps?: number;
   count?: CountDataIssue | undefined;
   logger?: Logger | undefined;
   /** False turns every check off (answers are kept as given): for measuring what the checks cost. */
@@ -63,6 +70,17 @@ export interface WindowQuality {
   counts: QualityCounts;
 }
 
+/** The calendar day (YYYY-MM-DD) of an instant in the exchange's zone: two providers' bars of one session share it. */
+function sessionDay(timezone: string): (timeMs: number) => string {
+  let format: Intl.DateTimeFormat;
+  try {
+    format = new Intl.DateTimeFormat('en-CA', { timeZone: timezone, year: 'numeric', month: '2-digit', day: '2-digit' });
+  } catch {
+    format = new Intl.DateTimeFormat('en-CA', { timeZone: 'UTC', year: 'numeric', month: '2-digit', day: '2-digit' });
+  }
+  return (timeMs) => format.format(timeMs);
+}
+
 /** Findings that a second provider's bars could settle. */
 const NEEDS_REFERENCE = new Set(['non_positive_price', 'spike']);
 
@@ -73,8 +91,12 @@ export class DataQuality {
   readonly #logger: Logger | undefined;
   readonly #enabled: boolean;
   readonly #now: () => number;
+  readonly #others: DataQualityOptions['others'];
+  readonly #divergenceBps: number;
 
   constructor(options: DataQualityOptions) {
+    this.#others = options.others;
+    this.#divergenceBps = options.divergenceBps ?? 50;
     this.#store = options.store;
     this.#reference = options.reference;
     this.#count = options.count ?? (() => undefined);
@@ -110,6 +132,63 @@ export class DataQuality {
     }
     if (result.issues.length > 0) await this.#record(answer.symbol, answer.interval, result.issues, nowMs);
     return { candles: result.candles, currency: result.currency };
+  }
+
+  /**
+   * The cross-check (DESIGN 20): the daily closes of `answer` (already through `check`) compared with
+   * every other provider of the chain that serves the window, session by session (the exchange's
+   * calendar day). A close further than the divergence bound from another provider's is recorded as a
+   * suspect `divergent` finding naming both providers, with the other provider's bar as `before` and
+   * the stored one as `after`; where three or more answer and a majority agree against `answer`'s bar,
+   * the bar is replaced by the majority's (recorded as repaired, the raw bar as `before`). Resolves to
+   * the bars to store. Called for background work only (backfill, keep-current), whose upstream calls
+   * count against the background share of each provider's budget.
+   */
+  async crossCheck(answer: Pick<AnswerToCheck, 'symbol' | 'interval' | 'span' | 'currency' | 'timezone' | 'candles' | 'provider'>): Promise<StoredCandle[]> {
+    if (!this.#enabled || this.#others === undefined || answer.interval !== '1d' || answer.candles.length === 0) return answer.candles.slice();
+    const query = { symbol: answer.symbol, interval: answer.interval, startMs: answer.span.startMs, endMs: answer.span.endMs };
+    const others = (await this.#others(query, answer.provider)).filter((o) => o.history.currency === answer.currency && o.history.candles.length > 0);
+    if (others.length === 0) return answer.candles.slice();
+    const dayOf = sessionDay(answer.timezone);
+    const byDay = others.map((o) => {
+      const bars = new Map<string, StoredCandle>();
+      for (const c of o.history.candles) {
+        const timeMs = Date.parse(c.time);
+        if (Number.isFinite(c.close) && c.close > 0) bars.set(dayOf(timeMs), { timeMs, open: c.open, high: c.high, low: c.low, close: c.close, adjClose: c.adj_close, volume: c.volume });
+      }
+      return { provider: o.provider, bars };
+    });
+    const bps = this.#divergenceBps;
+    const near = (a: number, b: number) => Math.abs(a - b) * 10_000 <= bps * Math.min(a, b);
+    const findings: QualityIssue[] = [];
+    const kept = answer.candles.map((bar) => {
+      const day = dayOf(bar.timeMs);
+      const seen = byDay.flatMap((o) => {
+        const other = o.bars.get(day);
+        return other === undefined ? [] : [{ provider: o.provider, bar: other }];
+      });
+      const diverging = seen.filter((o) => !near(o.bar.close, bar.close));
+      if (diverging.length === 0) return bar;
+      const { timeMs: _t, ...stored } = bar;
+      // Three or more sources and a majority of them agreeing on another close: the outlier is replaced.
+      const answered = seen.length + 1;
+      const majority = answered >= 3 ? diverging.find((d) => diverging.filter((o) => near(o.bar.close, d.bar.close)).length * 2 > answered) : undefined;
+      if (majority !== undefined) {
+        const replacement = { ...majority.bar, timeMs: bar.timeMs };
+        const { timeMs: _r, ...after } = replacement;
+        findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'repaired', before: stored, after, flag: `filled_from_${majority.provider}`, providers: [answer.provider, ...diverging.map((d) => d.provider)] });
+        return replacement;
+      }
+      // The stored bar is flagged unless a majority of the sources vouch for it (then only the outlier is on record).
+      const vouched = answered >= 3 && (answered - diverging.length) * 2 > answered;
+      for (const d of diverging) {
+        const { timeMs: _o, ...theirs } = d.bar;
+        findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'suspect', before: theirs, after: stored, ...(vouched ? {} : { flag: 'divergent' as const }), providers: [answer.provider, d.provider] });
+      }
+      return bar;
+    });
+    if (findings.length > 0) await this.#record(answer.symbol, answer.interval, findings, this.#now());
+    return kept;
   }
 
   /** Records findings made elsewhere (a cross-check, a verify run), counted like the validator's. */

@@ -14,9 +14,10 @@ import { randomUUID } from 'node:crypto';
 import { AppError, HistoryJobNotFoundError, InvalidRequestError } from '../domain/errors.js';
 import { parseInstant } from '../domain/instant.js';
 import type { HistoryInterval } from '../domain/ports/market-data.js';
-import type { HistoryJob, HistoryJobStore } from '../domain/ports/history-store.js';
+import { MAX_JOB_DIVERGENCES, type HistoryJob, type HistoryJobStore, type VerifyResult } from '../domain/ports/history-store.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { HistoryStore } from './history-store.js';
+import type { HistoryVerify } from './history-verify.js';
 
 /** The most symbols one backfill may name. */
 export const MAX_BACKFILL_SYMBOLS = 100;
@@ -42,6 +43,8 @@ export interface SymbolProgress {
 
 export interface HistoryBackfillOptions {
   history: HistoryStore;
+  /** Runs verify jobs (`POST /api/admin/history/verify`, as `mds history verify`); without it none can start. */
+  verify?: Pick<HistoryVerify, 'verify'> | undefined;
   jobs: HistoryJobStore;
   logger: Logger;
   /** This instance, as the owner of the jobs it runs. Default a random id. */
@@ -56,6 +59,7 @@ export interface HistoryBackfillOptions {
 /** Backfill of stored history; see the module comment. */
 export class HistoryBackfill {
   readonly #history: HistoryStore;
+  readonly #verify: HistoryBackfillOptions['verify'];
   readonly #jobs: HistoryJobStore;
   readonly #logger: Logger;
   readonly #owner: string;
@@ -68,6 +72,7 @@ export class HistoryBackfill {
 
   constructor(options: HistoryBackfillOptions) {
     this.#history = options.history;
+    this.#verify = options.verify;
     this.#jobs = options.jobs;
     this.#logger = options.logger;
     this.#owner = options.owner ?? randomUUID();
@@ -127,11 +132,21 @@ export class HistoryBackfill {
     return { candles, failures, fetchableFromMs };
   }
 
-  /** Records a job and starts it on this instance; resolves to the job as recorded (state `queued`). */
-  async start(request: BackfillRequest, actor: string): Promise<HistoryJob> {
+  /** Checks a verify request: as a backfill's, `since` defaulting to a year ago. Throws `InvalidRequestError`. */
+  checkVerify(input: { symbols: readonly string[]; interval?: HistoryInterval; since?: string | undefined }): BackfillRequest {
+    return this.check({ ...input, since: input.since ?? new Date(this.#now() - 365 * 86_400_000).toISOString() });
+  }
+
+  /**
+   * Records a job and starts it on this instance; resolves to the job as recorded (state `queued`).
+   * `verify` makes it a verify job (compare, and with `repair` fix, the stored bars) instead of a backfill.
+   */
+  async start(request: BackfillRequest, actor: string, verify?: { repair: boolean }): Promise<HistoryJob> {
     const at = new Date(this.#now());
     const job = await this.#jobs.create({
       id: randomUUID(),
+      kind: verify === undefined ? 'backfill' : 'verify',
+      ...(verify !== undefined ? { verify: { repair: verify.repair, checked: 0, divergences: [] } } : {}),
       symbols: request.symbols,
       interval: request.interval,
       sinceMs: request.sinceMs,
@@ -193,13 +208,17 @@ export class HistoryBackfill {
     if (!(await this.#jobs.claim(id, this.#owner, at(), new Date(this.#now() - this.#staleAfterMs)))) return;
     const job = await this.get(id);
     // Symbols a previous runner finished are done; the store skips what it already holds of the current one.
-    const state = { doneSymbols: job.doneSymbols, candles: job.candles, failures: job.failures, currentSymbol: job.currentSymbol };
+    const state: { doneSymbols: number; candles: number; failures: HistoryJob['failures']; currentSymbol: string | null; verify?: VerifyResult } = { doneSymbols: job.doneSymbols, candles: job.candles, failures: job.failures, currentSymbol: job.currentSymbol };
     const save = (s: 'running' | 'done') => this.#jobs.update(id, { state: s, ...state }, at());
     const heartbeat = setInterval(() => void save('running').catch(() => undefined), this.#heartbeatMs);
     heartbeat.unref();
     this.#logger.info({ jobId: id, symbols: job.symbols.length, interval: job.interval }, 'backfill job running');
     try {
       const remaining = { symbols: job.symbols.slice(job.doneSymbols), interval: job.interval, sinceMs: job.sinceMs };
+      if (job.kind === 'verify') {
+        await this.#runVerify(job, remaining.symbols, state, save);
+        return;
+      }
       await this.fill(
         remaining,
         async (p) => {
@@ -220,6 +239,29 @@ export class HistoryBackfill {
     } finally {
       clearInterval(heartbeat);
     }
+  }
+  /** A verify job's symbols in turn (each within the background share of the budgets), its findings saved after each. */
+  async #runVerify(job: HistoryJob, symbols: readonly string[], state: { doneSymbols: number; currentSymbol: string | null; failures: HistoryJob['failures']; verify?: VerifyResult }, save: (s: 'running' | 'done') => Promise<void>): Promise<void> {
+    const result: VerifyResult = job.verify ?? { repair: false, checked: 0, divergences: [] };
+    state.verify = result;
+    for (const symbol of symbols) {
+      if (this.#closed) return;
+      state.currentSymbol = symbol;
+      try {
+        if (this.#verify === undefined) throw new AppError('VERIFY_UNAVAILABLE', 'verify is not available on this instance');
+        const found = await inBackground(() => this.#verify!.verify(symbol, job.interval, { startMs: job.sinceMs, endMs: this.#now() }, result.repair));
+        result.checked += found.checked;
+        for (const d of found.divergences) if (result.divergences.length < MAX_JOB_DIVERGENCES) result.divergences.push({ symbol, ...d });
+        if (found.checked === 0) state.failures = [...state.failures, { symbol, error: 'nothing stored in the window' }];
+      } catch (err) {
+        state.failures = [...state.failures, { symbol, error: reasonOf(err) }];
+      }
+      state.doneSymbols++;
+      state.currentSymbol = null;
+      await save('running');
+    }
+    await save('done');
+    this.#logger.info({ jobId: job.id, checked: result.checked, divergences: result.divergences.length, failures: state.failures.length }, 'verify job done');
   }
 }
 

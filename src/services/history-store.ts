@@ -19,6 +19,7 @@ import { listedMarketOfSymbol } from '../domain/provider-symbols.js';
 import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
 import type { QualityCounts, QualityFlag } from '../domain/quality/data-issues.js';
 import type { DataQuality } from './data-quality.js';
+import { isBackground } from '../domain/background-work.js';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -101,6 +102,8 @@ export interface StoredHistory {
   flags?: Map<number, QualityFlag[]>;
   /** What the data-quality checks did to the window's bars; absent when nothing. */
   quality?: QualityCounts;
+  /** The served bars by the provider that gave them; absent unless more than one did. */
+  sources?: Record<string, number>;
 }
 
 function splitsOf(actions: readonly CorporateAction[]): Array<Extract<CorporateAction, { kind: 'split' }>> {
@@ -217,6 +220,8 @@ export class HistoryStore {
     // Nothing of the window is stored and none of it is within reach: say how to reach it, never "unknown".
     if (beyondReach && !fetched && candles.length === 0 && this.#beyondReach !== undefined) throw this.#beyondReach(symbol, interval);
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
+    // Where the served bars came from more than one provider, the answer counts them by provider.
+    const sources = candles.length > 1 ? await this.#store.providerCounts(symbol, interval, { startMs: candles[0]!.timeMs, endMs: candles[candles.length - 1]!.timeMs + 1 }) : {};
     const judged = quality !== undefined && quality.counts.repaired + quality.counts.dropped + quality.counts.suspect > 0;
     return {
       info,
@@ -228,6 +233,7 @@ export class HistoryStore {
       ...(failure !== undefined ? { failure } : {}),
       ...(source !== undefined ? { source } : {}),
       ...(judged ? { flags: quality.flags, quality: quality.counts } : {}),
+      ...(Object.keys(sources).length > 1 ? { sources } : {}),
     };
   }
 
@@ -316,6 +322,8 @@ export class HistoryStore {
       });
       candles = checked.candles;
       currency = checked.currency;
+      // Background work (backfill, keep-current) also compares the daily closes with the chain's other providers.
+      if (isBackground()) candles = await this.#quality.crossCheck({ symbol, interval, span: chunk, currency, timezone: history.timezone, candles, provider: source.provider });
     }
     if (newSplits.length > 0) {
       const known = new Set(splitsOf(await this.#store.getActions(symbol, { startMs: chunk.startMs, endMs: chunk.endMs })).map((s) => s.timeMs));

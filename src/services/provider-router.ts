@@ -162,6 +162,17 @@ export class ProviderRouter implements MarketDataProvider {
     return routed === undefined ? undefined : { history: routed.value, provider: routed.source };
   }
 
+  /**
+   * Candles from each provider other than `except` that serves the read, asked at once, in chain order:
+   * the cross-check's sources. A provider that fails, is out of budget or does not know the symbol is left out.
+   */
+  async getHistoryFromOthers(query: HistoryQuery, except: string): Promise<Array<{ history: History; provider: string }>> {
+    const answers = await Promise.all(
+      this.#links.filter((l) => l.name !== except).map((l) => this.getHistoryFrom(query, l.name).then((history) => (history === undefined ? undefined : { history, provider: l.name }), () => undefined)),
+    );
+    return answers.filter((a) => a !== undefined);
+  }
+
   /** Search results from the first provider with a search that answers (an empty list is an answer). */
   async search(query: string, limit: number): Promise<SearchResult[]> {
     const routed = await this.#route(undefined, (link) => (link.capabilities.search.length > 0 ? 'serves' : 'unserved'), (link) => link.search(query, limit));

@@ -202,6 +202,14 @@ function candleStoreContract(name: string, makeFixture: () => Promise<Fixture>):
       expect(await store.countCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 10 * DAY_MS })).toBe(2);
     });
 
+    it('providerCounts: when two providers stored bars of a series, then it counts the bars in a span by provider; an unknown series is empty', async () => {
+      await store.putCandles('AAPL', '1d', [bar(0), bar(1), bar(2)], YAHOO);
+      await store.putCandles('AAPL', '1d', [bar(2), bar(3)], POLYGON);
+      expect(await store.providerCounts('AAPL', '1d', { startMs: T0, endMs: T0 + 4 * DAY_MS })).toEqual({ yahoo: 2, polygon: 2 });
+      expect(await store.providerCounts('AAPL', '1d', { startMs: T0, endMs: T0 + DAY_MS })).toEqual({ yahoo: 1 });
+      expect(await store.providerCounts('MSFT', '1d', { startMs: T0, endMs: T0 + DAY_MS })).toEqual({});
+    });
+
     it('putInstrument: when an instrument is described twice, then the last description is kept; unknown ones are undefined', async () => {
       await store.putInstrument('SAP.DE', { currency: 'USD', timezone: 'UTC' }, YAHOO);
       await store.putInstrument('SAP.DE', { currency: 'EUR', timezone: 'Europe/Berlin' }, POLYGON);

@@ -13,6 +13,7 @@ const later = (ms: number) => new Date(AT.getTime() + ms);
 function job(id: string, overrides: Partial<HistoryJob> = {}): HistoryJob {
   return {
     id,
+    kind: 'backfill',
     symbols: ['AAPL', '^GSPC'],
     interval: '1d',
     sinceMs: Date.UTC(2000, 0, 1),

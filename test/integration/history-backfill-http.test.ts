@@ -106,6 +106,7 @@ describe('history backfill: a job whose runner died', () => {
       const longAgo = new Date(Date.now() - 3_600_000);
       await db.historyJobs.create({
         id: orphanId,
+        kind: 'backfill',
         symbols: ['AAPL', '^GSPC'],
         interval: '1d',
         sinceMs: Date.UTC(2023, 0, 1),

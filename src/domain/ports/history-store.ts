@@ -47,6 +47,8 @@ export interface CandleStore {
   putCandles(symbol: string, interval: HistoryInterval, candles: readonly StoredCandle[], source: Provenance): Promise<number>;
   /** Candles with `startMs <= timeMs < endMs`, oldest first, at most `limit` (default: all). */
   getCandles(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredCandle[]>;
+  /** The candles in `span` by the provider that gave them (per-candle provenance where providers mix). */
+  providerCounts(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<Record<string, number>>;
   /** How many candles `getCandles` would return for `span`. */
   countCandles(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<number>;
   /** Drops the candles of `symbol` (every interval, or one) and their coverage, so they are fetched again; resolves to how many candles went. */
@@ -91,8 +93,34 @@ export interface InstrumentInfo {
 export type HistoryJobState = 'queued' | 'running' | 'done' | 'failed';
 
 /** A backfill of stored history: symbols, one interval, from `sinceMs` to when it runs. */
+/** A stored bar a provider disagreed with, as a verify job lists it. */
+export interface JobDivergence {
+  symbol: string;
+  timeMs: number;
+  stored: number;
+  /** The close each provider that disagrees gave, by provider. */
+  fetched: Record<string, number>;
+  repaired: boolean;
+}
+
+/** What a verify job was asked and found (absent for a backfill). */
+export interface VerifyResult {
+  repair: boolean;
+  /** Stored bars compared so far. */
+  checked: number;
+  /** The divergences found, the first `MAX_JOB_DIVERGENCES`. */
+  divergences: JobDivergence[];
+}
+
+/** The most divergences a verify job keeps in its row (every one is recorded in the data issues). */
+export const MAX_JOB_DIVERGENCES = 1000;
+
 export interface HistoryJob {
   id: string;
+  /** A backfill stores what is missing; a verify compares the stored bars with every provider. */
+  kind: 'backfill' | 'verify';
+  /** A verify's settings and findings; absent for a backfill. */
+  verify?: VerifyResult;
   symbols: string[];
   interval: HistoryInterval;
   sinceMs: number;
@@ -124,7 +152,7 @@ export interface HistoryJobStore {
    */
   claim(id: string, owner: string, at: Date, staleBefore: Date): Promise<boolean>;
   /** Saves progress and the heartbeat of the owner's run. */
-  update(id: string, progress: Pick<HistoryJob, 'state' | 'doneSymbols' | 'candles' | 'currentSymbol' | 'failures'>, at: Date): Promise<void>;
+  update(id: string, progress: Pick<HistoryJob, 'state' | 'doneSymbols' | 'candles' | 'currentSymbol' | 'failures' | 'verify'>, at: Date): Promise<void>;
   /** Ids of jobs that are queued, or running with a heartbeat before `staleBefore`. */
   unfinished(staleBefore: Date): Promise<string[]>;
 }

@@ -17,6 +17,14 @@ function jobBody(job: HistoryJob): JsonResponse<'getHistoryJob', 200> {
     job_id: job.id,
     data: {
       job_id: job.id,
+      kind: job.kind,
+      ...(job.verify !== undefined
+        ? {
+            repair: job.verify.repair,
+            checked: job.verify.checked,
+            divergences: job.verify.divergences.map((d) => ({ symbol: d.symbol, time: new Date(d.timeMs).toISOString(), stored: d.stored, fetched: d.fetched, repaired: d.repaired })),
+          }
+        : {}),
       state: job.state,
       interval: job.interval,
       since: new Date(job.sinceMs).toISOString(),
@@ -52,6 +60,7 @@ export function adminHandlers(deps: {
   revokeApiKey: Handler<'revokeApiKey'>;
   startHistoryBackfill: Handler<'startHistoryBackfill'>;
   getHistoryJob: Handler<'getHistoryJob'>;
+  startHistoryVerify: Handler<'startHistoryVerify'>;
   getUsage: Handler<'getUsage'>;
   listProviders: Handler<'listProviders'>;
 } {
@@ -98,6 +107,13 @@ export function adminHandlers(deps: {
       const context = actionContext(req);
       const job = await backfill.start(backfill.check(req.body), context.actor);
       audit.record({ action: 'history.backfill_started', target: `job:${job.id}`, details: { symbols: job.symbols.length, interval: job.interval } }, context);
+      res.status(202).json(jobBody(job));
+    },
+    async startHistoryVerify(req, res) {
+      const context = actionContext(req);
+      const repair = req.body.repair ?? false;
+      const job = await backfill.start(backfill.checkVerify(req.body), context.actor, { repair });
+      audit.record({ action: 'history.verify_started', target: `job:${job.id}`, details: { symbols: job.symbols.length, interval: job.interval, repair } }, context);
       res.status(202).json(jobBody(job));
     },
     async getHistoryJob(req, res) {

@@ -23,6 +23,10 @@ export interface HistoryJobRow {
   updatedAt: Date;
   owner: string | null;
   heartbeatAt: Date | null;
+  /** 'backfill' or 'verify'. */
+  kind: string;
+  /** A verify's settings and findings as JSON; null for a backfill. */
+  result: string | null;
 }
 
 export const HISTORY_JOB_ENTITY = 'HistoryJobRow';
@@ -48,6 +52,8 @@ function build(kind: DatabaseKind): EntitySchema<HistoryJobRow> {
       updatedAt: { name: 'updated_at', type: dialect.timestamp, nullable: false },
       owner: { type: 'varchar', length: 64, nullable: true },
       heartbeatAt: { name: 'heartbeat_at', type: dialect.timestamp, nullable: true },
+      kind: { type: 'varchar', length: 16, nullable: false, default: 'backfill' },
+      result: { type: 'text', nullable: true },
     },
   });
 }

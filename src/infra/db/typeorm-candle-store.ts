@@ -45,6 +45,8 @@ interface Dialect {
   insertCandles(seriesId: number, candles: readonly StoredCandle[], source: Provenance): Promise<void>;
   selectCandles(seriesId: number, span: TimeSpan, limit: number | undefined): Promise<StoredCandle[]>;
   countCandles(seriesId: number, span: TimeSpan): Promise<number>;
+  /** Stored bars in `span` by the provider that gave them. */
+  providerCounts(seriesId: number, span: TimeSpan): Promise<Record<string, number>>;
   deleteSeries(symbol: string, interval: HistoryInterval | undefined): Promise<number>;
   /** Replaces the coverage rows touching `span` by their union with it, atomically. */
   cover(seriesId: number, span: TimeSpan, source: Provenance): Promise<void>;
@@ -141,6 +143,10 @@ function sqliteDialect(db: Database): Dialect {
     async countCandles(seriesId, span) {
       return (prepare('SELECT count(*) AS n FROM candles WHERE series_id = ? AND t >= ? AND t < ?').get(seriesId, span.startMs, span.endMs) as { n: number }).n;
     },
+    async providerCounts(seriesId, span) {
+      const rows = prepare('SELECT provider, count(*) AS n FROM candles WHERE series_id = ? AND t >= ? AND t < ? GROUP BY provider').all(seriesId, span.startMs, span.endMs) as Array<{ provider: string; n: number }>;
+      return Object.fromEntries(rows.map((r) => [r.provider, r.n]));
+    },
     async deleteSeries(symbol, interval) {
       return deleteSeries.immediate(symbol, interval);
     },
@@ -236,6 +242,10 @@ function postgresDialect(dataSource: DataSource): Dialect {
     async countCandles(seriesId, span) {
       const [row] = await query<Array<{ n: string }>>(`SELECT count(*) AS n FROM ${t('candles')} WHERE series_id = $1 AND t >= $2 AND t < $3`, [seriesId, span.startMs, span.endMs]);
       return Number(row?.n ?? 0);
+    },
+    async providerCounts(seriesId, span) {
+      const rows = await query<Array<{ provider: string; n: string }>>(`SELECT provider, count(*) AS n FROM ${t('candles')} WHERE series_id = $1 AND t >= $2 AND t < $3 GROUP BY provider`, [seriesId, span.startMs, span.endMs]);
+      return Object.fromEntries(rows.map((r) => [r.provider, Number(r.n)]));
     },
     async deleteSeries(symbol, interval) {
       return dataSource.transaction(async (manager) => {
@@ -391,6 +401,13 @@ export class TypeormCandleStore implements CandleStore {
     return this.#op(async () => {
       const id = await this.#seriesId(symbol, interval, false);
       return id === undefined ? 0 : this.#dialect.countCandles(id, span);
+    });
+  }
+
+  providerCounts(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<Record<string, number>> {
+    return this.#op(async () => {
+      const id = await this.#seriesId(symbol, interval, false);
+      return id === undefined ? {} : this.#dialect.providerCounts(id, span);
     });
   }
 

@@ -4,13 +4,15 @@
  */
 import { Brackets, type DataSource, type Repository } from 'typeorm';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
-import type { HistoryJob, HistoryJobState, HistoryJobStore } from '../../domain/ports/history-store.js';
+import type { HistoryJob, HistoryJobState, HistoryJobStore, VerifyResult } from '../../domain/ports/history-store.js';
 import { HISTORY_JOB_ENTITY, type HistoryJobRow } from './history-job-entity.js';
 import { storeOperations } from './serial-queue.js';
 
 function toJob(row: HistoryJobRow): HistoryJob {
   return {
     id: row.id,
+    kind: row.kind === 'verify' ? 'verify' : 'backfill',
+    ...(row.result !== null ? { verify: JSON.parse(row.result) as VerifyResult } : {}),
     symbols: JSON.parse(row.symbols) as string[],
     interval: row.interval as HistoryInterval,
     sinceMs: row.since.getTime(),
@@ -57,6 +59,8 @@ export class TypeormHistoryJobStore implements HistoryJobStore {
         updatedAt: job.updatedAt,
         owner: null,
         heartbeatAt: null,
+        kind: job.kind,
+        result: job.verify === undefined ? null : JSON.stringify(job.verify),
       });
       return job;
     });
@@ -86,7 +90,7 @@ export class TypeormHistoryJobStore implements HistoryJobStore {
     });
   }
 
-  update(id: string, progress: Pick<HistoryJob, 'state' | 'doneSymbols' | 'candles' | 'currentSymbol' | 'failures'>, at: Date): Promise<void> {
+  update(id: string, progress: Pick<HistoryJob, 'state' | 'doneSymbols' | 'candles' | 'currentSymbol' | 'failures' | 'verify'>, at: Date): Promise<void> {
     return this.#op(async () => {
       await this.#repo().update(
         { id },
@@ -96,6 +100,7 @@ export class TypeormHistoryJobStore implements HistoryJobStore {
           candles: progress.candles,
           currentSymbol: progress.currentSymbol,
           failures: JSON.stringify(progress.failures),
+          ...(progress.verify !== undefined ? { result: JSON.stringify(progress.verify) } : {}),
           updatedAt: at,
           heartbeatAt: at,
         },

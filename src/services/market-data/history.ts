@@ -121,6 +121,7 @@ export class HistoryReads {
       ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     }
     if (read.quality !== undefined) history.quality = read.quality;
+    if (read.sources !== undefined) history.sources = read.sources;
     const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? ctx.source, updated_at: ctx.iso() };
     return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
