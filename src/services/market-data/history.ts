@@ -97,14 +97,21 @@ export class HistoryReads {
   async #loadStoredHistory(query: HistoryQuery, adjust: Adjustment, store: HistoryStore): Promise<Loaded> {
     const ctx = this.#ctx;
     const read: StoredHistory = await store.read(query.symbol, query.interval, spanOf(query, ctx.now()), MAX_CANDLES + 1);
-    if (read.info === undefined) {
+    let info = read.info;
+    if (info === undefined && !read.fetched) {
+      // Nothing to fetch (a window without a session, a weekend) and nothing stored: an empty window is
+      // not an unknown symbol. The provider is asked who the symbol is; only its "no such symbol" is a 404.
+      const quote = await ctx.provider.getQuote(query.symbol);
+      if (quote !== undefined) info = { currency: quote.currency, timezone: quote.timezone };
+    }
+    if (info === undefined) {
       await ctx.unknown?.remember(`history:${query.symbol}`);
       return UNKNOWN;
     }
     const history: History = {
       symbol: query.symbol,
-      currency: read.info.currency,
-      timezone: read.info.timezone,
+      currency: info.currency,
+      timezone: info.timezone,
       interval: query.interval,
       candles: [],
       events: eventsOf(read.actions, spanOf(query, ctx.now())),
