@@ -61,11 +61,9 @@ import { StatusService } from './services/status.js';
 import { UsageMeter } from './services/usage-meter.js';
 import { HistoryBackfill } from './services/history-backfill.js';
 import { HistoryVerify } from './services/history-verify.js';
-import { HistoryStore } from './services/history-store.js';
-import { DataQuality } from './services/data-quality.js';
+import { chainHistory } from './services/chain-history.js';
 import { refreshJob } from './services/refresh-job.js';
 import { ShutdownList } from './services/shutdown-list.js';
-import { chainReach } from './services/history-reach.js';
 import { indexRefreshSchedule } from './services/background-budget.js';
 
 export interface StartOptions {
@@ -240,25 +238,15 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     metrics,
   });
   const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
-  const quality = new DataQuality({
-    store: db.dataIssues,
-    reference: (query, except) => provider.getHistoryElsewhere(query, except),
-    others: (query, except) => provider.getHistoryFromOthers(query, except),
+  const { quality, history } = chainHistory({
+    candles: db.candles,
+    issues: db.dataIssues,
+    router: provider,
+    chain: links.map((link) => link.name),
     divergenceBps: config.quality.divergenceBps,
     count: prometheus ? (rule, action, from) => prometheus.dataIssue(rule, action, from) : undefined,
     logger: logger.child({ component: 'data-quality' }),
-    ...(options.now ? { now: options.now } : {}),
-  });
-  const history = new HistoryStore({
-    store: db.candles,
-    fetch: (query) => provider.getHistory(query),
-    provider: (answer) => provider.sourceOf(answer) ?? provider.name,
-    // How far back the chain reaches (the provider plans), with Yahoo's window sizes per call.
-    reach: (interval, symbol) => chainReach(provider.reachDays(symbol, interval), interval),
-    beyondReach: (symbol, interval) => provider.beyondReach(symbol, interval),
-    quality,
-    chain: links.map((link) => link.name),
-    ...(options.now ? { now: options.now } : {}),
+    now: options.now,
   });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
   const indicators = new IndicatorService({ engine, market, history, now: options.now });

@@ -14,10 +14,8 @@ import { createProviderChain } from '../infra/market/index.js';
 import type { Logger } from '../infra/logger.js';
 import type { AccountService } from '../services/accounts.js';
 import type { ApiKeyService } from '../services/api-keys.js';
-import { DataQuality } from '../services/data-quality.js';
+import { chainHistory } from '../services/chain-history.js';
 import { HistoryBackfill } from '../services/history-backfill.js';
-import { chainReach } from '../services/history-reach.js';
-import { HistoryStore } from '../services/history-store.js';
 import { HistoryVerify } from '../services/history-verify.js';
 import { ProviderRouter } from '../services/provider-router.js';
 import { ShutdownList } from '../services/shutdown-list.js';
@@ -58,19 +56,13 @@ export async function openHistory(config: Config, logger: Logger): Promise<{ bac
     const links = createProviderChain(config.market, logger);
     const provider = new ProviderRouter({ links, logger });
     shutdown.add('market data provider', () => provider.close());
-    const quality = new DataQuality({ store: db.dataIssues, reference: (query, except) => provider.getHistoryElsewhere(query, except),
-      others: (query, except) => provider.getHistoryFromOthers(query, except),
+    const { quality, history } = chainHistory({
+      candles: db.candles,
+      issues: db.dataIssues,
+      router: provider,
+      chain: links.map((link) => link.name),
       divergenceBps: config.quality.divergenceBps,
       logger,
-    });
-    const history = new HistoryStore({
-      store: db.candles,
-      fetch: (query) => provider.getHistory(query),
-      provider: (answer) => provider.sourceOf(answer) ?? provider.name,
-      reach: (interval, symbol) => chainReach(provider.reachDays(symbol, interval), interval),
-      beyondReach: (symbol, interval) => provider.beyondReach(symbol, interval),
-      quality,
-      chain: links.map((link) => link.name),
     });
     const backfill = new HistoryBackfill({ history, jobs: db.historyJobs, logger });
     shutdown.add('history backfill', () => backfill.close());
