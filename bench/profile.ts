@@ -1,11 +1,11 @@
 /**
  * `npm run bench:profile`: CPU profiles of the general request path. For each scenario (health, an
  * admin call with a bearer token, the same with an API key) it starts `mds serve --cpu-prof` on its
- * own, puts it under wrk load, stops it, and prints the frames with the most self time. The
+ * own (and a cached `get_quote` MCP tool call), puts it under wrk load, stops it, and prints the frames with the most self time. The
  * .cpuprofile files stay in a temporary folder (printed), never in the repository.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startRedis } from '../test/helpers/redis-server.js';
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     initService(env);
 
     const only = (process.env.PROFILE_SCENARIOS ?? '').split(';').filter((x) => x.length > 0);
-    for (const name of (['health', 'bearer', 'apikey', 'quote', 'quote-metrics'] as const).filter((n) => only.length === 0 || only.includes(n))) {
+    for (const name of (['health', 'bearer', 'apikey', 'quote', 'quote-metrics', 'mcp'] as const).filter((n) => only.length === 0 || only.includes(n))) {
       const port = await freePort();
       // `quote-metrics`: the same cached read with Prometheus metrics on, scraped every second.
       const metricsPort = name === 'quote-metrics' ? await freePort() : 0;
@@ -111,7 +111,15 @@ async function main(): Promise<void> {
       const base = `http://127.0.0.1:${port}`;
       const headers: string[] = [];
       let path = '/api/health';
-      if (name === 'quote' || name === 'quote-metrics') {
+      if (name === 'mcp') {
+        // A get_quote tool call of a cached quote (the REST read first fills the cache and validates its target).
+        await fetch(`${base}/api/quotes/AAPL`).then((r) => r.arrayBuffer());
+        path = '/mcp';
+        const script = join(dir, 'mcp.lua');
+        const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_quote', arguments: { symbol: 'AAPL' } } });
+        writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(call)}\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Accept"] = "application/json, text/event-stream"\n`);
+        headers.push('-s', script);
+      } else if (name === 'quote' || name === 'quote-metrics') {
         // A cached read answered by the fast path (the first request fills the cache and validates the target).
         path = '/api/quotes/AAPL';
         await fetch(`${base}${path}`).then((r) => r.arrayBuffer());

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -340,7 +340,19 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
   const fastPath = options.fastPath === false ? undefined : new FastPath({ engine });
 
-  const app = createApp({
+  // MCP (DESIGN 22): /mcp is a branch of the app's front door, and each tool call is a request into the app.
+  let app: RequestListener | undefined;
+  const mcp = new McpEndpoint({
+    contract,
+    listener: (req, res) => app!(req, res),
+    fastPath,
+    authenticator: auth,
+    logger,
+    dataRequiresAuth: config.auth.dataRequiresAuth,
+    bodyLimitBytes: config.server.bodyLimitBytes,
+    corsOrigins: config.server.corsOrigins,
+  });
+  app = createApp({
     contract,
     handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, indicators, providers: provider, calendar, status, streams, backfill, usage, quality, ...(fastPath ? { rememberTarget: fastPath.remember } : {}) }),
     authenticator: auth,
@@ -353,11 +365,10 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     onResponseViolation: options.onResponseViolation,
     metrics,
     console: consoleStep(resolve(packageRoot, 'dist', 'console')),
+    mcp,
   });
 
-  // MCP (DESIGN 22): /mcp is answered before the app, and each tool call is a request into the app.
-  const mcp = new McpEndpoint({ contract, listener: app, authenticator: auth, logger, dataRequiresAuth: config.auth.dataRequiresAuth, bodyLimitBytes: config.server.bodyLimitBytes, corsOrigins: config.server.corsOrigins });
-  const server = createWireServer(mcp.route(app), logger);
+  const server = createWireServer(app, logger);
   const websockets = new WebSocketApi({
     hub: streams,
     authenticator: auth,

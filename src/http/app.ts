@@ -3,6 +3,7 @@
  *
  *   the front door (request id and log, CORS preflight, HEAD as GET)
  *   -> the caller step (caller.ts: address, credentials, principal, quota -> `req.caller`)
+ *   -> `/mcp` (mcp/endpoint.ts), a branch: JSON-RPC, each tool call counted as the operation it maps to
  *   -> the cached-answer shortcut (fast-path.ts), a branch: a cached public answer, same reply builder
  *   -> the full way, in Express: the operation (validator's metadata step) -> the caller's rights
  *      (security.ts: 401/403) -> the body -> the input against the contract (422) -> the handler
@@ -58,8 +59,17 @@ export interface AppDeps {
   onResponseViolation?: (message: string, req: Request) => void;
   /** Records every response's duration by route template; none by default. */
   metrics?: Metrics;
+  /** `/mcp` (mcp/endpoint.ts), answered after the caller step; none when absent. */
+  mcp?: McpBranch;
   /** Serves the web console at /app/ (and redirects / there) before the API's steps; no console when absent. */
   console?: RequestHandler;
+}
+
+/** A branch of the front door for one path, after the caller step. */
+export interface McpBranch {
+  path: string;
+  /** `countAs(target, done)` counts the request as a GET of `target` (path and query): the caller step with that path. */
+  handle(req: IncomingMessage, res: ServerResponse, countAs: (target: string, done: (refusal?: unknown) => void) => void): void;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -109,6 +119,7 @@ export function createApp(deps: AppDeps): RequestListener {
   const cors = createCors(deps.corsOrigins ?? []);
   const identify = callerStep({ address: address.address, checkCredentials: credentialCheck(contract.document, authenticator), rateLimit: deps.rateLimit });
   const shortcut = deps.fastPath;
+  const mcp = deps.mcp;
 
   /** The one way a request refused or failed is answered: the envelope, its cause logged when unexpected. */
   const fail = (req: IncomingMessage, res: ServerResponse, err: unknown, path: string, headers?: Record<string, string>) => {
@@ -207,6 +218,21 @@ export function createApp(deps: AppDeps): RequestListener {
       if (refused !== undefined) {
         log.watch(req, res);
         fail(req, res, refused, path, headers);
+        return;
+      }
+      if (mcp !== undefined && path === mcp.path) {
+        req.caller.route = mcp.path;
+        log.watch(req, res);
+        for (const name in headers) res.setHeader(name, headers[name]!);
+        mcp.handle(req, res, (target, done) => {
+          const query = target.indexOf('?');
+          const counted: Record<string, string> = {};
+          identify(req, query === -1 ? target : target.slice(0, query), res, counted, (refusal) => {
+            req.caller.route = mcp.path;
+            for (const name in counted) res.setHeader(name, counted[name]!);
+            done(refusal);
+          });
+        });
         return;
       }
       const hit = shortcut?.answerFor(req);

@@ -68,23 +68,32 @@ export class FastPath {
   /** The cached answer to `req` and its route template, when the shortcut may give it; else undefined. */
   answerFor(req: IncomingMessage): { rep: CachedRepresentation; route: string } | undefined {
     if (req.method !== 'GET' || req.url === undefined) return undefined;
-    const now = this.#now();
-    const entry = this.#targets.entry(req.url, now);
-    if (entry === undefined) return undefined;
-    const target = entry.value;
-    const age = now - entry.storedAt;
-    // Half-way through, one request goes the full way to validate the target again while the
-    // others are still answered here, so under steady traffic it never lapses into a burst.
-    if (age >= this.#validForMs / 2 && !target.revalidating) {
-      target.revalidating = true;
-      return undefined;
-    }
     const inm = req.headers['if-none-match'];
     if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
     // Every remembered target answers JSON; history may be asked for as CSV or Arrow by `Accept` alone.
     const accept = req.headers.accept;
     if (accept !== undefined && EXPORT_ACCEPT.test(accept)) return undefined;
-    const rep = this.#engine.serveFresh(target.key);
-    return rep === undefined ? undefined : { rep, route: target.route };
+    return this.answerForTarget(req.url);
+  }
+
+  /**
+   * The cached JSON answer to a GET of `target` (path and query, as a request would send them) and
+   * its route template, when a full request validated that exact target within the last second;
+   * else undefined. The MCP tool-call shortcut (mcp/shortcut.ts) asks it for the operation a tool maps to.
+   */
+  answerForTarget(target: string): { rep: CachedRepresentation; route: string } | undefined {
+    const now = this.#now();
+    const entry = this.#targets.entry(target, now);
+    if (entry === undefined) return undefined;
+    const remembered = entry.value;
+    const age = now - entry.storedAt;
+    // Half-way through, one request goes the full way to validate the target again while the
+    // others are still answered here, so under steady traffic it never lapses into a burst.
+    if (age >= this.#validForMs / 2 && !remembered.revalidating) {
+      remembered.revalidating = true;
+      return undefined;
+    }
+    const rep = this.#engine.serveFresh(remembered.key);
+    return rep === undefined ? undefined : { rep, route: remembered.route };
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inBackground } from '../../src/domain/background-work.js';
+import { inBackground, isBackground } from '../../src/domain/background-work.js';
 import type { ProviderLink } from '../../src/domain/ports/providers.js';
 import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import { UpstreamBusyError, UpstreamGuard } from '../../src/infra/market/upstream-guard.js';
@@ -85,5 +85,33 @@ describe('upstream guard: background work within its share, callers first', () =
     for (let i = 0; i < 3; i++) results.push(await inBackground(() => guard.run(async () => 'ok')).catch((err: Error) => err.message));
     expect(results.slice(0, 2)).toEqual(['ok', 'ok']);
     expect(results[2]).toContain('share of the daily limit (2)');
+  });
+});
+
+describe('the background mark', () => {
+  it('when two background runs overlap, then the mark holds across awaits in both until each ends, and is gone once the last has ended', async () => {
+    let releaseFirst!: () => void;
+    const firstWaits = new Promise<void>((r) => (releaseFirst = r));
+    const seen: Array<[string, boolean]> = [];
+    const first = inBackground(async () => {
+      seen.push(['first before', isBackground()]);
+      await firstWaits;
+      seen.push(['first after the second ended', isBackground()]);
+    });
+    await inBackground(async () => {
+      await Promise.resolve();
+      seen.push(['second', isBackground()]);
+    });
+    seen.push(['caller between', isBackground()]);
+    releaseFirst();
+    await first;
+    seen.push(['caller after', isBackground()]);
+    expect(seen).toEqual([
+      ['first before', true],
+      ['second', true],
+      ['caller between', false],
+      ['first after the second ended', true],
+      ['caller after', false],
+    ]);
   });
 });

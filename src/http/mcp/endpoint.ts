@@ -6,11 +6,12 @@
  * market-data operation (bad credentials; none under DATA_REQUIRES_AUTH: 401), and hand every tool
  * call to the app's own request path (`dispatch.ts`).
  *
- * `/mcp` is answered before the app (as the fast path is): it is JSON-RPC, not an operation of the
- * contract, so the contract's router and validator never see it.
+ * `/mcp` is a branch of the app's front door (app.ts), after the caller step: it is JSON-RPC, not an
+ * operation of the contract, so the contract's validator never sees it; the request id, CORS
+ * preflight, log line and metrics are the front door's. A tool call of a cached read may be answered
+ * by the tool-call shortcut (shortcut.ts).
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { performance } from 'node:perf_hooks';
 import express, { type Request } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -19,21 +20,23 @@ import { AUTH_MESSAGES, readBearer } from '../../domain/credentials.js';
 import { ForbiddenError, InvalidCredentialsError, NotAuthenticatedError, StartupError } from '../../domain/errors.js';
 import type { Logger } from '../../domain/ports/logger.js';
 import type { Principal } from '../../domain/ports/accounts.js';
-import { requestId } from '../app.js';
-import { createCors } from '../cors.js';
 import { toErrorResponse, writeEnvelope } from '../envelope.js';
 import { credentialSchemes, type Authenticator } from '../security.js';
 import { inProcess, type CallerRequest } from './dispatch.js';
 import { createMcpServer, type McpParts } from './server.js';
+import { ToolCallShortcut, type CountAs, type ReadBody } from './shortcut.js';
 import { generateTools } from './tools.js';
+import type { FastPath } from '../fast-path.js';
 
 /** The transport's path. */
 export const MCP_PATH = '/mcp';
 
 export interface McpEndpointOptions {
   contract: Contract;
-  /** The app's request listener (the one the HTTP server runs): every tool call is a request into it. */
+  /** The app's request listener (the one the HTTP server runs): every tool call is a request into it. Called once the app exists. */
   listener: RequestListener;
+  /** The cached-answer shortcut, which the tool-call shortcut asks; none when absent. */
+  fastPath?: Pick<FastPath, 'answerForTarget'> | undefined;
   authenticator: Authenticator;
   logger: Logger;
   /** DATA_REQUIRES_AUTH: without credentials the transport answers 401. */
@@ -44,22 +47,28 @@ export interface McpEndpointOptions {
 }
 
 export class McpEndpoint {
+  /** The path the front door hands here. */
+  readonly path = MCP_PATH;
   readonly #parts: McpParts;
+  readonly #shortcut: ToolCallShortcut | undefined;
   readonly #authenticator: Authenticator;
   readonly #logger: Logger;
   readonly #dataRequiresAuth: boolean;
   readonly #bodyLimitBytes: number;
   readonly #corsOrigins: readonly string[];
+  readonly #json: express.RequestHandler;
   /** The request headers that carry credentials (lower case), from the contract's security schemes. */
   readonly #credentialHeaders: { bearer?: string; apiKey?: string };
 
   constructor(options: McpEndpointOptions) {
     this.#parts = { tools: generateTools(options.contract), dispatch: inProcess(options.listener), version: options.contract.version };
+    this.#shortcut = options.fastPath === undefined ? undefined : new ToolCallShortcut(this.#parts.tools, options.fastPath);
     this.#authenticator = options.authenticator;
     this.#logger = options.logger.child({ component: 'mcp' });
     this.#dataRequiresAuth = options.dataRequiresAuth;
     this.#bodyLimitBytes = options.bodyLimitBytes;
     this.#corsOrigins = options.corsOrigins;
+    this.#json = express.json({ limit: options.bodyLimitBytes });
     const schemes = credentialSchemes(options.contract.document);
     this.#credentialHeaders = {
       bearer: schemes.find((s) => s.kind === 'bearer')?.header,
@@ -117,49 +126,44 @@ export class McpEndpoint {
     await server.connect(transport);
   }
 
-  /** `listener` with `/mcp` answered first; every other request goes on to it. */
-  route(listener: RequestListener): RequestListener {
-    const cors = createCors(this.#corsOrigins);
-    const json = express.json({ limit: this.#bodyLimitBytes });
-    return (req, res) => {
-      const path = req.url === undefined ? '' : req.url.split('?', 1)[0];
-      if (path !== MCP_PATH) {
-        listener(req, res);
-        return;
-      }
-      const id = requestId(req, res);
-      const startedAt = performance.now();
-      res.once('close', () => {
-        const line = { reqId: id, req: { method: req.method, url: req.url }, res: { statusCode: res.statusCode }, responseTime: Math.round(performance.now() - startedAt) };
-        if (res.statusCode >= 500) this.#logger.error(line, 'request completed');
-        else this.#logger.info(line, 'request completed');
-      });
-      if (cors.handle(req, res)) return;
-      void this.#answer(req as Request, res, id, json).catch((err: unknown) => this.#fail(req, res, id, err));
-    };
+  /**
+   * Answers a request to `/mcp`, which the front door (app.ts) hands here after the caller step:
+   * `countAs` counts it as a GET of a target (the caller step again, with that path), for the
+   * tool-call shortcut.
+   */
+  handle(req: IncomingMessage, res: ServerResponse, countAs: CountAs): void {
+    void this.#answer(req as Request, res, countAs).catch((err: unknown) => this.#fail(req, res, err));
   }
 
-  async #answer(req: Request, res: ServerResponse, id: string, json: express.RequestHandler): Promise<void> {
+  async #answer(req: Request, res: ServerResponse, countAs: CountAs): Promise<void> {
     const origin = req.headers.origin;
     if (origin !== undefined && !this.#corsOrigins.includes('*') && !this.#corsOrigins.includes(origin)) {
       throw new ForbiddenError(`Origin '${origin.slice(0, 100)}' may not call ${MCP_PATH}: CORS_ORIGINS does not list it`);
     }
     // Stateless: no session to resume (GET) or end (DELETE).
     if (req.method !== 'POST') throw Object.assign(new Error('method not allowed'), { status: 405, headers: { Allow: 'POST' } });
+    const read: { body?: ReadBody } = {};
+    if (this.#shortcut !== undefined && (await this.#shortcut.answer(req, res, countAs, read))) return;
     const credentials = this.credentialsOf(req.headers);
     const principal = await this.identify(credentials);
-    const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > this.#bodyLimitBytes) {
-      res.setHeader('Connection', 'close');
-      throw Object.assign(new Error('request entity too large'), { status: 413, type: 'entity.too.large' });
+    if (read.body !== undefined) {
+      // The shortcut read the body and left the call to the SDK: refused as the body parser would.
+      if ('unparsable' in read.body) throw Object.assign(new SyntaxError('Unexpected token in JSON'), { status: 400, type: 'entity.parse.failed', body: read.body.unparsable });
+      req.body = read.body.parsed;
+    } else {
+      const declared = req.headers['content-length'];
+      if (declared !== undefined && Number(declared) > this.#bodyLimitBytes) {
+        res.setHeader('Connection', 'close');
+        throw Object.assign(new Error('request entity too large'), { status: 413, type: 'entity.too.large' });
+      }
+      await new Promise<void>((resolve, reject) => this.#json(req, res as express.Response, (err?: unknown) => (err === undefined ? resolve() : reject(err))));
     }
-    await new Promise<void>((resolve, reject) => json(req, res as express.Response, (err?: unknown) => (err === undefined ? resolve() : reject(err))));
     if (req.body === undefined) throw Object.assign(new Error('unsupported media type'), { status: 415 });
     const caller: CallerRequest = {
       credentials,
       remoteAddress: req.socket.remoteAddress ?? '127.0.0.1',
       forwardedFor: typeof req.headers['x-forwarded-for'] === 'string' ? req.headers['x-forwarded-for'] : undefined,
-      requestId: id,
+      requestId: req.id,
     };
     const server = createMcpServer(this.#parts, { request: caller, principal: async () => principal });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -171,10 +175,10 @@ export class McpEndpoint {
     await transport.handleRequest(req, res, req.body);
   }
 
-  #fail(req: IncomingMessage, res: ServerResponse, id: string, err: unknown): void {
+  #fail(req: IncomingMessage, res: ServerResponse, err: unknown): void {
     const response = toErrorResponse(err, { method: req.method, path: MCP_PATH });
-    if (response.unexpected) this.#logger.error({ err, reqId: id }, 'mcp request failed');
-    else this.#logger.debug({ reqId: id, status: response.status }, 'mcp request refused');
+    if (response.unexpected) this.#logger.error({ err, reqId: req.id }, 'mcp request failed');
+    else this.#logger.debug({ reqId: req.id, status: response.status }, 'mcp request refused');
     writeEnvelope(res, response);
   }
 }

@@ -79,6 +79,24 @@ function toolError(answer: Answer): CallToolResult {
   };
 }
 
+/** A tool call without a path parameter its operation needs, refused as REST would (422). */
+function missingArguments(missing: readonly string[]): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: `${missing.join(', ')} is required (code 422).` }], _meta: { 'mds/status': 422 } };
+}
+
+/**
+ * A tool call's result from its operation's answer: on 200, the structured content is the REST
+ * answer (an array carried as `{data: [...]}`) and the text a short reading of it; otherwise a tool
+ * error. Both ways of answering a tool call (the SDK's server here, the shortcut in shortcut.ts) build it here.
+ */
+export function toolResult(tool: ToolSpec, args: Record<string, unknown>, answer: Answer): CallToolResult {
+  if (answer.status !== 200) return toolError(answer);
+  const body = parse(answer.body);
+  const structuredContent = (tool.wrapsArray ? { data: body } : body) as Record<string, unknown>;
+  const resource = tool.operationId === 'getHistory' ? historyResource(args) : undefined;
+  return { content: [{ type: 'text', text: answerText(body, resource) }], structuredContent };
+}
+
 /** A refused resource read, as a JSON-RPC error carrying the envelope. */
 function resourceError(answer: Answer): McpError {
   const envelope = parse(answer.body) as { error?: unknown; code?: unknown } | undefined;
@@ -142,15 +160,8 @@ export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
     if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${request.params.name}'`);
     const args = request.params.arguments ?? {};
     const target = requestOf(tool, args);
-    if ('missing' in target) {
-      return { isError: true, content: [{ type: 'text', text: `${target.missing.join(', ')} is required (code 422).` }], _meta: { 'mds/status': 422 } };
-    }
-    const answer = await parts.dispatch(target.path, caller.request);
-    if (answer.status !== 200) return toolError(answer);
-    const body = parse(answer.body);
-    const structuredContent = (tool.wrapsArray ? { data: body } : body) as Record<string, unknown>;
-    const resource = tool.operationId === 'getHistory' ? historyResource(args) : undefined;
-    return { content: [{ type: 'text', text: answerText(body, resource) }], structuredContent };
+    if ('missing' in target) return missingArguments(target.missing);
+    return toolResult(tool, args, await parts.dispatch(target.path, caller.request));
   });
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({

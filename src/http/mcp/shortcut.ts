@@ -1,0 +1,143 @@
+/**
+ * The tool-call shortcut: to `/mcp` what the cached-answer shortcut (fast-path.ts) is to REST, a
+ * branch of the same request path. A POST that carries one `tools/call` of a read whose exact
+ * target the cached-answer shortcut would answer (a full request validated it within the last second
+ * and its answer is cached) is answered here, without building the SDK's server and transport and
+ * without the in-process request (dispatch.ts): those are most of a tool call's cost.
+ *
+ * What it does not skip: the caller step counts the call as the operation it maps to (credentials,
+ * quota, usage meter), as the in-process request would; the result is built by the same `toolResult`
+ * from the same cached bytes. Anything else, or anything this module is not sure the SDK would accept
+ * exactly as sent (another method, a batch, extra members, an unsupported protocol version, headers the
+ * transport would refuse, a body it would not parse), goes the SDK's way, which answers it as before.
+ * test/e2e/mcp.test.ts sends the same calls both ways and compares the answers.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { toErrorResponse } from '../envelope.js';
+import type { FastPath } from '../fast-path.js';
+import type { Answer } from './dispatch.js';
+import { toolResult } from './server.js';
+import { requestOf, type ToolSpec } from './tools.js';
+
+/** The longest body the shortcut reads itself (a tool call is a few hundred bytes); a longer one goes the SDK's way. */
+const MAX_SHORTCUT_BODY = 4096;
+
+/** Counts the request as a GET of `target` (the caller step): calls `done` with its refusal, or with nothing. */
+export type CountAs = (target: string, done: (refusal?: unknown) => void) => void;
+
+/** A body read by the shortcut that it did not answer: handed on to the SDK's way, parsed or not. */
+export type ReadBody = { parsed: unknown } | { unparsable: string };
+
+/** True when the transport would take these headers of a POST as they are (see the module comment). */
+function headersQualify(req: IncomingMessage): boolean {
+  const h = req.headers;
+  const accept = h.accept;
+  const length = h['content-length'];
+  const version = h['mcp-protocol-version'];
+  return (
+    accept !== undefined &&
+    accept.includes('application/json') &&
+    accept.includes('text/event-stream') &&
+    h['content-type'] === 'application/json' &&
+    h['content-encoding'] === undefined &&
+    h['transfer-encoding'] === undefined &&
+    length !== undefined &&
+    Number(length) <= MAX_SHORTCUT_BODY &&
+    (version === undefined || (typeof version === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(version)))
+  );
+}
+
+function readAll(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.once('error', reject);
+  });
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** `message` when it is exactly one `tools/call` request with nothing the SDK would act on besides. */
+function toolCallOf(message: unknown): { id: string | number; name: string; args: Record<string, unknown> } | undefined {
+  if (!isRecord(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return undefined;
+  const id = message.id;
+  if (!(typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)))) return undefined;
+  if (Object.keys(message).length !== 4 || !isRecord(message.params)) return undefined;
+  const { name, arguments: args, ...rest } = message.params;
+  if (typeof name !== 'string' || Object.keys(rest).length > 0) return undefined;
+  if (args !== undefined && !isRecord(args)) return undefined;
+  return { id, name, args: args ?? {} };
+}
+
+export class ToolCallShortcut {
+  readonly #tools: ReadonlyMap<string, ToolSpec>;
+  readonly #answers: Pick<FastPath, 'answerForTarget'>;
+  /** A cached answer's result as JSON, per cached body (one per cache fill) and tool call. */
+  readonly #results = new WeakMap<Buffer, Map<string, string>>();
+
+  constructor(tools: readonly ToolSpec[], answers: Pick<FastPath, 'answerForTarget'>) {
+    this.#tools = new Map(tools.map((tool) => [tool.name, tool]));
+    this.#answers = answers;
+  }
+
+  /**
+   * Answers `req` (a POST to /mcp) when it qualifies and resolves true; otherwise resolves false
+   * with the body it read, if any, for the SDK's way (`read.body`). A refusal of the caller step that
+   * the transport would answer itself (401) rejects with it.
+   */
+  async answer(req: IncomingMessage, res: ServerResponse, countAs: CountAs, read: { body?: ReadBody }): Promise<boolean> {
+    if (!headersQualify(req)) return false;
+    const text = await readAll(req);
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      read.body = { unparsable: text };
+      return false;
+    }
+    read.body = { parsed: message };
+    const call = toolCallOf(message);
+    const tool = call === undefined ? undefined : this.#tools.get(call.name);
+    if (call === undefined || tool === undefined) return false;
+    const target = requestOf(tool, call.args);
+    if ('missing' in target) return false;
+    const hit = this.#answers.answerForTarget(target.path);
+    if (hit === undefined) return false;
+    const refusal = await new Promise<unknown>((resolve) => countAs(target.path, resolve));
+    let result: string;
+    if (refusal === undefined || refusal === null) result = this.#cachedResult(tool, call.args, hit.rep.body);
+    else {
+      const response = toErrorResponse(refusal, { method: 'GET', path: target.path });
+      // The transport refuses bad credentials itself, before any tool is called.
+      if (response.status === 401) throw refusal;
+      const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name.toLowerCase(), value]));
+      result = JSON.stringify(toolResult(tool, call.args, { status: response.status, headers, body: JSON.stringify(response.body) }));
+    }
+    // Logged at debug, as a hit of the cached-answer shortcut is (request-log.ts).
+    req.caller.shortcut = true;
+    const body = `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call.id)}}`;
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
+    res.end(body);
+    return true;
+  }
+
+  #cachedResult(tool: ToolSpec, args: Record<string, unknown>, body: Buffer): string {
+    let byCall = this.#results.get(body);
+    if (byCall === undefined) {
+      byCall = new Map();
+      this.#results.set(body, byCall);
+    }
+    // The result depends on the tool and, for history, on the arguments (its resource link).
+    const key = tool.operationId === 'getHistory' ? `${tool.name}\n${JSON.stringify(args)}` : tool.name;
+    let result = byCall.get(key);
+    if (result === undefined) {
+      const answer: Answer = { status: 200, headers: {}, body: body.toString('utf8') };
+      result = JSON.stringify(toolResult(tool, args, answer));
+      // Bounded: one entry per distinct history call of one cached body.
+      if (byCall.size < 64) byCall.set(key, result);
+    }
+    return result;
+  }
+}
