@@ -12,6 +12,8 @@ export interface ServeProcess {
   url: string;
   /** Everything written to stdout so far (the JSON log lines), when stdout is piped. */
   stdout(): string;
+  /** Everything written to stderr so far (the listening line; node's own notices, e.g. where `--inspect` listens). */
+  stderr(): string;
   /** Sends `signal` and resolves to the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
@@ -51,6 +53,7 @@ export function spawnServe(
           child,
           url: m[1],
           stdout: () => out,
+          stderr: () => err,
           stop: async (signal = 'SIGTERM') => {
             if (child.exitCode === null && child.signalCode === null) child.kill(signal);
             return exited;
