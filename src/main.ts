@@ -4,12 +4,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { RequestListener, Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Request } from 'express';
-import { createApp } from './http/app.js';
+import { createApp, type AppListener } from './http/app.js';
 import { consoleStep } from './http/console.js';
 import { createWireServer } from './http/client-errors.js';
 import { FastPath } from './http/fast-path.js';
@@ -341,7 +341,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const fastPath = options.fastPath === false ? undefined : new FastPath({ engine });
 
   // MCP (DESIGN 22): /mcp is a branch of the app's front door, and each tool call is a request into the app.
-  let app: RequestListener | undefined;
+  let app: AppListener | undefined;
   const mcp = new McpEndpoint({
     contract,
     listener: (req, res) => app!(req, res),
@@ -368,7 +368,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     mcp,
   });
 
-  const server = createWireServer(app, logger);
+  const server = createWireServer(app, logger, app.messages);
   const websockets = new WebSocketApi({
     hub: streams,
     authenticator: auth,

@@ -12,8 +12,9 @@
  * No I/O happens here; everything it needs is handed in.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { IncomingMessage, ServerResponse, type RequestListener } from 'node:http';
+import type { Socket } from 'node:net';
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
@@ -25,6 +26,7 @@ import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
 import { contractSecurity, credentialCheck, type Authenticator } from './security.js';
 import { runStep, series } from './series.js';
+import { isConsolePath } from './console.js';
 import { NO_METRICS, UNMATCHED_ROUTE, type Metrics } from '../domain/ports/metrics.js';
 import type { Principal } from '../domain/ports/accounts.js';
 import type { RateLimit } from './rate-limit.js';
@@ -101,7 +103,33 @@ export function routeOf(req: IncomingMessage): string {
   return req.caller?.route ?? (req as Request).openapi?.openApiRoute ?? UNMATCHED_ROUTE;
 }
 
-export function createApp(deps: AppDeps): RequestListener {
+/** The app's request listener, and the message classes a server should build its requests with. */
+export type AppListener = RequestListener & { messages: MessageClasses };
+
+/** Node's request and response classes for `http.createServer`'s `IncomingMessage` and `ServerResponse` options. */
+export interface MessageClasses {
+  IncomingMessage: typeof IncomingMessage;
+  ServerResponse: typeof ServerResponse;
+}
+
+/**
+ * Node's request and response classes with `app`'s request and response helpers (Express's, with
+ * the app's settings) on their prototypes: a server that builds its messages with them hands the
+ * app requests that need no prototype change.
+ */
+function messageClasses(app: Express): MessageClasses {
+  function AppRequest(this: IncomingMessage, socket: Socket): void {
+    (IncomingMessage as unknown as (this: IncomingMessage, socket: Socket) => void).call(this, socket);
+  }
+  AppRequest.prototype = app.request;
+  function AppResponse(this: ServerResponse, req: IncomingMessage, options?: unknown): void {
+    (ServerResponse as unknown as (this: ServerResponse, req: IncomingMessage, options?: unknown) => void).call(this, req, options);
+  }
+  AppResponse.prototype = app.response;
+  return { IncomingMessage: AppRequest as unknown as typeof IncomingMessage, ServerResponse: AppResponse as unknown as typeof ServerResponse };
+}
+
+export function createApp(deps: AppDeps): AppListener {
   const { contract, handlers, authenticator, logger } = deps;
   assertHandlersComplete(contract, handlers);
 
@@ -189,15 +217,30 @@ export function createApp(deps: AppDeps): RequestListener {
     next(Object.assign(new Error('not found'), { status: 404, path: req.path }));
   };
 
-  // The full way, in this order; one Express layer runs them (see series.ts). The console is no API
-  // operation: it is answered before the validator calls its paths unknown.
-  app.use(series(deps.console ? [deps.console, validate, dispatch, notFound] : [validate, dispatch, notFound]));
-  const errorHandler: ErrorRequestHandler = (err, req, res, _next) => fail(req, res, err, req.path);
-  app.use(errorHandler);
+  // The full way, in this order (series.ts). Express lends it its request and response helpers
+  // (`req.query`, `res.json`, its settings) and nothing else: the validator finds the operation, so
+  // Express's router would only walk one layer that matches every path. The console is no API
+  // operation: its paths go to its own step, before the validator calls them unknown.
+  const api = series([validate, dispatch, notFound]);
+  const consoleWay = deps.console ? series([deps.console, notFound]) : undefined;
+  const fullWay = (req: IncomingMessage, res: ServerResponse, path: string) => {
+    const request = req as Request;
+    const response = res as Response;
+    // A server made with `messages` (createWireServer) built them with Express's helpers already;
+    // changing an object's prototype costs its shape (what Express does for every request).
+    if (Object.getPrototypeOf(req) !== app.request) Object.setPrototypeOf(request, app.request);
+    if (Object.getPrototypeOf(res) !== app.response) Object.setPrototypeOf(response, app.response);
+    request.res = response;
+    response.req = request;
+    response.locals = Object.create(null) as Record<string, unknown>;
+    request.originalUrl = req.url ?? '/';
+    request.baseUrl = '';
+    (consoleWay !== undefined && isConsolePath(path) ? consoleWay : api)(request, response, (err?: unknown) => fail(req, res, err ?? Object.assign(new Error('not found'), { status: 404, path }), path));
+  };
 
   // The front door: every request, in this order. Headers decided here are gathered and written with
   // the answer (one writeHead on the shortcut), or set on the response before the full way.
-  return (req, res) => {
+  const listener: RequestListener = (req, res) => {
     log.begin(req, res);
     const headers: Record<string, string> = { 'X-Request-Id': req.id };
     // A preflight is answered here, whatever the contract says about OPTIONS.
@@ -245,7 +288,8 @@ export function createApp(deps: AppDeps): RequestListener {
       }
       log.watch(req, res);
       for (const name in headers) res.setHeader(name, headers[name]!);
-      app(req, res);
+      fullWay(req, res, path);
     });
   };
+  return Object.assign(listener, { messages: messageClasses(app) });
 }

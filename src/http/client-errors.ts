@@ -32,7 +32,17 @@ function linger(socket: Duplex): void {
  * The API's HTTP server: `listener` answers every well-formed request; the wire's own refusals are
  * answered here (see the module comment). Node's own Host check is off, so its refusal is the envelope.
  */
-export function createWireServer(listener: RequestListener, logger: Logger, options: { /** How often Node checks for requests too slow to arrive (ms; Node's default 30000). */ connectionsCheckingInterval?: number } = {}): Server {
+export function createWireServer(
+  listener: RequestListener,
+  logger: Logger,
+  options: {
+    /** How often Node checks for requests too slow to arrive (ms; Node's default 30000). */
+    connectionsCheckingInterval?: number;
+    /** The classes Node builds each request and response with (the app's `messages`); Node's own when absent. */
+    IncomingMessage?: typeof IncomingMessage;
+    ServerResponse?: typeof ServerResponse;
+  } = {},
+): Server {
   // Node sends a connection's answers in the order of its requests, each only once the one before is
   // complete, so its latest response is the last to close: one map entry per connection is all the
   // tracking a request costs.
