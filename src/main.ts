@@ -259,7 +259,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     provider: provider.name,
     logger: logger.child({ component: 'stream' }),
     ...config.stream,
-    observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent() },
+    observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent(), refresh: (mode) => metrics.streamRefresh(mode) },
     pushing: () => live?.pushing() ?? false,
   });
   shutdown.add('quote streams', () => streams.close());

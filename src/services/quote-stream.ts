@@ -89,6 +89,8 @@ export interface StreamObserver {
   clients?(delta: number): void;
   /** One event was written to one stream. */
   event?(): void;
+  /** One refresh run ended: `poll` when it loaded from the upstream, `push` when pushes kept the symbols current. */
+  refresh?(mode: 'poll' | 'push'): void;
 }
 
 export interface QuoteStreamHubOptions {
@@ -511,6 +513,9 @@ export class QuoteStreamHub {
   async #refreshTick(): Promise<void> {
     if (this.#refreshing || this.#closed) return;
     this.#refreshing = true;
+    // Decided once per run: a run either polls every subscribed symbol or none, and says which.
+    // Pushed prices keep the cache current while a push upstream is connected: no upstream calls.
+    const polling = !this.#o.pushing();
     try {
       const symbols = [...this.#bySymbol.keys()];
       const horizonMs = this.#o.refreshIntervalMs * 2;
@@ -519,10 +524,9 @@ export class QuoteStreamHub {
         while (next < symbols.length && !this.#closed) {
           const symbol = symbols[next++] as string;
           try {
-            // Pushed prices keep the cache current while a push upstream is connected: no upstream calls.
             // Background work (DESIGN 19): no caller waits on a tick, so its upstream calls count against
             // BACKGROUND_BUDGET_SHARE and are refused at once when the share is spent (the cached quote stays).
-            if (!this.#o.pushing()) await inBackground(() => this.#o.market.refreshQuote(symbol, horizonMs));
+            if (polling) await inBackground(() => this.#o.market.refreshQuote(symbol, horizonMs));
             const quote = await this.#o.market.quoteOf(symbol);
             if (quote !== undefined) await this.#reconcile(symbol, quote);
           } catch (err) {
@@ -533,6 +537,7 @@ export class QuoteStreamHub {
       await Promise.all(Array.from({ length: Math.min(REFRESH_CONCURRENCY, symbols.length) }, worker));
     } finally {
       this.#refreshing = false;
+      this.#o.observer.refresh?.(polling ? 'poll' : 'push');
     }
   }
 }
