@@ -49,11 +49,30 @@ const FD_MARGIN = 512;
 
 const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && cpus().length >= 2;
 const SERVER_CPU = pinned ? ['taskset', '-c', '1'] : [];
-const CLIENT_CPU = pinned ? ['taskset', '-c', '0'] : [];
+/** Core 0 for the clients, and every core past the server's when there are more than two. */
+const CLIENT_CPU = pinned ? ['taskset', '-c', cpus().length > 2 ? `0,2-${cpus().length - 1}` : '0'] : [];
 
 function rssOf(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+}
+
+const CLOCK_TICKS_PER_S = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+
+/** User + system CPU seconds process `pid` has used so far (utime and stime of /proc/<pid>/stat). */
+function cpuSecondsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+}
+
+/** Seconds the main thread of `pid` has waited on a run queue for a core (/proc/<pid>/schedstat); NaN without it. */
+function runQueueSecondsOf(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
@@ -168,8 +187,8 @@ async function main(): Promise<void> {
   const somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim());
   // Node listens with a backlog of 511 (capped by somaxconn): handshakes under way stay below it.
   const inFlight = Math.max(1, Math.min(IN_FLIGHT, Math.min(511, somaxconn) - 11));
-  console.log(`live bench setup: ${cpus().length} cores, ${pinned ? 'server on core 1, clients on core 0' : 'not pinned (no taskset or one core)'}, ${WORKERS} client process(es), at most ${inFlight} handshakes under way (somaxconn ${somaxconn}), ${RETRIES} tries again per client`);
-  console.log(`  ${serverFiles.said}; ${workerFiles.said}; ${sources.said}`);
+  console.log(`live bench setup: ${cpus().length} cores, ${pinned ? `server on core 1, clients on core(s) ${CLIENT_CPU[2]}` : 'not pinned (no taskset or one core)'}, ${WORKERS} client process(es), at most ${inFlight} handshakes under way (somaxconn ${somaxconn}), ${RETRIES} tries again per client`);
+  console.log(`  ${serverFiles.said}; ${workerFiles.said}; ${sources.said}; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 
   const redis = await startRedis();
   const yahoo = await startFakeYahooStreamer();
@@ -192,6 +211,8 @@ async function main(): Promise<void> {
   initService(env);
   const server = await spawnServe(['--port', '0', '--host', '127.0.0.1'], { env, cwd: dir, stdout: 'ignore', prefix: [...SERVER_CPU, ...serverFiles.prefix] });
   const pid = server.child.pid!;
+  // Redis's own process, to tell a server waiting on Redis from a server short of CPU.
+  const redisPid = Number(spawnSync('pgrep', ['-f', `redis-server 127.0.0.1:${redis.port}`], { encoding: 'utf8' }).stdout?.trim().split('\n')[0]) || undefined;
   const wsUrl = `${server.url.replace(/^http/, 'ws')}/api/ws`;
   const sessions = async () => sampleValue(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), 'mds_stream_clients');
   /** Waits until the server counts `expected` sessions (deadline 30 s); resolves to its count. */
@@ -221,11 +242,17 @@ async function main(): Promise<void> {
     };
     const record = async (on: ClientWorker[], seconds: number) => {
       for (const w of on) w.tell({ type: 'record' });
+      const cpuFrom = cpuSecondsOf(pid);
+      const redisFrom = redisPid === undefined ? Number.NaN : cpuSecondsOf(redisPid);
+      const waitFrom = runQueueSecondsOf(pid);
       const rss: number[] = [];
       for (let s = 0; s < seconds; s++) {
         await sleep(1000);
         rss.push(rssOf(pid));
       }
+      const serverCpu = (cpuSecondsOf(pid) - cpuFrom) / seconds;
+      const redisCpu = redisPid === undefined ? Number.NaN : (cpuSecondsOf(redisPid) - redisFrom) / seconds;
+      const serverWaited = (runQueueSecondsOf(pid) - waitFrom) / seconds;
       const answers = await Promise.all(on.map((w) => {
         const answer = w.next('recorded');
         w.tell({ type: 'stop' });
@@ -239,6 +266,9 @@ async function main(): Promise<void> {
         p50: percentileOf(histogram, count, 50),
         p99: percentileOf(histogram, count, 99),
         rss,
+        serverCpu,
+        serverWaited,
+        redisCpu,
         closedMeanwhile: answers.reduce((s, a) => s + a.closedMeanwhile, 0),
         loopDelayP99Ms: Math.max(...answers.map((a) => a.loopDelayP99Ms)),
       };
@@ -284,8 +314,8 @@ async function main(): Promise<void> {
     await sleep(1000);
     const measured = await record(workers, SECONDS);
     const expectedPerS = (n: number) => Math.round((n * 1000) / PUSH_EVERY_MS);
-    console.log(`  baseline (${symbols.length} subscribers, ${BASE_SECONDS} s): ${baseline.count} deliveries (${Math.round(baseline.count / BASE_SECONDS)}/s, expected ${expectedPerS(symbols.length)}/s), p50 ${baseline.p50} ms, p99 ${baseline.p99} ms`);
-    console.log(`  full     (${full.acknowledged} subscribers, ${SECONDS} s): ${measured.count} deliveries (${Math.round(measured.count / SECONDS)}/s, expected ${expectedPerS(full.acknowledged)}/s), p50 ${measured.p50} ms, p99 ${measured.p99} ms; p99 ratio to baseline ${(measured.p99 / Math.max(1, baseline.p99)).toFixed(1)}x; ${measured.closedMeanwhile} connections closed meanwhile; client event-loop delay p99 ${measured.loopDelayP99Ms.toFixed(0)} ms`);
+    console.log(`  baseline (${symbols.length} subscribers, ${BASE_SECONDS} s): ${baseline.count} deliveries (${Math.round(baseline.count / BASE_SECONDS)}/s, expected ${expectedPerS(symbols.length)}/s), p50 ${baseline.p50} ms, p99 ${baseline.p99} ms; server CPU ${(baseline.serverCpu * 100).toFixed(0)}% of a core (waited for one ${(baseline.serverWaited * 100).toFixed(0)}%)`);
+    console.log(`  full     (${full.acknowledged} subscribers, ${SECONDS} s): ${measured.count} deliveries (${Math.round(measured.count / SECONDS)}/s, expected ${expectedPerS(full.acknowledged)}/s), p50 ${measured.p50} ms, p99 ${measured.p99} ms; p99 ratio to baseline ${(measured.p99 / Math.max(1, baseline.p99)).toFixed(1)}x; ${measured.closedMeanwhile} connections closed meanwhile; server CPU ${(measured.serverCpu * 100).toFixed(0)}% of a core (its main thread waited for a core ${(measured.serverWaited * 100).toFixed(0)}% of the time), Redis CPU ${(measured.redisCpu * 100).toFixed(0)}%; client event-loop delay p99 ${measured.loopDelayP99Ms.toFixed(0)} ms`);
     console.log(`  server RSS: idle ${mb(rssIdle)}, ${symbols.length} clients ${mb(rssBefore)}, ${full.acknowledged} clients ${mb(rssConnected)}: ${((rssConnected - rssBefore) / 1024 / Math.max(1, full.acknowledged - symbols.length)).toFixed(1)} KB per connection`);
     console.log(`  server RSS each second while all read: ${measured.rss.map(mb).join(', ')} (growth ${mb(Math.max(...measured.rss) - measured.rss[0]!)})`);
 
