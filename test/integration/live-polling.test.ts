@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlledProvider, uniqueSymbol } from '../helpers/controlled-provider.js';
-import { startFakeYahooStreamer, type FakeYahooStreamer } from '../helpers/fake-push-upstream.js';
+import { startFakePolygonSocket, startFakeYahooStreamer, type FakeYahooStreamer } from '../helpers/fake-push-upstream.js';
 import { sampleValue, scrape } from '../helpers/metrics.js';
 import { freePort, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -54,17 +54,17 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function runs(): Promise<{ poll: number; push: number }> {
-  const text = await scrape(svc.metricsUrl!);
+async function runs(of: TestService = svc): Promise<{ poll: number; push: number }> {
+  const text = await scrape(of.metricsUrl!);
   return { poll: sampleValue(text, 'mds_stream_refresh_runs_total', { mode: 'poll' }), push: sampleValue(text, 'mds_stream_refresh_runs_total', { mode: 'push' }) };
 }
 
 /** Waits until `mode` runs reach `count`; resolves to the counts then. */
-async function untilRuns(mode: 'poll' | 'push', count: number): Promise<{ poll: number; push: number }> {
+async function untilRuns(mode: 'poll' | 'push', count: number, of: TestService = svc): Promise<{ poll: number; push: number }> {
   let seen = { poll: 0, push: 0 };
   await waitFor(
     async () => {
-      seen = await runs();
+      seen = await runs(of);
       return seen[mode] >= count;
     },
     { timeoutMs: RUNS_DEADLINE_MS, intervalMs: 50, message: `${count} refresh runs in ${mode} mode (saw ${JSON.stringify(seen)})` },
@@ -120,5 +120,51 @@ describe('polling and a push upstream', () => {
     await waitFor(() => yahoo.accepted > acceptedBefore && yahoo.subscribed().has(symbol), { timeoutMs: RUNS_DEADLINE_MS, message: 'the adapter to reconnect and subscribe again' });
     await expectQuietOverRuns(symbol, 140);
     expect(ws.quotes(symbol)).toEqual([100, 120, 131, 140]);
+  }, 180_000);
+});
+
+describe("polling beside Polygon's socket, which prices stock tickers only", () => {
+  it('when the socket is connected, then a stock ticker is not polled while an index followed beside it is', async () => {
+    const ownRedis = await startRedis();
+    const polygon = await startFakePolygonSocket(['good-polygon-key-0003']);
+    const calls2 = new ControlledProvider();
+    const service = await startTestService(
+      {
+        CACHE_URL: `${ownRedis.url}/0`,
+        STREAM_UPSTREAMS: 'polygon',
+        POLYGON_STREAM_URL: polygon.url,
+        POLYGON_API_KEYS: 'good-polygon-key-0003',
+        STREAM_REFRESH_SECONDS: '1',
+        CACHE_TTL_SECONDS: '600',
+        METRICS_PORT: String(await freePort()),
+      },
+      { provider: calls2, pushReconnectMs: 50 },
+    );
+    const client = await openWs(`${service.url.replace(/^http/, 'ws')}/api/ws`);
+    try {
+      const [stock, index] = ['PSHP', '^PSHP'];
+      calls2.set(stock, 100);
+      calls2.set(index, 100);
+      client.send({ action: 'subscribe', symbols: [stock, index] });
+      expect(await client.waitFor((e) => e.event === 'subscribed', 'subscribed')).toMatchObject({ symbols: [stock, index], missing: [] });
+      await polygon.waitForSubscribed(stock, 10_000);
+      expect(polygon.subscribed().has(index)).toBe(false);
+
+      // The index is polled, so every run counts as `poll`: the window is RUNS of them, after one
+      // that began once the socket was connected.
+      const start = await runs(service);
+      const settled = await untilRuns('poll', start.poll + 1, service);
+      const [stockBefore, indexBefore] = [calls2.calls.get(stock) ?? 0, calls2.calls.get(index) ?? 0];
+      expect(polygon.trade(stock, 101.5)).toBe(1);
+      await client.waitFor((e) => e.event === 'quote' && e.data?.symbol === stock && e.data.price === 101.5, 'the traded price', 10_000);
+      await untilRuns('poll', settled.poll + RUNS, service);
+      expect(calls2.calls.get(stock) ?? 0, 'quote calls for the stock Polygon prices').toBe(stockBefore);
+      expect(calls2.calls.get(index) ?? 0, 'quote calls for the index Polygon does not price').toBeGreaterThanOrEqual(indexBefore + RUNS);
+    } finally {
+      client.close();
+      await service.close();
+      await polygon.close();
+      await ownRedis.stop();
+    }
   }, 180_000);
 });

@@ -41,9 +41,9 @@ export interface Metrics {
   /** One event written to a stream client. */
   streamEvent(): void;
   /**
-   * One refresh run of the live-quote streams' subscribed symbols: `poll` when it loaded them from the
-   * upstream ahead of expiry, `push` when a connected push upstream kept them current and it only
-   * compared what the cache holds.
+   * One refresh run of the live-quote streams' subscribed symbols: `poll` when it loaded any of them
+   * from the upstream ahead of expiry, `push` when connected push upstreams priced them all and it
+   * only compared what the cache holds.
    */
   streamRefresh(mode: 'poll' | 'push'): void;
 }

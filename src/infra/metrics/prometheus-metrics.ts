@@ -103,7 +103,7 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
     this.#streamEvents = new Counter({ name: 'mds_stream_events_total', help: 'Events written to stream clients.', registers });
     this.#streamRefreshes = new Counter({
       name: 'mds_stream_refresh_runs_total',
-      help: 'Refresh runs of the streamed symbols, by mode: poll (loaded from the upstream ahead of expiry) or push (a push upstream was connected: only the cache was compared).',
+      help: 'Refresh runs of the streamed symbols, by mode: poll (loaded some from the upstream ahead of expiry) or push (connected push upstreams priced them all: only the cache was compared).',
       labelNames: ['mode'],
       registers,
     });
