@@ -259,8 +259,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     provider: provider.name,
     logger: logger.child({ component: 'stream' }),
     ...config.stream,
-    observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent() },
-    pushing: () => live?.pushing() ?? false,
+    observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent(), refresh: (mode) => metrics.streamRefresh(mode) },
+    pushing: (symbol) => live?.pushing(symbol) ?? false,
   });
   shutdown.add('quote streams', () => streams.close());
   // Pushed prices (DESIGN 23): one socket per push upstream for the fleet, held by the lease's holder.

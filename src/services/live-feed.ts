@@ -11,7 +11,7 @@
  * its socket. Without Redis the lease is this process's own: each instance connects alone.
  *
  * The leader also announces which upstreams are connected, so every instance knows whether pushes
- * cover its subscribers; while none is connected anywhere, the stream hub's polling refresh covers.
+ * cover its subscribers' symbols; a symbol no connected upstream prices is polled by the stream hub.
  */
 import { randomUUID } from 'node:crypto';
 import type { Broadcast } from '../domain/ports/cache.js';
@@ -99,11 +99,18 @@ export class LiveFeed {
     return this.#led.filter((l) => l.token !== undefined).map((l) => l.upstream.name);
   }
 
-  /** True while some instance of the fleet (this one included) has a push upstream connected. */
-  pushing(): boolean {
-    if (this.#led.some((l) => l.token !== undefined && l.upstream.isConnected)) return true;
+  /**
+   * True while some instance of the fleet (this one included) has a push upstream connected that
+   * prices `symbol` (any symbol when none is named). A peer's upstream is judged by this instance's
+   * upstream of the same name; one this instance does not know covers nothing, so polling goes on.
+   */
+  pushing(symbol?: string): boolean {
+    const covers = (led: Led | undefined) => led !== undefined && (symbol === undefined || led.upstream.covers(symbol));
+    if (this.#led.some((l) => l.token !== undefined && l.upstream.isConnected && covers(l))) return true;
     const fresh = this.#o.now() - this.#o.leaseTtlMs;
-    for (const peer of this.#peers.values()) if (peer.at >= fresh && peer.up.length > 0) return true;
+    for (const peer of this.#peers.values()) {
+      if (peer.at >= fresh && peer.up.some((name) => covers(this.#led.find((l) => l.upstream.name === name)))) return true;
+    }
     return false;
   }
 

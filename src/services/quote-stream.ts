@@ -89,6 +89,8 @@ export interface StreamObserver {
   clients?(delta: number): void;
   /** One event was written to one stream. */
   event?(): void;
+  /** A refresh run over subscribed symbols ended: `poll` when it loaded any from the upstream, `push` when pushes kept them all current. */
+  refresh?(mode: 'poll' | 'push'): void;
 }
 
 export interface QuoteStreamHubOptions {
@@ -123,10 +125,11 @@ export interface QuoteStreamHubOptions {
   retryMs?: number;
   observer?: StreamObserver;
   /**
-   * True while a push upstream is connected somewhere in the fleet (`LiveFeed.pushing`): the refresh
-   * then loads nothing ahead of expiry, only compares what the cache holds. Polling by default.
+   * True while a push upstream that prices `symbol` is connected somewhere in the fleet
+   * (`LiveFeed.pushing`): the refresh then loads it not ahead of expiry, only compares what the cache
+   * holds. Polling by default.
    */
-  pushing?: () => boolean;
+  pushing?: (symbol: string) => boolean;
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
 }
@@ -175,7 +178,7 @@ interface ChangeMessage {
 
 /** The hub of this instance's quote streams. */
 export class QuoteStreamHub {
-  readonly #o: Required<Omit<QuoteStreamHubOptions, 'observer' | 'pushing'>> & { observer: StreamObserver; pushing: () => boolean };
+  readonly #o: Required<Omit<QuoteStreamHubOptions, 'observer' | 'pushing'>> & { observer: StreamObserver; pushing: (symbol: string) => boolean };
   readonly #clients = new Set<Client>();
   readonly #bySymbol = new Map<string, Set<Client>>();
   readonly #known = new Map<string, Known>();
@@ -511,18 +514,21 @@ export class QuoteStreamHub {
   async #refreshTick(): Promise<void> {
     if (this.#refreshing || this.#closed) return;
     this.#refreshing = true;
+    // Decided once per symbol as the run begins. Pushed prices keep the cache current while a push
+    // upstream that prices the symbol is connected: no upstream calls for it. A run that polls any
+    // symbol counts as `poll`, one that polls none as `push`.
+    const symbols = [...this.#bySymbol.keys()];
+    const polled = new Set(symbols.filter((symbol) => !this.#o.pushing(symbol)));
     try {
-      const symbols = [...this.#bySymbol.keys()];
       const horizonMs = this.#o.refreshIntervalMs * 2;
       let next = 0;
       const worker = async () => {
         while (next < symbols.length && !this.#closed) {
           const symbol = symbols[next++] as string;
           try {
-            // Pushed prices keep the cache current while a push upstream is connected: no upstream calls.
             // Background work (DESIGN 19): no caller waits on a tick, so its upstream calls count against
             // BACKGROUND_BUDGET_SHARE and are refused at once when the share is spent (the cached quote stays).
-            if (!this.#o.pushing()) await inBackground(() => this.#o.market.refreshQuote(symbol, horizonMs));
+            if (polled.has(symbol)) await inBackground(() => this.#o.market.refreshQuote(symbol, horizonMs));
             const quote = await this.#o.market.quoteOf(symbol);
             if (quote !== undefined) await this.#reconcile(symbol, quote);
           } catch (err) {
@@ -533,6 +539,7 @@ export class QuoteStreamHub {
       await Promise.all(Array.from({ length: Math.min(REFRESH_CONCURRENCY, symbols.length) }, worker));
     } finally {
       this.#refreshing = false;
+      if (symbols.length > 0) this.#o.observer.refresh?.(polled.size > 0 ? 'poll' : 'push');
     }
   }
 }

@@ -19,25 +19,53 @@ export interface FakePushUpstream {
   /** Symbols subscribed now, over every open connection. */
   subscribed(): Set<string>;
   waitForSubscribed(symbol: string, timeoutMs?: number): Promise<void>;
+  /** Goes away as a dead upstream does: open connections are cut and new ones refused, until `start`. */
+  stop(): Promise<void>;
+  /** Listens again on the same port after `stop`. */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
 interface Base extends FakePushUpstream {
-  wss: WebSocketServer;
   sockets: Set<WebSocket>;
   subs: Map<WebSocket, Set<string>>;
 }
 
 async function listen(onConnection: (ws: WebSocket, base: Base) => void): Promise<Base> {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-  await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
-  const port = (wss.address() as AddressInfo).port;
+  let wss: WebSocketServer | undefined;
+  let port = 0;
   let accepted = 0;
+  const serve = async () => {
+    const server = new WebSocketServer({ host: '127.0.0.1', port });
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', () => resolve());
+      server.once('error', reject);
+    });
+    port = (server.address() as AddressInfo).port;
+    server.on('connection', (ws) => {
+      accepted += 1;
+      base.sockets.add(ws);
+      base.subs.set(ws, new Set());
+      ws.on('close', () => {
+        base.sockets.delete(ws);
+        base.subs.delete(ws);
+      });
+      onConnection(ws, base);
+    });
+    wss = server;
+  };
+  const stop = async () => {
+    const server = wss;
+    wss = undefined;
+    for (const ws of base.sockets) ws.terminate();
+    base.sockets.clear();
+    base.subs.clear();
+    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
   const base: Base = {
-    wss,
     sockets: new Set(),
     subs: new Map(),
-    url: `ws://127.0.0.1:${port}/`,
+    url: '',
     get open() {
       return base.sockets.size;
     },
@@ -53,21 +81,14 @@ async function listen(onConnection: (ws: WebSocket, base: Base) => void): Promis
     async waitForSubscribed(symbol, timeoutMs = 5000) {
       await waitFor(() => base.subscribed().has(symbol), { timeoutMs, message: `the upstream to be subscribed to ${symbol}` });
     },
-    async close() {
-      for (const ws of base.sockets) ws.terminate();
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    stop,
+    async start() {
+      if (wss === undefined) await serve();
     },
+    close: stop,
   };
-  wss.on('connection', (ws) => {
-    accepted += 1;
-    base.sockets.add(ws);
-    base.subs.set(ws, new Set());
-    ws.on('close', () => {
-      base.sockets.delete(ws);
-      base.subs.delete(ws);
-    });
-    onConnection(ws, base);
-  });
+  await serve();
+  base.url = `ws://127.0.0.1:${port}/`;
   return base;
 }
 

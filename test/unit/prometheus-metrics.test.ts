@@ -3,16 +3,21 @@ import { PrometheusMetrics } from '../../src/infra/metrics/index.js';
 import { sampleValue } from '../helpers/metrics.js';
 
 describe('PrometheusMetrics', () => {
-  it('when stream clients come and go and events are sent, then the gauge and the counter follow', async () => {
+  it('when stream clients come and go, events are sent and refresh runs end, then the gauge and the counters follow', async () => {
     const metrics = new PrometheusMetrics();
     metrics.streamClients(1);
     metrics.streamClients(1);
     metrics.streamClients(-1);
     for (let i = 0; i < 3; i += 1) metrics.streamEvent();
+    metrics.streamRefresh('poll');
+    metrics.streamRefresh('push');
+    metrics.streamRefresh('push');
 
     const text = await metrics.render();
     expect(sampleValue(text, 'mds_stream_clients')).toBe(1);
     expect(sampleValue(text, 'mds_stream_events_total')).toBe(3);
+    expect(sampleValue(text, 'mds_stream_refresh_runs_total', { mode: 'poll' })).toBe(1);
+    expect(sampleValue(text, 'mds_stream_refresh_runs_total', { mode: 'push' })).toBe(2);
   });
 
   it('when a method is not a standard one, then it is counted as _OTHER', async () => {

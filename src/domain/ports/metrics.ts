@@ -40,6 +40,12 @@ export interface Metrics {
   streamClients(delta: number): void;
   /** One event written to a stream client. */
   streamEvent(): void;
+  /**
+   * One refresh run of the live-quote streams' subscribed symbols: `poll` when it loaded any of them
+   * from the upstream ahead of expiry, `push` when connected push upstreams priced them all and it
+   * only compared what the cache holds.
+   */
+  streamRefresh(mode: 'poll' | 'push'): void;
 }
 
 /** Metrics that record nothing: the default of every service, and what runs when metrics are off. */
@@ -52,6 +58,7 @@ export const NO_METRICS: Metrics = Object.freeze({
   rateLimitRejected() {},
   streamClients() {},
   streamEvent() {},
+  streamRefresh() {},
 });
 
 /** The text a scrape answers and its content type. */

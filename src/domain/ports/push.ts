@@ -39,6 +39,8 @@ export interface PushUpstream {
   setSymbols(symbols: readonly string[]): void;
   /** True while the socket is usable. */
   readonly isConnected: boolean;
+  /** Whether this upstream prices `symbol` (canonical) at all: Polygon's stocks socket only stock tickers. */
+  covers(symbol: string): boolean;
   /** Closes the socket and stops reconnecting. */
   stop(): Promise<void>;
 }

@@ -47,6 +47,7 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
   readonly #failovers: Counter<'from' | 'to'>;
   readonly #streamClients: Gauge;
   readonly #streamEvents: Counter;
+  readonly #streamRefreshes: Counter<'mode'>;
   readonly #dataIssues: Counter<'rule' | 'action' | 'provider'>;
 
   constructor() {
@@ -100,6 +101,12 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
     });
     this.#streamClients = new Gauge({ name: 'mds_stream_clients', help: 'Connected stream (Server-Sent Events) clients.', registers });
     this.#streamEvents = new Counter({ name: 'mds_stream_events_total', help: 'Events written to stream clients.', registers });
+    this.#streamRefreshes = new Counter({
+      name: 'mds_stream_refresh_runs_total',
+      help: 'Refresh runs of the streamed symbols, by mode: poll (loaded some from the upstream ahead of expiry) or push (connected push upstreams priced them all: only the cache was compared).',
+      labelNames: ['mode'],
+      registers,
+    });
     this.#dataIssues = new Counter({
       name: 'mds_data_issues_total',
       help: 'Bars of upstream history answers the data-quality checks repaired, dropped or suspect, by rule, action and the provider that gave them.',
@@ -192,6 +199,10 @@ export class PrometheusMetrics implements Metrics, MetricsSource {
 
   streamEvent(): void {
     this.#streamEvents.inc();
+  }
+
+  streamRefresh(mode: 'poll' | 'push'): void {
+    this.#streamRefreshes.inc({ mode });
   }
 }
 

@@ -79,8 +79,12 @@ export class PolygonSocket implements PushUpstream {
     this.#socket.start();
   }
 
+  covers(symbol: string): boolean {
+    return STOCK.test(symbol);
+  }
+
   setSymbols(symbols: readonly string[]): void {
-    const next = new Set(symbols.filter((s) => STOCK.test(s)));
+    const next = new Set(symbols.filter((s) => this.covers(s)));
     const added = [...next].filter((s) => !this.#symbols.has(s));
     const removed = [...this.#symbols].filter((s) => !next.has(s));
     this.#symbols = next;

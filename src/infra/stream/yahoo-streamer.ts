@@ -67,6 +67,11 @@ export class YahooStreamer implements PushUpstream {
     return this.#socket.open;
   }
 
+  /** The streamer prices whatever Yahoo quotes: stocks, indices, currencies, crypto. */
+  covers(_symbol: string): boolean {
+    return true;
+  }
+
   start(listener: PushListener): void {
     this.#listener = listener;
     this.#socket.start();
