@@ -372,9 +372,9 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const websockets = new WebSocketApi({
     hub: streams,
     authenticator: auth,
+    identify: app.identifyUpgrade,
     apiKeyHeader: credentialSchemes(contract.document).find((scheme) => scheme.kind === 'apiKey')?.header,
     dataRequiresAuth: config.auth.dataRequiresAuth,
-    trustProxy: config.server.trustProxy,
     maxMessageBytes: config.live.wsMaxMessageBytes,
     heartbeatMs: config.stream.heartbeatMs,
     logger: logger.child({ component: 'ws' }),

@@ -103,8 +103,14 @@ export function routeOf(req: IncomingMessage): string {
   return req.caller?.route ?? (req as Request).openapi?.openApiRoute ?? UNMATCHED_ROUTE;
 }
 
-/** The app's request listener, and the message classes a server should build its requests with. */
-export type AppListener = RequestListener & { messages: MessageClasses };
+/** Runs the caller step on a request no response object answers (an upgrade): its refusal, or nothing, and the headers decided. */
+export type IdentifyUpgrade = (req: IncomingMessage, done: (refusal: unknown, headers: Record<string, string>) => void) => void;
+
+/**
+ * The app's request listener, the message classes a server should build its requests with, and the
+ * caller step for the requests that leave the listener (an upgrade to a WebSocket, ws-api.ts).
+ */
+export type AppListener = RequestListener & { messages: MessageClasses; identifyUpgrade: IdentifyUpgrade };
 
 /** Node's request and response classes for `http.createServer`'s `IncomingMessage` and `ServerResponse` options. */
 export interface MessageClasses {
@@ -291,5 +297,16 @@ export function createApp(deps: AppDeps): AppListener {
       fullWay(req, res, path);
     });
   };
-  return Object.assign(listener, { messages: messageClasses(app) });
+  // An upgrade meets the same step (address, every credential, the quota) before it becomes a socket.
+  const identifyUpgrade: IdentifyUpgrade = (req, done) => {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const res = new ServerResponse(req);
+    const headers: Record<string, string> = {};
+    identify(req, query === -1 ? url : url.slice(0, query), res, headers, (refusal) => {
+      for (const [name, value] of Object.entries(res.getHeaders())) headers[name] = String(value);
+      done(refusal, headers);
+    });
+  };
+  return Object.assign(listener, { messages: messageClasses(app), identifyUpgrade });
 }

@@ -2,10 +2,10 @@
  * `GET /api/ws`: the WebSocket API beside the SSE stream (DESIGN 23; described in asyncapi.yaml).
  *
  * The upgrade is taken on the HTTP server's `upgrade` event (`ws` in noServer mode); any other path
- * asking to upgrade is answered as the plain request it also is. Credentials come as the API's own
- * headers (checked by the same authenticator as every operation: a bad one refuses the upgrade with
- * the 401 envelope) or, for browsers that cannot set headers, as a first `{"action":"auth",...}`
- * message. Each connection is a session of the stream hub, so it counts against the same limits as
+ * asking to upgrade is answered as the plain request it also is. The upgrade meets the caller step
+ * of every /api request (app.ts `identifyUpgrade`: the address, every credential sent, the quota,
+ * which counts the handshake; a refusal is the envelope, 401 or 429). Credentials come as the API's
+ * own headers or, for browsers that cannot set headers, as a first `{"action":"auth",...}` message. Each connection is a session of the stream hub, so it counts against the same limits as
  * SSE streams (per caller, per address, per instance): over a limit, an `error` event and close code
  * 1008. Messages from the client are bounded in size and in rate; a client that reads slowly is sent
  * the latest quote of each of its symbols once it catches up, never a growing queue.
@@ -21,7 +21,7 @@ import type { AuthCallback, Principal } from '../domain/ports/accounts.js';
 import type { Logger } from '../domain/ports/logger.js';
 import { canonicalSymbol, MAX_SYMBOLS } from '../domain/symbols.js';
 import type { LiveSession, QuoteStreamHub } from '../services/quote-stream.js';
-import { clientAddressOf, type TrustProxy } from './caller.js';
+import type { IdentifyUpgrade } from './app.js';
 import { envelopeBytes, toErrorResponse } from './envelope.js';
 import type { Authenticator } from './security.js';
 
@@ -41,13 +41,12 @@ const ACTIONS_PER_SECOND = 10;
 export interface WebSocketApiOptions {
   hub: QuoteStreamHub;
   authenticator: Authenticator;
+  /** The app's caller step for an upgrade (app.ts `identifyUpgrade`). */
+  identify: IdentifyUpgrade;
   /** The header of the contract's API-key scheme (lower case). */
   apiKeyHeader: string | undefined;
   /** DATA_REQUIRES_AUTH: a session opens only for an identified caller. */
   dataRequiresAuth: boolean;
-  /** TRUST_PROXY: the address is the first of X-Forwarded-For. */
-  /** TRUST_PROXY, read as the caller step reads it: the same address for the same request. */
-  trustProxy: TrustProxy;
   /** Largest message a client may send (WS_MAX_MESSAGE_BYTES). */
   maxMessageBytes: number;
   /** Interval of the ping that finds dead connections (STREAM_HEARTBEAT_SECONDS in ms). */
@@ -93,7 +92,6 @@ function symbolsOf(value: unknown): string[] {
 
 export class WebSocketApi {
   readonly #o: WebSocketApiOptions;
-  #clientAddress: ((req: IncomingMessage) => string) | undefined;
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<Connection>();
   readonly #heartbeat: NodeJS.Timeout;
@@ -141,22 +139,21 @@ export class WebSocketApi {
     server.emit('request', req, res);
   }
 
-  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    let principal: Principal | undefined;
-    try {
-      // Every credential sent is checked: a bad one is refused even beside a good one (DESIGN 18).
-      if (req.headers.authorization !== undefined) principal = await authenticate(this.#o.authenticator, 'bearer', req);
-      if (this.#o.apiKeyHeader !== undefined && req.headers[this.#o.apiKeyHeader] !== undefined) principal = (await authenticate(this.#o.authenticator, 'apiKey', req)) ?? principal;
-    } catch (err) {
-      socket.end(envelopeBytes(toErrorResponse(err, { method: 'GET', path: WS_PATH })));
-      return;
-    }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#open(ws, req, principal));
+  #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    // The caller step of every /api request: the address, every credential sent (a bad one is
+    // refused even beside a good one, DESIGN 18) and the quota, which counts the handshake.
+    this.#o.identify(req, (refusal, headers) => {
+      if (refusal !== undefined && refusal !== null) {
+        socket.end(envelopeBytes(toErrorResponse(refusal, { method: 'GET', path: WS_PATH }), headers));
+        return;
+      }
+      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#open(ws, req, req.caller.principal));
+    });
   }
 
+  /** The address group the caller step found (one quota and one stream cap per group). */
   #addressOf(req: IncomingMessage): string {
-    this.#clientAddress ??= clientAddressOf(this.#o.trustProxy).address;
-    return addressGroup(this.#clientAddress(req));
+    return addressGroup(req.caller.address);
   }
 
   #open(ws: WebSocket, req: IncomingMessage, principal: Principal | undefined): void {

@@ -59,7 +59,7 @@ export function openWs(url: string, headers: Record<string, string> = {}): Promi
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => reject(Object.assign(new Error(`refused with ${res.statusCode}`), { status: res.statusCode, body })));
+      res.on('end', () => reject(Object.assign(new Error(`refused with ${res.statusCode}`), { status: res.statusCode, body, headers: res.headers })));
     });
     ws.once('error', (err) => reject(err));
   });

@@ -197,3 +197,23 @@ describe('the WebSocket API when data requires credentials', () => {
     expect(status).toBe(200);
   });
 });
+
+describe('GET /api/ws: the handshake meets the caller step', () => {
+  it('when an address opens more WebSocket handshakes than its quota, then each was counted and the one over it is refused with the 429 envelope and RateLimit headers', async () => {
+    const provider = new ControlledProvider();
+    const limited = await startTestService({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '2', STREAM_REFRESH_SECONDS: '0' }, { provider });
+    try {
+      const held = [await connect(limited), await connect(limited)];
+      const refused = (await connect(limited).catch((err: unknown) => err)) as { status?: number; body?: string; headers?: Record<string, string> };
+      expect(refused.status).toBe(429);
+      expect(JSON.parse(refused.body!)).toMatchObject({ success: false, code: 429 });
+      expect(refused.headers?.['ratelimit']).toMatch(/^"anonymous";r=0;t=\d+$/);
+      expect(Number(refused.headers?.['retry-after'])).toBeGreaterThan(0);
+      // The handshakes used the same quota as REST: the next REST call is over it too.
+      expect((await limited.fetch('/api/quotes/AAPL')).status).toBe(429);
+      for (const ws of held) ws.close();
+    } finally {
+      await limited.close();
+    }
+  });
+});
