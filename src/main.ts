@@ -111,13 +111,15 @@ const SHUTDOWN_GRACE_MS = 10_000;
 
 const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-function docsLoader(): () => Promise<string | undefined> {
+/** The text of a file of the package, read once; undefined when it cannot be read. */
+function packageFile(...path: string[]): () => Promise<string | undefined> {
   let cached: string | undefined;
   return async () => {
-    cached ??= await readFile(resolve(packageRoot, 'dist', 'docs', 'index.html'), 'utf8').catch(() => undefined);
+    cached ??= await readFile(resolve(packageRoot, ...path), 'utf8').catch(() => undefined);
     return cached;
   };
 }
+
 
 /** Resolves the signing secret: the configured one, or a random one for this process with a warning. */
 function signingSecret(config: Config, logger: Logger): string {
@@ -354,7 +356,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
   app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: docsLoader(), health, accounts, keys, audit, market, indicators, providers: provider, calendar, status, streams, backfill, usage, quality, ...(fastPath ? { rememberTarget: fastPath.remember } : {}) }),
+    handlers: createHandlers({ contract, docs: packageFile('dist', 'docs', 'index.html'), asyncApi: packageFile('asyncapi.yaml'), health, accounts, keys, audit, market, indicators, providers: provider, calendar, status, streams, backfill, usage, quality, ...(fastPath ? { rememberTarget: fastPath.remember } : {}) }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createApp } from '../../src/http/app.js';
@@ -259,6 +261,19 @@ describe('the contract and the error envelope, over a real socket', () => {
     expect(jsonRes.status).toBe(200);
     expect(await jsonRes.json()).toEqual(fromYaml);
     expect(fromYaml.openapi).toMatch(/^3\./);
+  });
+
+  it('serves the WebSocket API contract (asyncapi.yaml) as written, and the documentation links to it', async () => {
+    const res = await svc.fetch('/asyncapi.yaml');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/yaml/);
+    const text = await res.text();
+    expect(text).toBe(readFileSync(resolve(import.meta.dirname, '../../asyncapi.yaml'), 'utf8'));
+    const doc = parse(text) as { asyncapi?: string; channels?: Record<string, unknown> };
+    expect(doc.asyncapi).toMatch(/^3\./);
+    expect(Object.keys(doc.channels ?? {}).length).toBeGreaterThan(0);
+    const contract = parse(await (await svc.fetch('/openapi.yaml')).text()) as { info: { description: string } };
+    expect(contract.info.description).toContain('](/asyncapi.yaml)');
   });
 });
 

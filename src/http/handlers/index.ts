@@ -27,6 +27,8 @@ import type { Handlers } from './types.js';
 export interface HandlerDeps {
   contract: Contract;
   docs: () => Promise<string | undefined>;
+  /** The AsyncAPI document's text (asyncapi.yaml); undefined when it cannot be read. */
+  asyncApi: () => Promise<string | undefined>;
   health: HealthService;
   accounts: AccountService;
   keys: ApiKeyService;
@@ -54,7 +56,7 @@ export interface HandlerDeps {
 export function createHandlers(deps: HandlerDeps): Handlers {
   return {
     ...healthHandlers(deps.health),
-    ...metaHandlers(deps.contract, deps.docs),
+    ...metaHandlers(deps.contract, deps.docs, deps.asyncApi),
     ...authHandlers(deps.accounts),
     ...adminHandlers(deps),
     ...marketDataHandlers(deps.market, deps.rememberTarget, deps.indicators),

@@ -2,6 +2,13 @@ import type { Contract } from '../contract.js';
 import { AppError } from '../../domain/errors.js';
 import type { Handler } from './types.js';
 
+/** The AsyncAPI document could not be read (it ships beside openapi.yaml). */
+export class AsyncApiMissingError extends AppError {
+  constructor() {
+    super('ASYNCAPI_MISSING', 'The AsyncAPI document is missing: asyncapi.yaml ships beside openapi.yaml');
+  }
+}
+
 /** The documentation page could not be found (it is built by `npm run build`). */
 export class DocsNotBuiltError extends AppError {
   constructor() {
@@ -12,13 +19,19 @@ export class DocsNotBuiltError extends AppError {
 export function metaHandlers(
   contract: Contract,
   docs: () => Promise<string | undefined>,
-): { getOpenApiYaml: Handler<'getOpenApiYaml'>; getOpenApiJson: Handler<'getOpenApiJson'>; getDocs: Handler<'getDocs'> } {
+  asyncApi: () => Promise<string | undefined>,
+): { getOpenApiYaml: Handler<'getOpenApiYaml'>; getOpenApiJson: Handler<'getOpenApiJson'>; getAsyncApiYaml: Handler<'getAsyncApiYaml'>; getDocs: Handler<'getDocs'> } {
   return {
     getOpenApiYaml(_req, res) {
       res.status(200).type('application/yaml').send(contract.yaml);
     },
     getOpenApiJson(_req, res) {
       res.status(200).type('application/json').send(contract.json);
+    },
+    async getAsyncApiYaml(_req, res) {
+      const yaml = await asyncApi();
+      if (yaml === undefined) throw new AsyncApiMissingError();
+      res.status(200).type('application/yaml').send(yaml);
     },
     async getDocs(_req, res) {
       const html = await docs();
