@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import { ControlledProvider, uniqueSymbol } from '../helpers/controlled-provider.js';
 import { startTestService, ADMIN, type TestService } from '../helpers/service.js';
 import { openWs, type TestWs } from '../helpers/ws-client.js';
+import { startRedis } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const API_KEY = 'ws-api-test-key-0123456789abcdef';
@@ -200,8 +201,10 @@ describe('the WebSocket API when data requires credentials', () => {
 
 describe('GET /api/ws: the handshake meets the caller step', () => {
   it('when an address opens more WebSocket handshakes than its quota, then each was counted and the one over it is refused with the 429 envelope and RateLimit headers', async () => {
+    // Quotas count per address in Redis: its own redis-server, as every quota test has (the suites share one).
+    const redis = await startRedis();
     const provider = new ControlledProvider();
-    const limited = await startTestService({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '2', STREAM_REFRESH_SECONDS: '0' }, { provider });
+    const limited = await startTestService({ CACHE_URL: redis.url, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '2', STREAM_REFRESH_SECONDS: '0' }, { provider });
     try {
       const held = [await connect(limited), await connect(limited)];
       const refused = (await connect(limited).catch((err: unknown) => err)) as { status?: number; body?: string; headers?: Record<string, string> };
@@ -214,6 +217,7 @@ describe('GET /api/ws: the handshake meets the caller step', () => {
       for (const ws of held) ws.close();
     } finally {
       await limited.close();
+      await redis.stop();
     }
   });
 });
