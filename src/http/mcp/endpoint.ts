@@ -132,18 +132,25 @@ export class McpEndpoint {
    * tool-call shortcut.
    */
   handle(req: IncomingMessage, res: ServerResponse, countAs: CountAs): void {
-    void this.#answer(req as Request, res, countAs).catch((err: unknown) => this.#fail(req, res, err));
-  }
-
-  async #answer(req: Request, res: ServerResponse, countAs: CountAs): Promise<void> {
+    const fail = (err: unknown) => this.#fail(req, res, err);
     const origin = req.headers.origin;
     if (origin !== undefined && !this.#corsOrigins.includes('*') && !this.#corsOrigins.includes(origin)) {
-      throw new ForbiddenError(`Origin '${origin.slice(0, 100)}' may not call ${MCP_PATH}: CORS_ORIGINS does not list it`);
+      fail(new ForbiddenError(`Origin '${origin.slice(0, 100)}' may not call ${MCP_PATH}: CORS_ORIGINS does not list it`));
+      return;
     }
     // Stateless: no session to resume (GET) or end (DELETE).
-    if (req.method !== 'POST') throw Object.assign(new Error('method not allowed'), { status: 405, headers: { Allow: 'POST' } });
-    const read: { body?: ReadBody } = {};
-    if (this.#shortcut !== undefined && (await this.#shortcut.answer(req, res, countAs, read))) return;
+    if (req.method !== 'POST') {
+      fail(Object.assign(new Error('method not allowed'), { status: 405, headers: { Allow: 'POST' } }));
+      return;
+    }
+    const sdkWay = (body?: ReadBody) => void this.#answer(req as Request, res, body).catch(fail);
+    if (this.#shortcut !== undefined && this.#shortcut.qualifies(req)) this.#shortcut.take(req, res, countAs, sdkWay, fail);
+    else sdkWay();
+  }
+
+  /** The SDK's way: a server and transport for this request; `body` when the shortcut read it. */
+  async #answer(req: Request, res: ServerResponse, body: ReadBody | undefined): Promise<void> {
+    const read = { body };
     const credentials = this.credentialsOf(req.headers);
     const principal = await this.identify(credentials);
     if (read.body !== undefined) {

@@ -48,15 +48,6 @@ function headersQualify(req: IncomingMessage): boolean {
   );
 }
 
-function readAll(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.once('error', reject);
-  });
-}
-
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** `message` when it is exactly one `tools/call` request with nothing the SDK would act on besides. */
@@ -82,45 +73,63 @@ export class ToolCallShortcut {
     this.#answers = answers;
   }
 
+  /** True when the transport would take the headers of `req` as they are: `take` may read its body. */
+  qualifies(req: IncomingMessage): boolean {
+    return headersQualify(req);
+  }
+
   /**
-   * Answers `req` (a POST to /mcp) when it qualifies and resolves true; otherwise resolves false
-   * with the body it read, if any, for the SDK's way (`read.body`). A refusal of the caller step that
-   * the transport would answer itself (401) rejects with it.
+   * Reads the body of `req` (which `qualifies`) and answers it when it is a tool call the shortcut
+   * takes; otherwise calls `pass` with the body read, for the SDK's way. A refusal of the caller step
+   * that the transport would answer itself (401) goes to `fail`. Callbacks, not promises: this is the
+   * path of every cached tool call.
    */
-  async answer(req: IncomingMessage, res: ServerResponse, countAs: CountAs, read: { body?: ReadBody }): Promise<boolean> {
-    if (!headersQualify(req)) return false;
-    const text = await readAll(req);
-    let message: unknown;
-    try {
-      message = JSON.parse(text);
-    } catch {
-      read.body = { unparsable: text };
-      return false;
-    }
-    read.body = { parsed: message };
-    const call = toolCallOf(message);
-    const tool = call === undefined ? undefined : this.#tools.get(call.name);
-    if (call === undefined || tool === undefined) return false;
-    const target = requestOf(tool, call.args);
-    if ('missing' in target) return false;
-    const hit = this.#answers.answerForTarget(target.path);
-    if (hit === undefined) return false;
-    const refusal = await new Promise<unknown>((resolve) => countAs(target.path, resolve));
-    let result: string;
-    if (refusal === undefined || refusal === null) result = this.#cachedResult(tool, call.args, hit.rep.body);
-    else {
-      const response = toErrorResponse(refusal, { method: 'GET', path: target.path });
-      // The transport refuses bad credentials itself, before any tool is called.
-      if (response.status === 401) throw refusal;
-      const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name.toLowerCase(), value]));
-      result = JSON.stringify(toolResult(tool, call.args, { status: response.status, headers, body: JSON.stringify(response.body) }));
-    }
-    // Logged at debug, as a hit of the cached-answer shortcut is (request-log.ts).
-    req.caller.shortcut = true;
-    const body = `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call.id)}}`;
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
-    res.end(body);
-    return true;
+  take(req: IncomingMessage, res: ServerResponse, countAs: CountAs, pass: (body: ReadBody) => void, fail: (err: unknown) => void): void {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('error', fail);
+    req.once('end', () => {
+      const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+      let message: unknown;
+      try {
+        message = JSON.parse(text);
+      } catch {
+        pass({ unparsable: text });
+        return;
+      }
+      const call = toolCallOf(message);
+      const tool = call === undefined ? undefined : this.#tools.get(call.name);
+      const target = call === undefined || tool === undefined ? undefined : requestOf(tool, call.args);
+      const hit = target === undefined || 'missing' in target ? undefined : this.#answers.answerForTarget(target.path);
+      if (hit === undefined) {
+        pass({ parsed: message });
+        return;
+      }
+      const path = (target as { path: string }).path;
+      countAs(path, (refusal) => {
+        try {
+          let result: string;
+          if (refusal === undefined || refusal === null) result = this.#cachedResult(tool!, call!.args, hit.rep.body);
+          else {
+            const response = toErrorResponse(refusal, { method: 'GET', path });
+            // The transport refuses bad credentials itself, before any tool is called.
+            if (response.status === 401) {
+              fail(refusal);
+              return;
+            }
+            const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name.toLowerCase(), value]));
+            result = JSON.stringify(toolResult(tool!, call!.args, { status: response.status, headers, body: JSON.stringify(response.body) }));
+          }
+          // Logged at debug, as a hit of the cached-answer shortcut is (request-log.ts).
+          req.caller.shortcut = true;
+          const body = `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call!.id)}}`;
+          res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
+          res.end(body);
+        } catch (err) {
+          fail(err);
+        }
+      });
+    });
   }
 
   #cachedResult(tool: ToolSpec, args: Record<string, unknown>, body: Buffer): string {
