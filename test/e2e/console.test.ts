@@ -466,13 +466,16 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     await menu.getByRole('checkbox', { name: 'SMA 20' }).check();
     await menu.getByRole('checkbox', { name: 'RSI 14' }).check();
     await page.waitForFunction(() => document.querySelector('.chart')?.getAttribute('data-studies') === 'sma:20,rsi:14');
-    expect(await page.locator('.chart').getAttribute('data-panes')).toBe('2');
+    // The studies are chosen at once; the RSI's pane follows once its values have come.
+    await expect.poll(() => page.locator('.chart').getAttribute('data-panes'), { timeout: 10_000 }).toBe('2');
     expect(await page.locator('.chart').getAttribute('aria-label')).toMatch(/SMA 20, RSI 14$/);
 
     // SMA (#d97706) in the price pane's canvas; RSI (#7c3aed) in a canvas below it.
-    const priceTop = Math.min(...(await pixelsOf(page, [10, 125, 59])).filter((c) => c.count > 0).map((c) => c.top));
-    await expect.poll(async () => (await pixelsOf(page, [217, 119, 6])).filter((c) => c.top === priceTop).reduce((n, c) => n + c.count, 0), { timeout: 5000 }).toBeGreaterThan(100);
-    await expect.poll(async () => (await pixelsOf(page, [124, 58, 237])).filter((c) => c.top > priceTop + 200).reduce((n, c) => n + c.count, 0), { timeout: 5000 }).toBeGreaterThan(100);
+    // The price pane is found again on every try: while the RSI pane is being added (slow on a loaded
+    // machine) the panes are still being laid out, and a top read before that never matches again.
+    const priceTop = async () => Math.min(...(await pixelsOf(page, [10, 125, 59])).filter((c) => c.count > 0).map((c) => c.top));
+    await expect.poll(async () => { const top = await priceTop(); return (await pixelsOf(page, [217, 119, 6])).filter((c) => c.top === top).reduce((n, c) => n + c.count, 0); }, { timeout: 10_000 }).toBeGreaterThan(100);
+    await expect.poll(async () => { const top = await priceTop(); return (await pixelsOf(page, [124, 58, 237])).filter((c) => c.top > top + 200).reduce((n, c) => n + c.count, 0); }, { timeout: 10_000 }).toBeGreaterThan(100);
     figures.studyPixels = { sma: await pixelsOf(page, [217, 119, 6]), rsi: await pixelsOf(page, [124, 58, 237]) };
     expect(await axeViolations(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
