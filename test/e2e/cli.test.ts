@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream } from '../helpers/fake-upstream.js';
+import { cliEnv } from '../helpers/cli-env.js';
 import { MDS_BIN, spawnServe } from '../helpers/serve-process.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -21,19 +22,7 @@ function mds(args: string[], input?: string) {
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'mds-cli-'));
-  env = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    DATABASE_URL: `sqlite:${join(dir, 'data', 'mds.sqlite')}`,
-    CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/0`,
-    BCRYPT_ROUNDS: '4',
-    DEFAULT_ADMIN_USERNAME: 'admin',
-    DEFAULT_ADMIN_PASSWORD: 'admin-password-1',
-    SECRET_KEY: 'cli-test-secret-key-0123456789abcdef',
-    REFRESH_INTERVAL_SECONDS: '0',
-    // Files run in parallel: the default metrics port would be taken by whichever started first.
-    METRICS_PORT: '0',
-  };
+  env = cliEnv(dir, 'cli-test-secret-key-0123456789abcdef');
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

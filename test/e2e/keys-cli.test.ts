@@ -7,8 +7,9 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logFile, noteSecrets } from '../helpers/log-files.js';
+import { cliEnv } from '../helpers/cli-env.js';
 import { MDS_BIN, spawnServe, type ServeProcess } from '../helpers/serve-process.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -42,19 +43,7 @@ const adminStatus = (key: string) => fetch(`${serve.url}/api/admin/status`, { he
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mds-keys-cli-'));
-  env = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    DATABASE_URL: `sqlite:${join(dir, 'data', 'mds.sqlite')}`,
-    CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/0`,
-    BCRYPT_ROUNDS: '4',
-    DEFAULT_ADMIN_USERNAME: 'admin',
-    DEFAULT_ADMIN_PASSWORD: 'admin-password-1',
-    SECRET_KEY: 'keys-cli-test-secret-0123456789abcdef',
-    REFRESH_INTERVAL_SECONDS: '0',
-    // Other suites' servers run at the same time: no fixed metrics port to fight over.
-    METRICS_PORT: '0',
-  };
+  env = cliEnv(dir, 'keys-cli-test-secret-0123456789abcdef');
   expect(mds(['init']).code).toBe(0);
   serve = await spawnServe(['--port', '0', '--host', '127.0.0.1'], { cwd: dir, env });
 });

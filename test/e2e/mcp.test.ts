@@ -13,9 +13,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { logFile, noteSecrets } from '../helpers/log-files.js';
+import { cliEnv } from '../helpers/cli-env.js';
 import { MDS_BIN, spawnServe, type ServeProcess } from '../helpers/serve-process.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -131,19 +132,7 @@ function contractReads(): ContractRead[] {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mds-mcp-'));
-  env = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    DATABASE_URL: `sqlite:${join(dir, 'data', 'mds.sqlite')}`,
-    CACHE_URL: `redis://127.0.0.1:${inject('redisPort')}/0`,
-    BCRYPT_ROUNDS: '4',
-    DEFAULT_ADMIN_USERNAME: 'admin',
-    DEFAULT_ADMIN_PASSWORD: 'admin-password-1',
-    SECRET_KEY: 'mcp-test-secret-0123456789abcdefghij',
-    API_KEYS: ADMIN_KEY,
-    REFRESH_INTERVAL_SECONDS: '0',
-    METRICS_PORT: '0',
-  };
+  env = cliEnv(dir, 'mcp-test-secret-0123456789abcdefghij', { API_KEYS: ADMIN_KEY });
   expect(mds(['init']).code).toBe(0);
   readKey = (JSON.parse(mds(['keys', 'create', 'agent', '--json']).stdout) as { key: string }).key;
   const tight = JSON.parse(mds(['keys', 'create', 'tight-agent', '--rate-limit', '3', '--json']).stdout) as { key: string; id: string };

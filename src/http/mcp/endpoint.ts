@@ -24,7 +24,7 @@ import { toErrorResponse, writeEnvelope } from '../envelope.js';
 import { credentialSchemes, type Authenticator } from '../security.js';
 import { inProcess, type CallerRequest } from './dispatch.js';
 import { createMcpServer, type McpParts } from './server.js';
-import { ToolCallShortcut, type CountAs, type ReadBody } from './shortcut.js';
+import { headersQualify, ToolCallShortcut, type CountAs, type ReadBody } from './shortcut.js';
 import { generateTools } from './tools.js';
 import type { FastPath } from '../fast-path.js';
 
@@ -144,19 +144,18 @@ export class McpEndpoint {
       return;
     }
     const sdkWay = (body?: ReadBody) => void this.#answer(req as Request, res, body).catch(fail);
-    if (this.#shortcut !== undefined && this.#shortcut.qualifies(req)) this.#shortcut.take(req, res, countAs, sdkWay, fail);
+    if (this.#shortcut !== undefined && headersQualify(req)) this.#shortcut.take(req, res, countAs, sdkWay, fail);
     else sdkWay();
   }
 
   /** The SDK's way: a server and transport for this request; `body` when the shortcut read it. */
   async #answer(req: Request, res: ServerResponse, body: ReadBody | undefined): Promise<void> {
-    const read = { body };
     const credentials = this.credentialsOf(req.headers);
     const principal = await this.identify(credentials);
-    if (read.body !== undefined) {
+    if (body !== undefined) {
       // The shortcut read the body and left the call to the SDK: refused as the body parser would.
-      if ('unparsable' in read.body) throw Object.assign(new SyntaxError('Unexpected token in JSON'), { status: 400, type: 'entity.parse.failed', body: read.body.unparsable });
-      req.body = read.body.parsed;
+      if ('unparsable' in body) throw Object.assign(new SyntaxError('Unexpected token in JSON'), { status: 400, type: 'entity.parse.failed', body: body.unparsable });
+      req.body = body.parsed;
     } else {
       const declared = req.headers['content-length'];
       if (declared !== undefined && Number(declared) > this.#bodyLimitBytes) {

@@ -29,8 +29,8 @@ export type CountAs = (target: string, done: (refusal?: unknown) => void) => voi
 /** A body read by the shortcut that it did not answer: handed on to the SDK's way, parsed or not. */
 export type ReadBody = { parsed: unknown } | { unparsable: string };
 
-/** True when the transport would take these headers of a POST as they are (see the module comment). */
-function headersQualify(req: IncomingMessage): boolean {
+/** True when the transport would take these headers of a POST as they are (see the module comment): `take` may read its body. */
+export function headersQualify(req: IncomingMessage): boolean {
   const h = req.headers;
   const accept = h.accept;
   const length = h['content-length'];
@@ -73,13 +73,8 @@ export class ToolCallShortcut {
     this.#answers = answers;
   }
 
-  /** True when the transport would take the headers of `req` as they are: `take` may read its body. */
-  qualifies(req: IncomingMessage): boolean {
-    return headersQualify(req);
-  }
-
   /**
-   * Reads the body of `req` (which `qualifies`) and answers it when it is a tool call the shortcut
+   * Reads the body of `req` (whose headers qualify) and answers it when it is a tool call the shortcut
    * takes; otherwise calls `pass` with the body read, for the SDK's way. A refusal of the caller step
    * that the transport would answer itself (401) goes to `fail`. Callbacks, not promises: this is the
    * path of every cached tool call.
