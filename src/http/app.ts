@@ -5,8 +5,9 @@
  *   -> the caller step (caller.ts: address, credentials, principal, quota -> `req.caller`)
  *   -> `/mcp` (mcp/endpoint.ts), a branch: JSON-RPC, each tool call counted as the operation it maps to
  *   -> the cached-answer shortcut (fast-path.ts), a branch: a cached public answer, same reply builder
- *   -> the full way, in Express: the operation (validator's metadata step) -> the caller's rights
- *      (security.ts: 401/403) -> the body -> the input against the contract (422) -> the handler
+ *   -> the full way (series.ts; Express's helpers, not its router): the operation (validator's
+ *      metadata step) -> the caller's rights (security.ts: 401/403) -> the body -> the input
+ *      against the contract (422) -> the handler
  *   -> every failure through `fail`, the one envelope writer.
  *
  * No I/O happens here; everything it needs is handed in.
@@ -66,11 +67,19 @@ export interface AppDeps {
   console?: RequestHandler;
 }
 
+/** Counts a request as a GET of `target` (path and query): the caller step with that path; `done` gets its refusal, or nothing. */
+export type CountAs = (target: string, done: (refusal?: unknown) => void) => void;
+
 /** A branch of the front door for one path, after the caller step. */
 export interface McpBranch {
   path: string;
-  /** `countAs(target, done)` counts the request as a GET of `target` (path and query): the caller step with that path. */
-  handle(req: IncomingMessage, res: ServerResponse, countAs: (target: string, done: (refusal?: unknown) => void) => void): void;
+  handle(req: IncomingMessage, res: ServerResponse, countAs: CountAs): void;
+}
+
+/** The path of a request target (`/api/quotes?symbols=A` -> `/api/quotes`). */
+function pathOf(target: string): string {
+  const query = target.indexOf('?');
+  return query === -1 ? target : target.slice(0, query);
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -265,9 +274,7 @@ export function createApp(deps: AppDeps): AppListener {
       req.method = 'GET';
       req.head = true;
     }
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    const path = query === -1 ? url : url.slice(0, query);
+    const path = pathOf(req.url ?? '/');
     identify(req, path, res, headers, (refused) => {
       if (refused !== undefined) {
         log.watch(req, res);
@@ -279,9 +286,8 @@ export function createApp(deps: AppDeps): AppListener {
         log.watch(req, res);
         for (const name in headers) res.setHeader(name, headers[name]!);
         mcp.handle(req, res, (target, done) => {
-          const query = target.indexOf('?');
           const counted: Record<string, string> = {};
-          identify(req, query === -1 ? target : target.slice(0, query), res, counted, (refusal) => {
+          identify(req, pathOf(target), res, counted, (refusal) => {
             req.caller.route = mcp.path;
             for (const name in counted) res.setHeader(name, counted[name]!);
             done(refusal);
@@ -304,11 +310,9 @@ export function createApp(deps: AppDeps): AppListener {
   };
   // An upgrade meets the same step (address, every credential, the quota) before it becomes a socket.
   const identifyUpgrade: IdentifyUpgrade = (req, done) => {
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
     const res = new ServerResponse(req);
     const headers: Record<string, string> = {};
-    identify(req, query === -1 ? url : url.slice(0, query), res, headers, (refusal) => {
+    identify(req, pathOf(req.url ?? '/'), res, headers, (refusal) => {
       for (const [name, value] of Object.entries(res.getHeaders())) headers[name] = String(value);
       done(refusal, headers);
     });

@@ -24,7 +24,8 @@ import { toErrorResponse, writeEnvelope } from '../envelope.js';
 import { credentialSchemes, type Authenticator } from '../security.js';
 import { inProcess, type CallerRequest } from './dispatch.js';
 import { createMcpServer, type McpParts } from './server.js';
-import { headersQualify, ToolCallShortcut, type CountAs, type ReadBody } from './shortcut.js';
+import type { CountAs } from '../app.js';
+import { headersQualify, ToolCallShortcut, type ReadBody } from './shortcut.js';
 import { generateTools } from './tools.js';
 import type { FastPath } from '../fast-path.js';
 

@@ -14,6 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import type { CountAs } from '../app.js';
 import { toErrorResponse } from '../envelope.js';
 import type { FastPath } from '../fast-path.js';
 import type { Answer } from './dispatch.js';
@@ -23,8 +24,6 @@ import { requestOf, type ToolSpec } from './tools.js';
 /** The longest body the shortcut reads itself (a tool call is a few hundred bytes); a longer one goes the SDK's way. */
 const MAX_SHORTCUT_BODY = 4096;
 
-/** Counts the request as a GET of `target` (the caller step): calls `done` with its refusal, or with nothing. */
-export type CountAs = (target: string, done: (refusal?: unknown) => void) => void;
 
 /** A body read by the shortcut that it did not answer: handed on to the SDK's way, parsed or not. */
 export type ReadBody = { parsed: unknown } | { unparsable: string };
