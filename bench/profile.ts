@@ -14,6 +14,13 @@ import { MDS_BIN } from '../test/helpers/serve-process.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const TOP = Number(process.env.PROFILE_TOP ?? 25);
+/** The cached reads profiled, as bench/run.ts measures them. */
+const CACHED_READS = {
+  quote: '/api/quotes/AAPL',
+  'quote-metrics': '/api/quotes/AAPL',
+  history: '/api/history/AAPL?interval=1d&range=1y',
+  search: '/api/search?q=apple',
+} as const;
 
 interface ProfileNode {
   id: number;
@@ -91,7 +98,7 @@ async function main(): Promise<void> {
     initService(env);
 
     const only = (process.env.PROFILE_SCENARIOS ?? '').split(';').filter((x) => x.length > 0);
-    for (const name of (['health', 'bearer', 'apikey', 'quote', 'quote-metrics', 'mcp'] as const).filter((n) => only.length === 0 || only.includes(n))) {
+    for (const name of (['health', 'bearer', 'apikey', 'quote', 'quote-metrics', 'history', 'search', 'mcp'] as const).filter((n) => only.length === 0 || only.includes(n))) {
       const port = await freePort();
       // `quote-metrics`: the same cached read with Prometheus metrics on, scraped every second.
       const metricsPort = name === 'quote-metrics' ? await freePort() : 0;
@@ -119,9 +126,9 @@ async function main(): Promise<void> {
         const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_quote', arguments: { symbol: 'AAPL' } } });
         writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(call)}\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Accept"] = "application/json, text/event-stream"\n`);
         headers.push('-s', script);
-      } else if (name === 'quote' || name === 'quote-metrics') {
+      } else if (name === 'quote' || name === 'quote-metrics' || name === 'history' || name === 'search') {
         // A cached read answered by the fast path (the first request fills the cache and validates the target).
-        path = '/api/quotes/AAPL';
+        path = CACHED_READS[name];
         await fetch(`${base}${path}`).then((r) => r.arrayBuffer());
       } else if (name !== 'health') {
         path = '/api/admin/status';

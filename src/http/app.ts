@@ -67,13 +67,21 @@ export interface AppDeps {
   console?: RequestHandler;
 }
 
-/** Counts a request as a GET of `target` (path and query): the caller step with that path; `done` gets its refusal, or nothing. */
+/**
+ * Counts a request as a GET of `target` (path and query): the caller step with that path; `done` gets
+ * its refusal, or nothing. The headers it decides (`RateLimit`) join the request's pending headers.
+ */
 export type CountAs = (target: string, done: (refusal?: unknown) => void) => void;
 
 /** A branch of the front door for one path, after the caller step. */
 export interface McpBranch {
   path: string;
-  handle(req: IncomingMessage, res: ServerResponse, countAs: CountAs): void;
+  /**
+   * Answers the request. `headers` are the ones the front door decided (request id, quota state), not
+   * yet set on `res`: every answer carries them, and one written whole at once passes them to its one
+   * `writeHead` (a header set on `res` first sends Node's `writeHead` down its slow case).
+   */
+  handle(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>, countAs: CountAs): void;
 }
 
 /** The path of a request target (`/api/quotes?symbols=A` -> `/api/quotes`). */
@@ -284,12 +292,9 @@ export function createApp(deps: AppDeps): AppListener {
       if (mcp !== undefined && path === mcp.path) {
         req.caller.route = mcp.path;
         log.watch(req, res);
-        for (const name in headers) res.setHeader(name, headers[name]!);
-        mcp.handle(req, res, (target, done) => {
-          const counted: Record<string, string> = {};
-          identify(req, pathOf(target), res, counted, (refusal) => {
+        mcp.handle(req, res, headers, (target, done) => {
+          identify(req, pathOf(target), res, headers, (refusal) => {
             req.caller.route = mcp.path;
-            for (const name in counted) res.setHeader(name, counted[name]!);
             done(refusal);
           });
         });

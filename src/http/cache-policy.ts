@@ -13,7 +13,7 @@ import vary from 'vary';
 export type CacheScope = 'public' | 'private';
 
 /** The request headers that carry the contract's credentials (its bearer and API key schemes). */
-const CREDENTIAL_HEADERS = 'Authorization, X-API-Key';
+export const CREDENTIAL_HEADERS = 'Authorization, X-API-Key';
 
 /**
  * `private` when the operation that answers `req` takes no anonymous caller (its security has no

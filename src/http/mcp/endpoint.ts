@@ -132,8 +132,8 @@ export class McpEndpoint {
    * `countAs` counts it as a GET of a target (the caller step again, with that path), for the
    * tool-call shortcut.
    */
-  handle(req: IncomingMessage, res: ServerResponse, countAs: CountAs): void {
-    const fail = (err: unknown) => this.#fail(req, res, err);
+  handle(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>, countAs: CountAs): void {
+    const fail = (err: unknown) => this.#fail(req, res, err, headers);
     const origin = req.headers.origin;
     if (origin !== undefined && !this.#corsOrigins.includes('*') && !this.#corsOrigins.includes(origin)) {
       fail(new ForbiddenError(`Origin '${origin.slice(0, 100)}' may not call ${MCP_PATH}: CORS_ORIGINS does not list it`));
@@ -144,8 +144,11 @@ export class McpEndpoint {
       fail(Object.assign(new Error('method not allowed'), { status: 405, headers: { Allow: 'POST' } }));
       return;
     }
-    const sdkWay = (body?: ReadBody) => void this.#answer(req as Request, res, body).catch(fail);
-    if (this.#shortcut !== undefined && headersQualify(req)) this.#shortcut.take(req, res, countAs, sdkWay, fail);
+    const sdkWay = (body?: ReadBody) => {
+      for (const name in headers) res.setHeader(name, headers[name]!);
+      void this.#answer(req as Request, res, body).catch(fail);
+    };
+    if (this.#shortcut !== undefined && headersQualify(req)) this.#shortcut.take(req, res, headers, countAs, sdkWay, fail);
     else sdkWay();
   }
 
@@ -182,10 +185,10 @@ export class McpEndpoint {
     await transport.handleRequest(req, res, req.body);
   }
 
-  #fail(req: IncomingMessage, res: ServerResponse, err: unknown): void {
+  #fail(req: IncomingMessage, res: ServerResponse, err: unknown, headers: Record<string, string>): void {
     const response = toErrorResponse(err, { method: req.method, path: MCP_PATH });
     if (response.unexpected) this.#logger.error({ err, reqId: req.id }, 'mcp request failed');
     else this.#logger.debug({ reqId: req.id, status: response.status }, 'mcp request refused');
-    writeEnvelope(res, response);
+    writeEnvelope(res, response, headers);
   }
 }

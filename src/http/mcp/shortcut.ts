@@ -49,14 +49,24 @@ export function headersQualify(req: IncomingMessage): boolean {
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** True when `record` has no member but those of `allowed`. */
+function onlyMembers(record: Record<string, unknown>, allowed: readonly string[]): boolean {
+  for (const name in record) if (!allowed.includes(name)) return false;
+  return true;
+}
+
+const MESSAGE_MEMBERS = ['jsonrpc', 'id', 'method', 'params'] as const;
+const PARAMS_MEMBERS = ['name', 'arguments'] as const;
+
 /** `message` when it is exactly one `tools/call` request with nothing the SDK would act on besides. */
 function toolCallOf(message: unknown): { id: string | number; name: string; args: Record<string, unknown> } | undefined {
   if (!isRecord(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return undefined;
   const id = message.id;
   if (!(typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)))) return undefined;
-  if (Object.keys(message).length !== 4 || !isRecord(message.params)) return undefined;
-  const { name, arguments: args, ...rest } = message.params;
-  if (typeof name !== 'string' || Object.keys(rest).length > 0) return undefined;
+  const params = message.params;
+  if (!isRecord(params) || !onlyMembers(message, MESSAGE_MEMBERS) || !onlyMembers(params, PARAMS_MEMBERS)) return undefined;
+  const { name, arguments: args } = params;
+  if (typeof name !== 'string') return undefined;
   if (args !== undefined && !isRecord(args)) return undefined;
   return { id, name, args: args ?? {} };
 }
@@ -74,11 +84,12 @@ export class ToolCallShortcut {
 
   /**
    * Reads the body of `req` (whose headers qualify) and answers it when it is a tool call the shortcut
-   * takes; otherwise calls `pass` with the body read, for the SDK's way. A refusal of the caller step
+   * takes, with `headers` (the front door's, see `McpBranch`) in its one `writeHead`; otherwise calls
+   * `pass` with the body read, for the SDK's way. A refusal of the caller step
    * that the transport would answer itself (401) goes to `fail`. Callbacks, not promises: this is the
    * path of every cached tool call.
    */
-  take(req: IncomingMessage, res: ServerResponse, countAs: CountAs, pass: (body: ReadBody) => void, fail: (err: unknown) => void): void {
+  take(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>, countAs: CountAs, pass: (body: ReadBody) => void, fail: (err: unknown) => void): void {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.once('error', fail);
@@ -117,7 +128,9 @@ export class ToolCallShortcut {
           // Logged at debug, as a hit of the cached-answer shortcut is (request-log.ts).
           req.caller.shortcut = true;
           const body = `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call!.id)}}`;
-          res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
+          headers['Content-Type'] = 'application/json';
+          headers['Content-Length'] = String(Buffer.byteLength(body));
+          res.writeHead(200, headers);
           res.end(body);
         } catch (err) {
           fail(err);

@@ -157,17 +157,35 @@ export function mayCall(tool: Pick<ToolSpec, 'audience'>, caller: { isAdmin: boo
  * (a path without it would be another route).
  */
 export function requestOf(tool: ToolSpec, args: Record<string, unknown>): { path: string } | { missing: string[] } {
-  const missing = tool.parameters.filter((p) => p.in === 'path' && (args[p.name] === undefined || args[p.name] === '')).map((p) => p.name);
-  if (missing.length > 0) return { missing };
-  const inPath = new Set(tool.parameters.filter((p) => p.in === 'path').map((p) => p.name));
-  const path = tool.path.replace(/\{([^}]+)\}/g, (_all, name: string) => encodeURIComponent(scalar(args[name])));
-  const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(args)) {
-    if (inPath.has(name) || value === undefined || value === null) continue;
-    query.append(name, scalar(value));
+  const { pieces, names } = pathTemplateOf(tool);
+  let path = pieces[0]!;
+  let missing: string[] | undefined;
+  for (let i = 0; i < names.length; i += 1) {
+    const value = args[names[i]!];
+    if (value === undefined || value === '') (missing ??= []).push(names[i]!);
+    else path += encodeURIComponent(scalar(value)) + pieces[i + 1]!;
   }
-  const text = query.toString();
+  if (missing !== undefined) return { missing };
+  let query: URLSearchParams | undefined;
+  for (const name in args) {
+    const value = args[name];
+    if (names.includes(name) || value === undefined || value === null) continue;
+    (query ??= new URLSearchParams()).append(name, scalar(value));
+  }
+  const text = query === undefined ? '' : query.toString();
   return { path: text.length > 0 ? `${path}?${text}` : path };
+}
+
+/** A tool's path cut at its parameters: `/api/quotes/{symbol}` -> pieces `['/api/quotes/', '']`, names `['symbol']`. */
+const pathTemplates = new WeakMap<ToolSpec, { pieces: string[]; names: string[] }>();
+function pathTemplateOf(tool: ToolSpec): { pieces: string[]; names: string[] } {
+  let template = pathTemplates.get(tool);
+  if (template === undefined) {
+    const parts = tool.path.split(/\{([^}]+)\}/);
+    template = { pieces: parts.filter((_, i) => i % 2 === 0), names: parts.filter((_, i) => i % 2 === 1) };
+    pathTemplates.set(tool, template);
+  }
+  return template;
 }
 
 /** A tool argument as a query or path value; an object or array is sent as JSON, which the contract refuses with its own message. */
