@@ -24,6 +24,8 @@ interface Row {
   p99Ms: number;
   non2xx: number;
   ratio: number | null;
+  /** Baseline CPU per request over the scenario's (`x CPU` of bench/run.ts), when measured. */
+  cpuRatio?: number;
 }
 
 function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): void {
@@ -51,11 +53,14 @@ try {
   const before = rowsOf(outputs.old);
   const after = rowsOf(outputs.new);
   const fmt = (n: number | null | undefined, digits = 2) => (n === null || n === undefined ? '-' : n.toFixed(digits));
-  console.log(`\nscenario | ${ref}: req/s, x baseline, p99 ms | this checkout: req/s, x baseline, p99 ms | change of x baseline`);
+  console.log(`\nscenario | ${ref}: req/s, x baseline, x CPU, p99 ms | this checkout: req/s, x baseline, x CPU, p99 ms | change of x baseline | change of x CPU`);
+  const changeOf = (newer: number | null | undefined, older: number | null | undefined) =>
+    newer !== null && newer !== undefined && older !== null && older !== undefined && older !== 0 ? `${fmt(((newer - older) / older) * 100, 1)} %` : '-';
   for (const [scenario, b] of before) {
     const a = after.get(scenario);
-    const change = a && a.ratio !== null && b.ratio !== null && b.ratio !== 0 ? `${fmt(((a.ratio - b.ratio) / b.ratio) * 100, 1)} %` : '-';
-    console.log(`${scenario} | ${fmt(b.rps, 0)}, ${fmt(b.ratio)}, ${fmt(b.p99Ms)} | ${fmt(a?.rps, 0)}, ${fmt(a?.ratio)}, ${fmt(a?.p99Ms)} | ${change}`);
+    console.log(
+      `${scenario} | ${fmt(b.rps, 0)}, ${fmt(b.ratio)}, ${fmt(b.cpuRatio)}, ${fmt(b.p99Ms)} | ${fmt(a?.rps, 0)}, ${fmt(a?.ratio)}, ${fmt(a?.cpuRatio)}, ${fmt(a?.p99Ms)} | ${changeOf(a?.ratio, b.ratio)} | ${changeOf(a?.cpuRatio, b.cpuRatio)}`,
+    );
   }
   console.log(`\nwritten to ${outputs.old} and ${outputs.new}`);
 } finally {

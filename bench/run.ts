@@ -52,7 +52,16 @@ interface Measured {
   p99Ms: number;
   non2xx: number;
   requests: number;
+  /** The answering server's own CPU time per request (µs, from /proc), when its process is known (`serverPids`). */
+  cpuUsPerRequest?: number;
 }
+
+/**
+ * The process answering each origin measured (`http://127.0.0.1:port`), for its CPU time per request:
+ * with the server pinned to one core and saturated, req/s is about the inverse of it, but the CPU time
+ * does not move with how the load generator and the server happen to share the machine.
+ */
+const serverPids = new Map<string, number>();
 
 type Baseline = 'node:http' | 'express' | 'REST';
 
@@ -62,6 +71,8 @@ interface Row extends Measured {
   baseline?: Baseline;
   /** Median over the rounds of (scenario req/s) / (mean baseline req/s of the runs just before and just after it). */
   ratio: number | null;
+  /** The same for CPU time per request, inverted so that it reads like `ratio`: (baseline µs per request) / (scenario µs per request). */
+  cpuRatio?: number;
   /** The baseline's median req/s in this scenario's rounds. */
   baselineRps?: number;
   /** The median over the rounds of the baseline's p99 around each (the worse of its two runs): what the machine itself allowed then. */
@@ -131,13 +142,21 @@ async function runAutocannon(load: Load): Promise<Measured> {
   return { rps: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, requests: result.requests.total };
 }
 
-function measure(load: Load, dir: string): Promise<Measured> {
-  return hasWrk ? runWrk(load, dir) : runAutocannon(load);
+async function measure(load: Load, dir: string): Promise<Measured> {
+  const pid = serverPids.get(new URL(load.url).origin);
+  const before = pid === undefined ? Number.NaN : cpuSeconds(pid);
+  const m = await (hasWrk ? runWrk(load, dir) : runAutocannon(load));
+  if (pid === undefined || m.requests === 0) return m;
+  const cpuUsPerRequest = ((cpuSeconds(pid) - before) * 1e6) / m.requests;
+  return Number.isFinite(cpuUsPerRequest) ? { ...m, cpuUsPerRequest } : m;
 }
 
 /** Starts `mds serve` on a free port and resolves once it listens. */
 async function startServer(env: NodeJS.ProcessEnv, extraArgs: string[] = [], prefix: string[] = SERVER_CPU): Promise<ServeProcess> {
-  return spawnServe(['--port', String(await freePort()), ...extraArgs], { env, stdout: 'ignore', prefix });
+  const server = await spawnServe(['--port', String(await freePort()), ...extraArgs], { env, stdout: 'ignore', prefix });
+  // With --workers the answering processes are the workers, whose CPU time the primary's /proc line does not show.
+  if (!extraArgs.includes('--workers') && server.child.pid !== undefined) serverPids.set(new URL(server.url).origin, server.child.pid);
+  return server;
 }
 
 /** The service's cached answer of `path` (read twice, so the second is a hit), as a baseline route. */
@@ -331,6 +350,7 @@ async function main(): Promise<void> {
     const etag = routes[CACHED_PATHS.indices]!.headers.ETag ?? '';
     const body = routes[CACHED_PATHS.indices]!.body;
     const baseline = await startBaseline(routes, SERVER_CPU);
+    serverPids.set(new URL(baseline.url).origin, baseline.child.pid!);
     children.push(baseline.child);
     await fetch(`${memoryMode.url}/api/indices`);
     await fetch(`${limited.url}/api/indices`);
@@ -358,6 +378,7 @@ async function main(): Promise<void> {
       bodies[name] = Buffer.from(await res.arrayBuffer());
     }
     const expressBaseline = await startExpressBaseline(bodies);
+    serverPids.set(new URL(expressBaseline.url('health')).origin, expressBaseline.child.pid!);
     children.push(expressBaseline.child);
 
     const rows: Row[] = [];
@@ -422,14 +443,17 @@ async function main(): Promise<void> {
       // Baseline, round, baseline, round, ..., baseline: each round is compared with the mean of the
       // baseline runs just before and just after it, so a drift of the machine's speed during the
       // round moves both sides alike.
-      const rounds: Array<Measured & { baselineRps: number; baselineP99Ms: number }> = [];
+      const rounds: Array<Measured & { baselineRps: number; baselineP99Ms: number; baselineCpuUs?: number }> = [];
       let before = await measure(against.load, dir);
       for (let r = 0; r < ROUNDS; r += 1) {
         const m = await run();
         const after = await measure(against.load, dir);
-        rounds.push({ ...m, baselineRps: (before.rps + after.rps) / 2, baselineP99Ms: Math.max(before.p99Ms, after.p99Ms) });
+        const baselineCpuUs = before.cpuUsPerRequest !== undefined && after.cpuUsPerRequest !== undefined ? (before.cpuUsPerRequest + after.cpuUsPerRequest) / 2 : undefined;
+        rounds.push({ ...m, baselineRps: (before.rps + after.rps) / 2, baselineP99Ms: Math.max(before.p99Ms, after.p99Ms), ...(baselineCpuUs === undefined ? {} : { baselineCpuUs }) });
         before = after;
       }
+      const cpuRounds = rounds.filter((r) => r.cpuUsPerRequest !== undefined && r.baselineCpuUs !== undefined);
+      const cpuRatio = cpuRounds.length === rounds.length && rounds.length > 0 ? median(cpuRounds.map((r) => r.baselineCpuUs! / r.cpuUsPerRequest!)) : undefined;
       const row: Row = {
         scenario: name,
         baseline: against.name,
@@ -439,13 +463,15 @@ async function main(): Promise<void> {
         non2xx: rounds.reduce((sum, r) => sum + r.non2xx, 0),
         requests: rounds.reduce((sum, r) => sum + r.requests, 0),
         ratio: median(rounds.map((r) => r.rps / r.baselineRps)),
+        ...(cpuRatio === undefined ? {} : { cpuRatio, cpuUsPerRequest: median(cpuRounds.map((r) => r.cpuUsPerRequest!)) }),
         baselineRps: median(rounds.map((r) => r.baselineRps)),
         baselineP99Ms: median(rounds.map((r) => r.baselineP99Ms)),
-        rounds: rounds.map((r) => ({ rps: r.rps, p99Ms: r.p99Ms, baselineRps: r.baselineRps, baselineP99Ms: r.baselineP99Ms })),
+        rounds: rounds.map((r) => ({ rps: r.rps, p99Ms: r.p99Ms, baselineRps: r.baselineRps, baselineP99Ms: r.baselineP99Ms, cpuUsPerRequest: r.cpuUsPerRequest, baselineCpuUs: r.baselineCpuUs })),
         ...(note ? { note } : {}),
       };
       rows.push(row);
-      process.stderr.write(`  ${name}: ${fmt(row.rps)} req/s (${fmt(row.ratio ?? Number.NaN, 2)} x ${against.name}), p99 ${fmt(row.p99Ms, 2)} ms (${against.name} ${fmt(row.baselineP99Ms ?? Number.NaN, 2)} ms), non-2xx ${row.non2xx}\n`);
+      const cpu = cpuRatio === undefined ? '' : `; CPU per request ${fmt(row.cpuUsPerRequest ?? Number.NaN, 1)} us, ${fmt(cpuRatio, 2)} x`;
+      process.stderr.write(`  ${name}: ${fmt(row.rps)} req/s (${fmt(row.ratio ?? Number.NaN, 2)} x ${against.name}${cpu}), p99 ${fmt(row.p99Ms, 2)} ms (${against.name} ${fmt(row.baselineP99Ms ?? Number.NaN, 2)} ms), non-2xx ${row.non2xx}\n`);
       return row;
     };
     const scenario = async (name: string, load: Load, note?: string, against?: { load: Load; name: Baseline }) => {
@@ -667,7 +693,7 @@ async function main(): Promise<void> {
     mkdirSync(dirname(output), { recursive: true });
     writeFileSync(output, `${JSON.stringify(result, null, 2)}\n`);
 
-    const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'x baseline', 'baseline', 'its p99 ms'];
+    const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'x baseline', 'x CPU', 'baseline', 'its p99 ms'];
     const lines = rows.map((r) => [
       r.scenario,
       fmt(r.rps, r.rps < 100 ? 1 : 0),
@@ -675,6 +701,7 @@ async function main(): Promise<void> {
       fmt(r.p99Ms, 2),
       String(r.non2xx),
       r.ratio === null ? '-' : fmt(r.ratio, 2),
+      r.cpuRatio === undefined ? '-' : fmt(r.cpuRatio, 2),
       r.ratio === null ? '' : (r.baseline ?? 'node:http'),
       r.baselineP99Ms === undefined ? '' : fmt(r.baselineP99Ms, 2),
     ]);
@@ -690,6 +717,7 @@ async function main(): Promise<void> {
     }
     console.log(`\nx baseline: median over ${ROUNDS} rounds of the scenario's req/s over the mean of the baseline runs just before and just after it:`);
     console.log('node:http = bare node:http writing the cached indices bytes; express = a bare Express 5 route sending a body of the same size as the scenario answer.');
+    console.log('x CPU: the same pairing for the server\'s own CPU time per request (from /proc), inverted to read like x baseline: baseline us / scenario us.');
     console.log("its p99 ms: the baseline's own p99 in those runs, what the machine allowed at the time.");
     console.log(`written to ${output} (${result.tool}, ${CONNECTIONS} connections, ${ROUNDS} x ${DURATION_S} s per scenario)`);
   } finally {

@@ -88,15 +88,18 @@ describe('mcp: the tool-call shortcut answers as the SDK does', () => {
       const [a, b] = pair;
       expect(a!.status, name).toBe(200);
       expect([a!.status, a!.type], name).toEqual([b!.status, b!.type]);
+      // The front door's headers reach the shortcut's one writeHead as they reach the SDK's answer.
+      expect([a!.requestId, b!.requestId], name).toEqual([expect.stringMatching(/^[0-9a-f-]{36}$/), expect.stringMatching(/^[0-9a-f-]{36}$/)]);
       expect(a!.body, name).toEqual(b!.body);
       const result = a!.body.result as { structuredContent?: unknown; isError?: boolean };
       expect(result.isError, name).toBeUndefined();
       const restBody = (await (await shortcut.fetch(rest)).json()) as unknown;
       expect(result.structuredContent, name).toEqual(Array.isArray(restBody) ? { data: restBody } : restBody);
     }
-    // A numeric id comes back as a number.
-    const numeric = await callTool(shortcut, 'get_quote', { symbol: 'AAPL' }, {}, 42);
+    // A numeric id comes back as a number; a request id sent is echoed.
+    const numeric = await callTool(shortcut, 'get_quote', { symbol: 'AAPL' }, { 'X-Request-Id': 'agent-call-42' }, 42);
     expect(numeric.body.id).toBe(42);
+    expect(numeric.requestId).toBe('agent-call-42');
   });
 
   it('when a caller past its quota calls a cached read, then the shortcut answers the 429 as the same tool error with retry advice, and every call was counted', async () => {
@@ -122,6 +125,7 @@ describe('mcp: the tool-call shortcut answers as the SDK does', () => {
     const b = await callTool(full, 'get_quote', { symbol: 'AAPL' }, { 'X-API-Key': 'mds_not-a-key' });
     expect(a.status).toBe(401);
     expect([a.status, a.body]).toEqual([b.status, b.body]);
+    expect([a.requestId, b.requestId]).toEqual([expect.stringMatching(/^[0-9a-f-]{36}$/), expect.stringMatching(/^[0-9a-f-]{36}$/)]);
     expect(a.body).toMatchObject({ success: false, code: 401 });
   });
 });
