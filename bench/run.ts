@@ -504,14 +504,26 @@ async function main(): Promise<void> {
     const nodeFor = (path: string) => ({ load: { url: `${baseline.url}${path}` }, name: 'node:http' as const });
     await scenario('quotes batch cached (AAPL,MSFT)', { url: `${redisMode.url}${CACHED_PATHS.quotes}` }, undefined, nodeFor(CACHED_PATHS.quotes));
     await scenario('quote cached (AAPL)', { url: `${redisMode.url}${CACHED_PATHS.quote}` }, undefined, nodeFor(CACHED_PATHS.quote));
-    // MCP (DESIGN 22): a get_quote tool call on /mcp against the REST call it makes in-process, on the same server.
-    const toolCall = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_quote', arguments: { symbol: 'AAPL' } } });
-    await scenario(
-      'mcp get_quote cached (AAPL)',
-      { url: `${redisMode.url}/mcp`, method: 'POST', body: toolCall, headers: { Accept: 'application/json, text/event-stream' } },
-      'one tools/call (stateless Streamable HTTP) vs GET /api/quotes/AAPL on the same server; target ratio >= 0.67 (<= 1.5x the cost)',
-      { load: { url: `${redisMode.url}${CACHED_PATHS.quote}` }, name: 'REST' },
-    );
+    // MCP (DESIGN 22): a get_quote tool call on /mcp against the REST call it makes in-process, on the
+    // same server, one of its own: MCP traffic (the shortcut, and the SDK's way with its in-process
+    // request each time a target is validated again) left the cached REST reads served after it by the
+    // same process about 13 % dearer in CPU per request (two fresh servers, MCP load on one, then
+    // alternated), which would charge the scenarios measured after it here with MCP's cost.
+    if (selected('mcp get_quote cached (AAPL)')) {
+      const mcpMode = await startServer(env);
+      children.push(mcpMode.child);
+      mdsServers.push(mcpMode);
+      focus(mcpMode);
+      await fetch(`${mcpMode.url}${CACHED_PATHS.quote}`).then((r) => r.arrayBuffer());
+      const toolCall = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_quote', arguments: { symbol: 'AAPL' } } });
+      await scenario(
+        'mcp get_quote cached (AAPL)',
+        { url: `${mcpMode.url}/mcp`, method: 'POST', body: toolCall, headers: { Accept: 'application/json, text/event-stream' } },
+        'one tools/call (stateless Streamable HTTP) vs GET /api/quotes/AAPL on the same server; target ratio >= 0.67 (<= 1.5x the cost)',
+        { load: { url: `${mcpMode.url}${CACHED_PATHS.quote}` }, name: 'REST' },
+      );
+      focus(redisMode);
+    }
     await scenario('history cached (AAPL 1d, 1y)', { url: `${redisMode.url}${CACHED_PATHS.history}` }, `baseline serves the same ${routes[CACHED_PATHS.history]!.body.length}-byte body`, nodeFor(CACHED_PATHS.history));
     await scenario('search cached (apple)', { url: `${redisMode.url}${CACHED_PATHS.search}` }, undefined, nodeFor(CACHED_PATHS.search));
     await scenario('indices If-None-Match (304)', { url: `${redisMode.url}/api/indices`, headers: { 'If-None-Match': etag } }, 'wrk counts 304 as a success');
