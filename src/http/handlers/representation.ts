@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import vary from 'vary';
 import type { CachedRepresentation, CacheKind } from '../../services/representation-cache.js';
-import { cacheControl, CREDENTIAL_HEADERS, varyByCredentials, type CacheScope } from '../cache-policy.js';
+import { cacheControl, CREDENTIAL_HEADERS, type CacheScope } from '../cache-policy.js';
 
 /** Kinds whose one URL answers several formats, chosen by `Accept`: history (JSON, CSV, Arrow). */
 const FORMATS_BY_ACCEPT: ReadonlySet<CacheKind> = new Set(['history']);
@@ -17,6 +17,13 @@ const FORMATS_BY_ACCEPT: ReadonlySet<CacheKind> = new Set(['history']);
  */
 export function varyByAccept(res: ServerResponse, kind?: CacheKind): void {
   if (kind === undefined || FORMATS_BY_ACCEPT.has(kind)) vary(res, 'Accept');
+}
+
+/** What a cached answer of `kind` kept by `scope` varies on: `Accept` for history, the credential headers when private. */
+function varyOf(kind: CacheKind, scope: CacheScope): string | undefined {
+  const byAccept = FORMATS_BY_ACCEPT.has(kind);
+  if (scope === 'private') return byAccept ? `Accept, ${CREDENTIAL_HEADERS}` : CREDENTIAL_HEADERS;
+  return byAccept ? 'Accept' : undefined;
 }
 
 /** True when an `If-None-Match` header names `etag` (or `*`); weak comparison, as RFC 9110 asks for GET. */
@@ -66,13 +73,10 @@ export function representationReply(rep: CachedRepresentation, ifNoneMatch: stri
 export function writeRepresentation(res: ServerResponse, rep: CachedRepresentation, ifNoneMatch: string | undefined, extra?: Record<string, string>, scope: CacheScope = 'public'): void {
   const reply = representationReply(rep, ifNoneMatch, scope);
   const headers = extra === undefined ? reply.headers : Object.assign(reply.headers, extra);
-  if (res.hasHeader('vary')) {
-    varyByAccept(res, rep.kind);
-    if (scope === 'private') varyByCredentials(res);
-  } else {
-    const byAccept = FORMATS_BY_ACCEPT.has(rep.kind);
-    if (scope === 'private') headers.Vary = byAccept ? `Accept, ${CREDENTIAL_HEADERS}` : CREDENTIAL_HEADERS;
-    else if (byAccept) headers.Vary = 'Accept';
+  const varies = varyOf(rep.kind, scope);
+  if (varies !== undefined) {
+    if (res.hasHeader('vary')) vary(res, varies);
+    else headers.Vary = varies;
   }
   res.writeHead(reply.status, headers);
   res.end(reply.body);

@@ -24,7 +24,6 @@ import { requestOf, type ToolSpec } from './tools.js';
 /** The longest body the shortcut reads itself (a tool call is a few hundred bytes); a longer one goes the SDK's way. */
 const MAX_SHORTCUT_BODY = 4096;
 
-
 /** A body read by the shortcut that it did not answer: handed on to the SDK's way, parsed or not. */
 export type ReadBody = { parsed: unknown } | { unparsable: string };
 
