@@ -508,7 +508,7 @@ async function main(): Promise<void> {
     // MCP (DESIGN 22): a get_quote tool call on /mcp against the REST call it makes in-process, on the
     // same server, one of its own: MCP traffic (the shortcut, and the SDK's way with its in-process
     // request each time a target is validated again) left the cached REST reads served after it by the
-    // same process about 13 % dearer in CPU per request (two fresh servers, MCP load on one, then
+    // same process about 15 % dearer in CPU per request (two fresh servers, MCP load on one, then
     // alternated), which would charge the scenarios measured after it here with MCP's cost.
     if (selected('mcp get_quote cached (AAPL)')) {
       const mcpMode = await startServer(env);
