@@ -344,16 +344,36 @@ export async function startSentinelGroup(opts: { name?: string; failoverTimeoutM
       },
       async failover() {
         const before = await master0(sentinels[0]!.port);
-        await sentinelCall(sentinels[0]!.port, 'FAILOVER', name);
+        // A forced failover needs a replica every sentinel sees in sync; after an earlier failover the
+        // old master takes a moment to become one, and a failover started before then can stall.
+        await waitFor(() => settled(before).catch(() => false), {
+          timeoutMs: 30_000,
+          intervalMs: 200,
+          message: 'the replica to be in sync before the failover',
+        });
         let after = before;
-        await waitFor(
-          async () => {
-            after = await master0(sentinels[0]!.port).catch(() => before);
-            return after !== before;
-          },
-          { timeoutMs: 30_000, intervalMs: 100, message: 'the failover to finish' },
-        );
-        return after;
+        const changed = () =>
+          waitFor(
+            async () => {
+              after = await master0(sentinels[0]!.port).catch(() => before);
+              return after !== before;
+            },
+            { timeoutMs: failoverTimeoutMs + 5_000, intervalMs: 100, message: 'the failover to finish' },
+          ).then(
+            () => true,
+            () => false,
+          );
+        // A sentinel aborts a failover whose promotion it did not see within failover-timeout (a slow,
+        // loaded host): ask again, a few times, rather than wait on one that will never finish.
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          const refused = await sentinelCall(sentinels[0]!.port, 'FAILOVER', name).then(
+            () => undefined,
+            (err: Error) => err.message,
+          );
+          if (refused && !/INPROG|NOGOODSLAVE/.test(refused)) throw new Error(`SENTINEL FAILOVER: ${refused}`);
+          if (await changed()) return after;
+        }
+        throw new Error(`the sentinels still name ${before} as master after three forced failovers`);
       },
       async stop() {
         for (const p of started.reverse()) await p.kill();

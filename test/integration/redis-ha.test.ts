@@ -146,7 +146,7 @@ describe('Redis Sentinel', () => {
     expectHealthyLoad(load.samples);
     // Writes land on the new master: the login throttle and cache keys live there now.
     expect(await adminCache(svc, token)).toMatchObject({ mode: 'redis', topology: 'sentinel', node: after });
-  }, 60_000);
+  }, 120_000);
 
   it('when mds serve runs on Sentinel and gets SIGTERM, then it exits 0 within seconds (the failover watch on the sentinels is closed too)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mds-sentinel-stop-'));
@@ -195,7 +195,7 @@ describe('Redis Sentinel', () => {
     await delivered('after');
     expect(received).toContain('before');
     expect(received).toContain('after');
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('Redis Cluster', () => {
