@@ -234,6 +234,11 @@ describe('failover inside the request', () => {
 
   it('when the fleet-wide request budget of this second is used up, then the next provider answers at once', async () => {
     const svc = await boot({ POLYGON_MAX_RPS: '1' });
+    // The path's first request compiles and connects (hundreds of ms on a loaded host): warm it, then
+    // forget the answer, so the time measured below is the failover's own.
+    expect((await get<QuoteResponse>(svc, '/api/quotes/AAPL')).body.source).toBe('polygon');
+    await flushCache(svc);
+    const polygonBefore = polygonCalls();
     // Another instance spent polygon's budget of this second and the next ones.
     const other = new RedisSharedCounters({ redis: admin });
     const second = Math.floor(Date.now() / 1000);
@@ -241,7 +246,8 @@ describe('failover inside the request', () => {
     const r = await get<QuoteResponse>(svc, '/api/quotes/AAPL');
     expect(r.status).toBe(200);
     expect(r.body.source).toBe('fmp');
-    expect(polygonCalls()).toBe(0);
+    expect(polygonCalls()).toBe(polygonBefore);
+    // Waiting for polygon's budget would take the chain's wait bound (250 ms) before FMP was asked.
     expect(r.ms).toBeLessThan(250);
   });
 
