@@ -156,7 +156,7 @@ describe('failover inside the request', () => {
     { mode: 'unauthorized', reason: 'unauthorized' },
     { mode: 'garbage', reason: 'garbage' },
   ];
-  it.each(DOWN)('when the first provider is down ($mode), then the answer comes from the next, 200, naming it, within the first one\'s timeout + 50 ms', async ({ mode, reason }) => {
+  it.each(DOWN)('when the first provider is down ($mode), then the answer comes from the next, 200, naming it, within the first one\'s timeout + 200 ms', async ({ mode, reason }) => {
     const svc = await boot();
     // Warm-up: both providers asked once (neither knows ZZZZ), so the timed read pays for no first connection or first compilation.
     expect((await get(svc, '/api/quotes/ZZZZ')).status).toBe(404);
@@ -173,7 +173,9 @@ describe('failover inside the request', () => {
     expect(again.body.source).toBe('fmp');
     const ms = Math.min(r.ms, again.ms);
     console.log(`failover after ${mode}: ${r.ms.toFixed(1)} ms, then ${again.ms.toFixed(1)} ms`);
-    expect(ms).toBeLessThan(POLYGON_TIMEOUT_MS + 50);
+    // The timeout, then FMP's answer and the host's own delays (up to 76 ms seen on a loaded CI host):
+    // still well under what asking Polygon a second time would take (twice its timeout).
+    expect(ms).toBeLessThan(POLYGON_TIMEOUT_MS + 200);
     // One line per failover, naming both providers and the reason, never a key.
     const line = svc.logs.find((l) => l.from === 'polygon' && l.to === 'fmp');
     expect(line).toMatchObject({ reason });
