@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { median } from './setup.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const ref = process.argv[2];
@@ -54,12 +55,6 @@ interface Merged {
   cpuRatio?: number;
   /** The row's `x baseline` in each pass, in pass order. */
   ratioByPass: Array<number | null>;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function merge(passes: Row[][]): Map<string, Merged> {

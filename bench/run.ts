@@ -17,7 +17,7 @@ import autocannon from 'autocannon';
 import { createParser } from 'eventsource-parser';
 import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisProcess } from '../test/helpers/redis-server.js';
-import { ADMIN, API_KEY, benchEnv, initService, startBaseline, type BaselineRoute } from './setup.js';
+import { ADMIN, API_KEY, benchEnv, initService, median, startBaseline, type BaselineRoute } from './setup.js';
 import { spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
 import { quoteEventsChannel } from '../src/services/quote-stream.js';
 
@@ -80,12 +80,6 @@ interface Row extends Measured {
   baselineP99Ms?: number;
   rounds?: Array<{ rps: number; p99Ms: number; baselineRps: number; baselineP99Ms: number }>;
   note?: string;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 const hasWrk = spawnSync('wrk', ['--version']).error === undefined;

@@ -71,3 +71,10 @@ export async function startBaseline(routes: Record<string, BaselineRoute>, prefi
   await new Promise<void>((done) => child.stdout!.once('data', () => done()));
   return { url: `http://127.0.0.1:${port}`, child };
 }
+
+/** The median of `values` (the mean of the middle two for an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
