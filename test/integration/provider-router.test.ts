@@ -281,6 +281,25 @@ describe('failover inside the request', () => {
     expect({ polygon: polygonKeys().length, fmp: fmpCalls() }).toEqual(asked);
   });
 
+  it('when a hanging first provider holds every upstream slot, then the reads refused a slot do not keep its breaker closed: it opens, and the next read does not wait', async () => {
+    const svc = await boot();
+    await polygon.setMode('hang');
+    // Twelve cold reads at once: four take polygon's four slots and wait out its timeout, eight are
+    // refused a slot at once and go to fmp. Counted as successes, the eight kept the failure rate at
+    // 4 in 12 and the breaker closed, so every later read could wait out the timeout again.
+    const symbols = Array.from({ length: 12 }, (_, i) => `ZZ${String.fromCharCode(65 + i)}`);
+    const reads = await Promise.all(symbols.map((s) => get<{ error?: string }>(svc, `/api/quotes/${s}`)));
+    for (const r of reads) expect([404, 503]).toContain(r.status);
+    expect(polygonCalls()).toBe(4);
+    const [first] = (await providers(svc)).data;
+    expect(first).toMatchObject({ name: 'polygon', breaker: 'open' });
+    const before = polygonCalls();
+    const r = await get<QuoteResponse>(svc, '/api/quotes/AAPL');
+    expect(r.body.source).toBe('fmp');
+    expect(polygonCalls()).toBe(before);
+    expect(r.ms).toBeLessThan(POLYGON_TIMEOUT_MS);
+  });
+
   it('when one provider says unknown and the other is down, then 503, not 404', async () => {
     const svc = await boot();
     await fmp.setMode('error500');

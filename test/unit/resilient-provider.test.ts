@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { DataSourceError } from '../../src/domain/errors.js';
 import { createMarketDataProvider } from '../../src/infra/market/index.js';
-import { ResilientMarketDataProvider } from '../../src/infra/market/resilient-market-data-provider.js';
+import { CircuitOpenError, ResilientMarketDataProvider } from '../../src/infra/market/resilient-market-data-provider.js';
+import { UpstreamGuard } from '../../src/infra/market/upstream-guard.js';
+import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { UpstreamBusyError } from '../../src/infra/market/upstream-guard-errors.js';
 import type { MarketDataProvider, Quote } from '../../src/domain/ports/market-data.js';
@@ -64,18 +66,50 @@ describe('ResilientMarketDataProvider', () => {
     provider.close();
   });
 
-  it('when the upstream guard refuses calls, then the breaker stays closed and health is unchanged', async () => {
-    const provider = new ResilientMarketDataProvider(scripted(() => Promise.reject(new UpstreamBusyError('busy', 3)), { local: true }), {
-      timeoutMs: 100,
-      volumeThreshold: 2,
-    });
+  it('when the upstream guard refuses calls, then the provider is not asked, the breaker stays closed and health is unchanged', async () => {
+    let asked = 0;
+    const provider = new ResilientMarketDataProvider(
+      scripted(() => {
+        asked += 1;
+        return Promise.resolve(undefined);
+      }, { local: true }),
+      { timeoutMs: 100, volumeThreshold: 2, guard: { run: () => Promise.reject(new UpstreamBusyError('busy', 3)) } },
+    );
     for (let i = 0; i < 6; i++) {
       const error = await provider.getQuote('X').catch((e: unknown) => e);
       expect(error).toBeInstanceOf(UpstreamBusyError);
       expect((error as DataSourceError).retryAfterSeconds).toBe(3);
     }
+    expect(asked).toBe(0);
     expect(provider.state).toBe('closed');
     expect(provider.health()).toEqual({ provider: 'scripted', healthy: true, last_success_at: null, last_error: null });
+    provider.close();
+  });
+
+  it('when every upstream slot is held by a failing call, then the refusals of the calls behind them do not dilute the failures: the breaker opens', async () => {
+    // One slot, refused at once when taken (a chain's guard); the upstream fails after 20 ms.
+    const guard = new UpstreamGuard({ name: 'scripted', maxRps: 0, maxConcurrency: 1, maxWaitMs: 250, refuseWhenFull: true, counters: new RedisSharedCounters() });
+    let asked = 0;
+    const provider = new ResilientMarketDataProvider(
+      scripted(() => {
+        asked += 1;
+        return new Promise((_, reject) => setTimeout(() => reject(new DataSourceError('upstream failed')), 20));
+      }),
+      { timeoutMs: 100, volumeThreshold: 3, guard },
+    );
+    // Three waves of four calls at once: one reaches the upstream and fails, three are refused.
+    for (let wave = 0; wave < 3; wave++) {
+      const outcomes = await Promise.all(Array.from({ length: 4 }, () => provider.getQuote('X').catch((e: unknown) => e)));
+      expect(outcomes.filter((e) => e instanceof UpstreamBusyError)).toHaveLength(3);
+    }
+    // 3 failures in 3 calls the breaker saw (counting the 9 refusals as successes, it saw 3 in 12: 25 %, closed).
+    expect(asked).toBe(3);
+    expect(provider.state).toBe('open');
+    // Open: the next call fails fast without taking the guard's slot or asking the upstream.
+    const error = await provider.getQuote('X').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CircuitOpenError);
+    expect(guard.load).toEqual({ queued: 0, active: 0 });
+    expect(asked).toBe(3);
     provider.close();
   });
 

@@ -16,14 +16,14 @@ import { SharedKeyPool } from './shared-key-pool.js';
 import { describePlan, planCapabilities } from './provider-plans.js';
 import { ResilientMarketDataProvider, type ResilientMarketDataProviderOptions } from './resilient-market-data-provider.js';
 import { SimulatedMarketDataProvider } from './simulated-market-data-provider.js';
-import { GuardedMarketDataProvider, UpstreamGuard } from './upstream-guard.js';
+import { UpstreamGuard } from './upstream-guard.js';
 import { YahooMarketDataProvider } from './yahoo-market-data-provider.js';
 
 export { CircuitOpenError, ResilientMarketDataProvider } from './resilient-market-data-provider.js';
 export type { BreakerState, DatasourceHealth, ResilientMarketDataProviderOptions } from './resilient-market-data-provider.js';
 export { SIMULATED_DIRECTORY, SimulatedMarketDataProvider } from './simulated-market-data-provider.js';
 export type { SimulatedInstrument, SimulatedMarketDataProviderOptions } from './simulated-market-data-provider.js';
-export { GuardedMarketDataProvider, UpstreamBusyError, UpstreamGuard, UpstreamRateLimitedError } from './upstream-guard.js';
+export { UpstreamBusyError, UpstreamGuard, UpstreamRateLimitedError } from './upstream-guard.js';
 export type { UpstreamGuardOptions } from './upstream-guard.js';
 export { DEFAULT_USER_AGENT, YahooMarketDataProvider } from './yahoo-market-data-provider.js';
 export { asProviderAdapter, createProviderAdapter, SIMULATED_CAPABILITIES, YAHOO_CAPABILITIES } from './provider-adapters.js';
@@ -68,12 +68,12 @@ export interface CreateMarketDataProviderOptions extends Omit<ResilientMarketDat
 /**
  * One link per provider of `market.providers` (or `market.provider` alone), in order.
  *
- * yahoo and the keyed providers: adapter -> `GuardedMarketDataProvider` (fleet-wide budget of
- * `<P>_MAX_RPS`, concurrency cap, 429 pause shared by every instance) -> breaker. The guard sits
- * inside the breaker so an open breaker fails fast without spending budget; the breaker ignores the
- * guard's refusals and 429s (see `ResilientMarketDataProvider`), and its timeout covers the guard's
- * wait plus the request's. Keyed providers draw their keys from a `SharedKeyPool` counting
- * `<P>_DAILY_LIMIT` per key and UTC day fleet-wide.
+ * yahoo and the keyed providers: adapter behind a breaker whose calls an `UpstreamGuard` admits
+ * (fleet-wide budget of `<P>_MAX_RPS`, concurrency cap, 429 pause shared by every instance). The
+ * breaker is asked first, so an open one fails fast without spending budget; then the guard admits the
+ * call and only then is the breaker fired, so a refusal of the guard is no call of the breaker's (see
+ * `ResilientMarketDataProvider`), and the breaker's timeout covers the request alone. Keyed providers
+ * draw their keys from a `SharedKeyPool` counting `<P>_DAILY_LIMIT` per key and UTC day fleet-wide.
  *
  * simulated: no guard (no upstream to protect). It logs that the data is demo data and how to switch
  * to live quotes.
@@ -138,7 +138,7 @@ function buildLink(
     const guard = new UpstreamGuard({ name: 'yahoo', maxRps, maxConcurrency, maxWaitMs, refuseWhenFull: chainLength > 1, counters, logger, backgroundShare: market.backgroundShare ?? 1 });
     return new GuardedProviderLink({
       adapter: asProviderAdapter(yahoo, YAHOO_CAPABILITIES),
-      resilient: new ResilientMarketDataProvider(new GuardedMarketDataProvider(yahoo, guard), { ...breaker, timeoutMs: timeoutMs + maxWaitMs, logger }),
+      resilient: new ResilientMarketDataProvider(yahoo, { ...breaker, timeoutMs, guard, logger }),
       budget: { maxRps, dailyLimit: 0 },
       counters,
     });
@@ -169,7 +169,7 @@ function buildLink(
     adapter,
     capabilities,
     plan: settings.plan,
-    resilient: new ResilientMarketDataProvider(new GuardedMarketDataProvider(adapter, guard), { ...breaker, timeoutMs: settings.timeoutMs + maxWaitMs, logger }),
+    resilient: new ResilientMarketDataProvider(adapter, { ...breaker, timeoutMs: settings.timeoutMs, guard, logger }),
     budget: { maxRps: settings.maxRps, dailyLimit: settings.dailyLimit },
     counters,
     sharedKeys,

@@ -11,6 +11,7 @@ import type { Logger } from '../logger.js';
 import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../domain/ports/market-data.js';
 import type { Metrics, UpstreamOutcome } from '../../domain/ports/metrics.js';
 import { UpstreamBusyError, UpstreamRateLimitedError, UpstreamRequestRefusedError } from './upstream-guard-errors.js';
+import type { UpstreamGuard } from './upstream-guard.js';
 
 /** The provider's health as the admin status reports it. */
 export type DatasourceHealth = components['schemas']['DatasourceStatus'];
@@ -24,10 +25,16 @@ export type WrappableMarketDataProvider = MarketDataProvider & { readonly local?
 /** Options of `ResilientMarketDataProvider`. */
 export interface ResilientMarketDataProviderOptions {
   /**
-   * The longest the inner provider may take by itself, in milliseconds (its request timeout, plus the
-   * upstream guard's wait bound when one is inside); the breaker gives up `timeoutMarginMs` later.
+   * The longest the inner provider may take by itself, in milliseconds (its request timeout); the
+   * breaker gives up `timeoutMarginMs` later. The guard's wait for admission comes before and is not in it.
    */
   timeoutMs: number;
+  /**
+   * What admits each call to the upstream (its fleet-wide budget, concurrency cap and 429 pause).
+   * Admission happens before the breaker is fired, so a call the guard refuses is no call of the
+   * breaker's at all: neither a failure nor a success.
+   */
+  guard?: Pick<UpstreamGuard, 'run'>;
   /** Extra time before the breaker abandons a call the provider did not end itself (default 1000 ms). */
   timeoutMarginMs?: number;
   /** Failure percentage within the rolling window that opens the breaker (default 50). */
@@ -70,11 +77,15 @@ export class CircuitOpenError extends UpstreamHeldBackError {
  *   opens it again. Concurrent calls meanwhile fail fast.
  *
  * What counts: an unknown symbol (`undefined`) and an empty search are answers, so successes. Throttling
- * is not an outage and never counts as a failure: a call the upstream guard refused
- * (`UpstreamBusyError`) never reached the upstream, and a 429 (`UpstreamRateLimitedError`) is already
- * answered by the guard's fleet-wide pause; opening the breaker as well would only stretch the outage.
- * (opossum counts such an ignored error as a success, so one that ends a half-open probe closes the
- * breaker; the next call that reaches the upstream is then the real probe.)
+ * is not an outage and never counts as a failure. A call the upstream guard refused
+ * (`UpstreamBusyError`) never reached the upstream, so it is not counted at all: the guard admits a
+ * call before the breaker is fired (and an open breaker is asked first, so it fails fast without
+ * spending budget). It must not count as a success either: opossum counts an error its filter ignores
+ * as a success, and with every slot held by a hanging upstream, each refusal of the calls behind them
+ * would lower the failure rate until the breaker never opened. A 429 (`UpstreamRateLimitedError`) is
+ * answered by the guard's fleet-wide pause; opening the breaker as well would only stretch the outage,
+ * so the filter ignores it (as a success, so one that ends a half-open probe closes the breaker; the
+ * next call that reaches the upstream is then the real probe).
  *
  * Health: `healthy` is true when the last call that reached the provider succeeded, false after a
  * failure until the next success. Before the first call it is true only for a provider that declares
@@ -91,6 +102,7 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
   private readonly logger: Logger | undefined;
   private readonly now: () => number;
   private readonly metrics: Pick<Metrics, 'upstreamRequest'> | undefined;
+  private readonly guard: Pick<UpstreamGuard, 'run'> | undefined;
   private healthy: boolean;
   private lastSuccessAt: string | null = null;
   private lastError: string | null = null;
@@ -105,13 +117,14 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
     this.logger = options.logger;
     this.now = options.now ?? Date.now;
     this.metrics = options.metrics;
+    this.guard = options.guard;
     this.healthy = inner.local === true;
     this.breakerTimeoutMs = options.timeoutMs + (options.timeoutMarginMs ?? 1000);
 
     this.breaker = new CircuitBreaker((call: () => Promise<unknown>) => this.callInner(call), {
       name: `market-data-${inner.name}`,
-      // Not the upstream's own failures: held back or throttled calls, and a request the upstream refused alone.
-      errorFilter: (err: unknown) => err instanceof UpstreamBusyError || err instanceof UpstreamRateLimitedError || err instanceof UpstreamRequestRefusedError,
+      // Not the upstream's own failures: throttled calls, and a request the upstream refused alone.
+      errorFilter: (err: unknown) => err instanceof UpstreamRateLimitedError || err instanceof UpstreamRequestRefusedError,
       timeout: this.breakerTimeoutMs,
       errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
       volumeThreshold: options.volumeThreshold ?? 3,
@@ -178,8 +191,10 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
   private async fire<T>(call: () => Promise<T>): Promise<T> {
     const startedAt = performance.now();
     let value: T;
+    const attempt = () => this.breaker.fire(call) as Promise<T>;
     try {
-      value = (await this.breaker.fire(call)) as T;
+      // An open breaker answers before admission: failing fast spends none of the upstream's budget.
+      value = this.guard === undefined || this.breaker.opened ? await attempt() : await this.guard.run(attempt);
     } catch (err) {
       this.metrics?.upstreamRequest(outcomeOf(err), (performance.now() - startedAt) / 1000);
       throw this.onFailure(err);

@@ -11,7 +11,6 @@ import type { Logger } from '../logger.js';
 import { isBackground } from '../../domain/background-work.js';
 import { keys, utcDay } from '../../domain/key-space.js';
 import type { CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
-import type { History, HistoryQuery, MarketDataProvider, Quote, SearchResult } from '../../domain/ports/market-data.js';
 import { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
 
 export { UpstreamBusyError, UpstreamRateLimitedError } from './upstream-guard-errors.js';
@@ -308,33 +307,6 @@ export class UpstreamGuard {
 
   #busy(reason: string, retryAfterSeconds: number, holdReason: 'budget' | 'paused' = 'budget'): UpstreamBusyError {
     return new UpstreamBusyError(`Market data source is busy: ${reason}`, Math.max(1, retryAfterSeconds), holdReason);
-  }
-}
-
-/**
- * A `MarketDataProvider` whose every call to the inner provider goes through an `UpstreamGuard`.
- * Refused calls reject with `UpstreamBusyError` (a `DataSourceError`) without reaching the inner provider.
- */
-export class GuardedMarketDataProvider implements MarketDataProvider {
-  readonly name: string;
-
-  constructor(
-    private readonly inner: MarketDataProvider,
-    private readonly guard: UpstreamGuard,
-  ) {
-    this.name = inner.name;
-  }
-
-  getQuote(symbol: string): Promise<Quote | undefined> {
-    return this.guard.run(() => this.inner.getQuote(symbol));
-  }
-
-  getHistory(query: HistoryQuery): Promise<History | undefined> {
-    return this.guard.run(() => this.inner.getHistory(query));
-  }
-
-  search(query: string, limit: number): Promise<SearchResult[]> {
-    return this.guard.run(() => this.inner.search(query, limit));
   }
 }
 
