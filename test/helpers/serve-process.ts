@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { logFile, noteSecrets } from './log-files.js';
+import { freePort } from './redis-server.js';
 
 /** This checkout's CLI, or another build's (`MDS_BIN`, set by `npm run bench:compare` to bench an older build in the same run). */
 export const MDS_BIN = process.env.MDS_BIN ?? resolve(import.meta.dirname, '../../bin/run.js');
@@ -18,14 +19,32 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+type SpawnServeOptions = { env: NodeJS.ProcessEnv; cwd?: string; stdout?: 'ignore' | number; /** e.g. ['taskset', '-c', '1'] */ prefix?: string[] };
+
+/** Attempts at a free API port: another process may take the one `freePort` found before mds binds it. */
+const PORT_ATTEMPTS = 3;
+
 /**
  * Runs `node bin/run.js serve ...args` and resolves once it listens; rejects with its stderr when it
- * exits first. `stdout` is piped (and kept) unless a file descriptor or 'ignore' is given.
+ * exits first. `stdout` is piped (and kept) unless a file descriptor or 'ignore' is given. When the
+ * `--port` given was taken by someone else between `freePort` and the bind (parallel test files start
+ * servers of their own), it starts again on another free port: callers read the address from `url`.
  */
-export function spawnServe(
-  args: string[],
-  options: { env: NodeJS.ProcessEnv; cwd?: string; stdout?: 'ignore' | number; /** e.g. ['taskset', '-c', '1'] */ prefix?: string[] },
-): Promise<ServeProcess> {
+export async function spawnServe(args: string[], options: SpawnServeOptions): Promise<ServeProcess> {
+  const at = args.indexOf('--port');
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await spawnServeOnce(args, options);
+    } catch (err) {
+      const port = at >= 0 ? args[at + 1] : undefined;
+      const taken = port !== undefined && port !== '0' && err instanceof Error && err.message.includes(`:${port} is already in use`);
+      if (!taken || attempt === PORT_ATTEMPTS) throw err;
+      args = [...args.slice(0, at + 1), String(await freePort()), ...args.slice(at + 2)];
+    }
+  }
+}
+
+function spawnServeOnce(args: string[], options: SpawnServeOptions): Promise<ServeProcess> {
   const [command, ...commandArgs] = [...(options.prefix ?? []), process.execPath, MDS_BIN, 'serve', ...args];
   const child = spawn(command!, commandArgs, {
     cwd: options.cwd,
