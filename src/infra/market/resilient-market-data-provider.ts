@@ -79,8 +79,8 @@ export class CircuitOpenError extends UpstreamHeldBackError {
  * What counts: an unknown symbol (`undefined`) and an empty search are answers, so successes. Throttling
  * is not an outage and never counts as a failure. A call the upstream guard refused
  * (`UpstreamBusyError`) never reached the upstream, so it is not counted at all: the guard admits a
- * call before the breaker is fired (and an open breaker is asked first, so it fails fast without
- * spending budget). It must not count as a success either: opossum counts an error its filter ignores
+ * call before the breaker is fired (and a breaker that would refuse the call, open or half-open with its
+ * probe out, is asked first, so it fails fast without spending budget). It must not count as a success either: opossum counts an error its filter ignores
  * as a success, and with every slot held by a hanging upstream, each refusal of the calls behind them
  * would lower the failure rate until the breaker never opened. A 429 (`UpstreamRateLimitedError`) is
  * answered by the guard's fleet-wide pause; opening the breaker as well would only stretch the outage,
@@ -193,8 +193,10 @@ export class ResilientMarketDataProvider implements MarketDataProvider {
     let value: T;
     const attempt = () => this.breaker.fire(call) as Promise<T>;
     try {
-      // An open breaker answers before admission: failing fast spends none of the upstream's budget.
-      value = this.guard === undefined || this.breaker.opened ? await attempt() : await this.guard.run(attempt);
+      // A breaker that would refuse the call (open, or half-open with its probe out) answers before
+      // admission: failing fast spends none of the upstream's budget.
+      const refusesNow = !this.breaker.closed && !this.breaker.pendingClose;
+      value = this.guard === undefined || refusesNow ? await attempt() : await this.guard.run(attempt);
     } catch (err) {
       this.metrics?.upstreamRequest(outcomeOf(err), (performance.now() - startedAt) / 1000);
       throw this.onFailure(err);
