@@ -18,6 +18,7 @@ const TOP = Number(process.env.PROFILE_TOP ?? 25);
 const CACHED_READS = {
   quote: '/api/quotes/AAPL',
   'quote-metrics': '/api/quotes/AAPL',
+  'quote-limited': '/api/quotes/AAPL',
   history: '/api/history/AAPL?interval=1d&range=1y',
   search: '/api/search?q=apple',
 } as const;
@@ -98,13 +99,14 @@ async function main(): Promise<void> {
     initService(env);
 
     const only = (process.env.PROFILE_SCENARIOS ?? '').split(';').filter((x) => x.length > 0);
-    for (const name of (['health', 'bearer', 'apikey', 'quote', 'quote-metrics', 'history', 'search', 'mcp'] as const).filter((n) => only.length === 0 || only.includes(n))) {
+    for (const name of (['health', 'bearer', 'apikey', 'quote', 'quote-metrics', 'quote-limited', 'history', 'search', 'mcp'] as const).filter((n) => only.length === 0 || only.includes(n))) {
       const port = await freePort();
       // `quote-metrics`: the same cached read with Prometheus metrics on, scraped every second.
       const metricsPort = name === 'quote-metrics' ? await freePort() : 0;
       const profDir = join(dir, name);
       const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, MDS_BIN, 'serve', '--port', String(port)], {
-        env: { ...env, METRICS_PORT: String(metricsPort) },
+        // `quote-limited`: the same cached read with an anonymous quota on that the load never reaches.
+        env: { ...env, METRICS_PORT: String(metricsPort), ...(name === 'quote-limited' ? { RATE_LIMIT_ANONYMOUS_PER_MINUTE: '10000000' } : {}) },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       await new Promise<void>((done, fail) => {
@@ -126,7 +128,7 @@ async function main(): Promise<void> {
         const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_quote', arguments: { symbol: 'AAPL' } } });
         writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(call)}\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Accept"] = "application/json, text/event-stream"\n`);
         headers.push('-s', script);
-      } else if (name === 'quote' || name === 'quote-metrics' || name === 'history' || name === 'search') {
+      } else if (name === 'quote' || name === 'quote-metrics' || name === 'quote-limited' || name === 'history' || name === 'search') {
         // A cached read answered by the fast path (the first request fills the cache and validates the target).
         path = CACHED_READS[name];
         await fetch(`${base}${path}`).then((r) => r.arrayBuffer());

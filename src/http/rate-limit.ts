@@ -57,7 +57,12 @@ interface Quota {
   name: 'anonymous' | 'authenticated' | 'key';
   key: string;
   limit: number;
+  /** The `RateLimit-Policy` value. */
+  policy: string;
 }
+
+/** Addresses whose anonymous quota is remembered; past it the memory starts again empty. */
+const REMEMBERED_ADDRESSES = 10_000;
 
 export function createRateLimit(options: RateLimitOptions): RateLimit {
   const { counter, anonymousPerMinute, authenticatedPerMinute } = options;
@@ -76,24 +81,39 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
     }
     return value;
   };
+  const quota = (name: Quota['name'], key: string, limit: number): Quota => ({ name, key, limit, policy: policyHeader(name, limit) });
+
+  // The anonymous quota depends on the address alone: built once per address, so a request composes
+  // no key string and the counter finds its estimate under a string whose hash is already known.
+  const anonymousLimit = perWindow(anonymousPerMinute);
+  const anonymous = new Map<string, Quota>();
+  const anonymousQuota = (address: string): Quota => {
+    let known = anonymous.get(address);
+    if (known === undefined) {
+      if (anonymous.size >= REMEMBERED_ADDRESSES) anonymous.clear();
+      known = quota('anonymous', `ip:${addressGroup(address)}`, anonymousLimit);
+      anonymous.set(address, known);
+    }
+    return known;
+  };
 
   const quotaOf = (req: IncomingMessage, principal: Principal | undefined): Quota | undefined => {
     if (!principal) {
       if (anonymousPerMinute === 0) return undefined;
-      return { name: 'anonymous', key: `ip:${addressGroup(req.caller?.address ?? req.socket.remoteAddress ?? 'unknown')}`, limit: perWindow(anonymousPerMinute) };
+      return anonymousQuota(req.caller?.address ?? req.socket.remoteAddress ?? 'unknown');
     }
     const key = principal.id ?? `user:${principal.username}`;
     if (principal.rateLimitPerMinute !== undefined) {
       if (principal.rateLimitPerMinute === 0) return undefined;
-      return { name: 'key', key, limit: perWindow(principal.rateLimitPerMinute) };
+      return quota('key', key, perWindow(principal.rateLimitPerMinute));
     }
     if (authenticatedPerMinute === 0) return undefined;
-    return { name: 'authenticated', key, limit: perWindow(authenticatedPerMinute) };
+    return quota('authenticated', key, perWindow(authenticatedPerMinute));
   };
 
   const setHeaders = (res: ServerResponse, quota: Quota, usage: QuotaUsage, into?: Record<string, string>): number => {
     const resetSeconds = Math.max(0, Math.ceil(usage.resetMs / 1000));
-    const policy = policyHeader(quota.name, quota.limit);
+    const policy = quota.policy;
     const state = `"${quota.name}";r=${usage.remaining};t=${resetSeconds}`;
     if (into) {
       into['RateLimit-Policy'] = policy;

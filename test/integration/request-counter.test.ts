@@ -65,6 +65,30 @@ describe('BatchedRequestCounter over QuotaCounter in Redis', () => {
     expect(after - before).toBeLessThan(200);
   });
 
+  it('when a key piles up points faster than the timer sends them, then its batch goes at once: Redis has them long before the timer', async () => {
+    // A timer far beyond the test's wait: only the pile-up can send the points.
+    const counter = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }), { flushMs: 60_000 });
+    const key = unique('ip:192.0.2.7');
+    await counter.consume(key, 1_000_000); // the first request of a key always asks Redis
+    // A limit of 1,000,000 holds up to 25,000 points unconfirmed; half of it sends the batch.
+    for (let i = 0; i < 12_500; i++) expect(counter.consumeNow(key, 1_000_000)?.allowed).toBe(true);
+
+    await waitFor(async () => Number(await client.get(keys.quota(key))) === 12_501, { message: 'the piled-up points in Redis', timeoutMs: 5000 });
+  });
+
+  it('when the same caller comes with another limit, then the estimate learned under the old one does not answer for it', async () => {
+    const counter = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
+    const key = unique('key:managed');
+    await counter.consume(key, 1_000_000);
+    expect(counter.consumeNow(key, 1_000_000)?.remaining).toBe(1_000_000 - 2);
+
+    // An administrator lowered the key's quota: the next request asks Redis under the new limit.
+    expect(counter.consumeNow(key, 50)).toBeUndefined();
+    const lowered = await counter.consume(key, 50);
+    expect(lowered.allowed).toBe(true);
+    expect(lowered.remaining).toBe(50 - 3);
+  });
+
   it('when two instances count the same key, then together they allow exactly the limit and both refuse past it', async () => {
     const a = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
     const b = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
