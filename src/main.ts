@@ -332,8 +332,11 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const usage = new UsageMeter({ counters, store: db.usage, logger: logger.child({ component: 'usage' }) });
   usage.start();
   shutdown.add('usage meter', () => usage.close());
+  const quotaCounter = new BatchedRequestCounter(new QuotaCounter({ counters }));
+  // Closed before the cache (the list closes in reverse): the points still waiting reach Redis.
+  shutdown.add('quota counter', () => quotaCounter.close());
   const rateLimit = createRateLimit({
-    counter: new BatchedRequestCounter(new QuotaCounter({ counters })),
+    counter: quotaCounter,
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
     metrics,

@@ -76,6 +76,18 @@ describe('BatchedRequestCounter over QuotaCounter in Redis', () => {
     await waitFor(async () => Number(await client.get(keys.quota(key))) === 12_501, { message: 'the piled-up points in Redis', timeoutMs: 5000 });
   });
 
+  it('when the counter closes with points still waiting for the timer, then they reach Redis before close resolves', async () => {
+    const counter = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }), { flushMs: 60_000 });
+    const key = unique('user:leaving');
+    await counter.consume(key, 1_000_000);
+    for (let i = 0; i < 7; i++) counter.consumeNow(key, 1_000_000);
+    expect(Number(await client.get(keys.quota(key)))).toBe(1);
+
+    await counter.close();
+
+    expect(Number(await client.get(keys.quota(key)))).toBe(8);
+  });
+
   it('when the same caller comes with another limit, then the estimate learned under the old one does not answer for it', async () => {
     const counter = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
     const key = unique('key:managed');

@@ -70,6 +70,8 @@ export class BatchedRequestCounter implements RequestCounter {
   readonly #due = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #immediate: NodeJS.Immediate | undefined;
+  /** Batches sent and not yet answered, for `close`. */
+  readonly #sending = new Set<Promise<void>>();
 
   constructor(shared: RequestCounter, options: BatchedRequestCounterOptions = {}) {
     this.#shared = shared;
@@ -126,8 +128,14 @@ export class BatchedRequestCounter implements RequestCounter {
     }
     if (this.#timer) return;
     this.#timer = setTimeout(() => this.#flush(), this.#flushMs);
-    // Never keeps the process alive: a point lost at exit only makes a quota a little kinder.
+    // Never keeps the process alive: `close` sends what waits; a point lost at a crash only makes a quota a little kinder.
     this.#timer.unref();
+  }
+
+  /** Sends the points still waiting and waits for every batch's answer (at shutdown, before the shared store closes). */
+  async close(): Promise<void> {
+    this.#flush();
+    await Promise.all(this.#sending);
   }
 
   #flush(): void {
@@ -143,7 +151,7 @@ export class BatchedRequestCounter implements RequestCounter {
       const points = estimate.unsent;
       estimate.unsent = 0;
       estimate.inFlight += points;
-      this.#shared.consume(key, estimate.limit, points).then(
+      const sent = this.#shared.consume(key, estimate.limit, points).then(
         (usage) => {
           const current = this.#estimates.get(key);
           if (current) current.inFlight -= points;
@@ -155,6 +163,8 @@ export class BatchedRequestCounter implements RequestCounter {
           this.#estimates.delete(key);
         },
       );
+      this.#sending.add(sent);
+      void sent.finally(() => this.#sending.delete(sent));
     }
   }
 }
