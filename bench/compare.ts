@@ -8,7 +8,7 @@
  * baselines measured around it. Extra arguments are none; BENCH_* variables apply to every pass.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { median } from './setup.js';
@@ -92,6 +92,9 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
 const dir = mkdtempSync(join(tmpdir(), 'mds-bench-compare-'));
 const oldTree = join(dir, 'old');
 const outputs = { old: join(ROOT, 'bench', 'results', 'compare-old.json'), new: join(ROOT, 'bench', 'results', 'compare-new.json') };
+// Made before the hour of passes, not after: a fresh clone has no bench/results (ignored by git), and
+// failing to write there lost every pass's figures with the temporary folder.
+mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
 try {
   run('git', ['worktree', 'add', '--detach', oldTree, ref], ROOT);
   // The old build runs on this checkout's installed packages (a superset when only dependencies were added).
