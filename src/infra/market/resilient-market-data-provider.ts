@@ -79,10 +79,11 @@ export class CircuitOpenError extends UpstreamHeldBackError {
  * What counts: an unknown symbol (`undefined`) and an empty search are answers, so successes. Throttling
  * is not an outage and never counts as a failure. A call the upstream guard refused
  * (`UpstreamBusyError`) never reached the upstream, so it is not counted at all: the guard admits a
- * call before the breaker is fired (and a breaker that would refuse the call, open or half-open with its
- * probe out, is asked first, so it fails fast without spending budget). It must not count as a success either: opossum counts an error its filter ignores
- * as a success, and with every slot held by a hanging upstream, each refusal of the calls behind them
- * would lower the failure rate until the breaker never opened. A 429 (`UpstreamRateLimitedError`) is
+ * call before the breaker is fired (and a breaker that would refuse the call, open or half-open with
+ * its probe out, is asked first, so it fails fast without spending budget). It must not count as a
+ * success either: opossum counts an error its filter ignores as a success, and with every slot held
+ * by a hanging upstream, each refusal of the calls behind them would lower the failure rate until the
+ * breaker never opened. A 429 (`UpstreamRateLimitedError`) is
  * answered by the guard's fleet-wide pause; opening the breaker as well would only stretch the outage,
  * so the filter ignores it (as a success, so one that ends a half-open probe closes the breaker; the
  * next call that reaches the upstream is then the real probe).
