@@ -340,7 +340,6 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     authenticatedPerMinute: config.rateLimit.authenticatedPerMinute,
     metrics,
-    usage,
   });
   logger.info({ ...config.rateLimit, dataRequiresAuth: config.auth.dataRequiresAuth }, 'rate limits ready');
   const fastPath = options.fastPath === false ? undefined : new FastPath({ engine });
@@ -367,6 +366,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     ...(fastPath ? { fastPath } : {}),
     corsOrigins: config.server.corsOrigins,
     rateLimit,
+    usage,
     onResponseViolation: options.onResponseViolation,
     metrics,
     console: consoleStep(resolve(packageRoot, 'dist', 'console')),

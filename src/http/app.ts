@@ -18,19 +18,21 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
 import type { Contract } from './contract.js';
 import { createCors } from './cors.js';
-import { StartupError } from '../domain/errors.js';
+import { RateLimitedError, StartupError } from '../domain/errors.js';
 import { toErrorResponse, writeEnvelope } from './envelope.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from '../domain/ports/logger.js';
 import { openApiValidatorMiddleware } from './openapi-validator.js';
 import { requestLog } from './request-log.js';
-import { contractSecurity, credentialCheck, type Authenticator } from './security.js';
+import { contractSecurity, credentialCheck, credentialSchemes, type Authenticator } from './security.js';
 import { runStep, series } from './series.js';
 import { isConsolePath } from './console.js';
 import { NO_METRICS, UNMATCHED_ROUTE, type Metrics } from '../domain/ports/metrics.js';
 import type { Principal } from '../domain/ports/accounts.js';
-import type { RateLimit } from './rate-limit.js';
-import { callerStep, clientAddressOf, type TrustProxy } from './caller.js';
+import { NO_USAGE, type UsageRecorder } from '../domain/ports/usage.js';
+import { priceOf } from '../domain/prices.js';
+import { isRateLimitedPath, type RateLimit } from './rate-limit.js';
+import { callerStep, clientAddressOf, createAdmission, type Admission, type RequestContext, type TrustProxy } from './caller.js';
 import type { FastPath } from './fast-path.js';
 import { writeRepresentation } from './handlers/representation.js';
 
@@ -61,6 +63,8 @@ export interface AppDeps {
   onResponseViolation?: (message: string, req: Request) => void;
   /** Records every response's duration by route template; none by default. */
   metrics?: Metrics;
+  /** Counts every action of a known caller, by door and operation, for the usage report; nothing by default. */
+  usage?: UsageRecorder;
   /** `/mcp` (mcp/endpoint.ts), answered after the caller step; none when absent. */
   mcp?: McpBranch;
   /** Serves the web console at /app/ (and redirects / there) before the API's steps; no console when absent. */
@@ -91,6 +95,9 @@ function pathOf(target: string): string {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The usage report's operation of a request that matched none. */
+const UNMATCHED_OPERATION = 'unmatched';
 
 /** The incoming `X-Request-Id` when it is sane, else a fresh UUID; echoed in the response. */
 export function requestId(req: IncomingMessage, res: ServerResponse): string {
@@ -123,10 +130,11 @@ export function routeOf(req: IncomingMessage): string {
 export type IdentifyUpgrade = (req: IncomingMessage, done: (refusal: unknown, headers: Record<string, string>) => void) => void;
 
 /**
- * The app's request listener, the message classes a server should build its requests with, and the
- * caller step for the requests that leave the listener (an upgrade to a WebSocket, ws-api.ts).
+ * The app's request listener, the message classes a server should build its requests with, the
+ * caller step for the requests that leave the listener (an upgrade to a WebSocket, ws-api.ts), and
+ * the admission of the actions of doors that are not one request each (caller.ts `Admission`).
  */
-export type AppListener = RequestListener & { messages: MessageClasses; identifyUpgrade: IdentifyUpgrade };
+export type AppListener = RequestListener & { messages: MessageClasses; identifyUpgrade: IdentifyUpgrade; admission: Admission };
 
 /** Node's request and response classes for `http.createServer`'s `IncomingMessage` and `ServerResponse` options. */
 export interface MessageClasses {
@@ -195,9 +203,22 @@ export function createApp(deps: AppDeps): AppListener {
   const metrics = deps.metrics ?? NO_METRICS;
   // One listener per request both logs it and, with metrics on, records its duration by route template.
   const recordDuration = metrics === NO_METRICS ? undefined : (req: IncomingMessage, method: string, statusCode: number, seconds: number) => metrics.httpRequest(method, routeOf(req), statusCode, seconds);
-  const log = requestLog(app, logger, requestIdOf, recordDuration);
+  const usage = deps.usage ?? NO_USAGE;
+  // Every request of a known caller is metered once it ends, with the door, operation and points it was charged.
+  const meter =
+    usage === NO_USAGE
+      ? undefined
+      : (req: IncomingMessage) => {
+          const caller = req.caller as RequestContext | undefined;
+          if (caller?.principal === undefined) return;
+          const operation = caller.operation ?? UNMATCHED_OPERATION;
+          usage.record(caller.principal, { door: caller.door === 'rest' && operation === 'streamQuotes' ? 'sse' : caller.door, operation, points: caller.points, limited: caller.limited });
+        };
+  const log = requestLog(app, logger, requestIdOf, recordDuration, meter);
   const cors = createCors(deps.corsOrigins ?? []);
-  const identify = callerStep({ address: address.address, checkCredentials: credentialCheck(contract.document, authenticator), rateLimit: deps.rateLimit });
+  const checkCredentials = credentialCheck(contract.document, authenticator);
+  const identify = callerStep({ address: address.address, checkCredentials, rateLimit: deps.rateLimit });
+  const admission = createAdmission({ checkCredentials, apiKeyHeader: credentialSchemes(contract.document).find((s) => s.kind === 'apiKey')?.header, rateLimit: deps.rateLimit, usage: deps.usage });
   const shortcut = deps.fastPath;
   const mcp = deps.mcp;
 
@@ -252,6 +273,37 @@ export function createApp(deps: AppDeps): AppListener {
     },
     [contractSecurity(contract.operations, contract.document), parseBody],
   );
+  // The price (DESIGN 24): once the operation and its input are known and valid, and before any work,
+  // the caller pays the rest of its price (the caller step charged 1 point); one who cannot pay gets 429.
+  const costOf = new Map(contract.operations.map((op) => [op.operationId, op.cost]));
+  const rateLimit = deps.rateLimit;
+  const price: RequestHandler = (req, res, next) => {
+    const operationId = req.openapi?.schema.operationId;
+    const rule = operationId === undefined ? undefined : costOf.get(operationId);
+    if (rule === undefined) {
+      next();
+      return;
+    }
+    const caller = req.caller;
+    caller.operation = operationId;
+    const points = rule === 'fixed' ? 1 : priceOf(rule, { ...(req.query as Record<string, unknown>), ...req.openapi!.pathParams });
+    const extra = points - caller.points;
+    if (extra <= 0 || rateLimit === undefined || !isRateLimitedPath(pathOf(req.originalUrl))) {
+      if (extra > 0) caller.points = points;
+      next();
+      return;
+    }
+    rateLimit.apply(caller, res, extra).then(
+      () => {
+        caller.points = points;
+        next();
+      },
+      (err: unknown) => {
+        if (err instanceof RateLimitedError) caller.limited = true;
+        next(err);
+      },
+    );
+  };
   // The validator already found the operation; its handler is one Map lookup away (no second routing).
   const byOperation = new Map(contract.operations.map((op) => [op.operationId, (handlers as unknown as Record<string, RequestHandler>)[op.operationId]!]));
   const dispatch: RequestHandler = (req, res, next) => {
@@ -273,7 +325,7 @@ export function createApp(deps: AppDeps): AppListener {
   // (`req.query`, `res.json`, its settings) and nothing else: the validator finds the operation, so
   // Express's router would only walk one layer that matches every path. The console is no API
   // operation: its paths go to its own step, before the validator calls them unknown.
-  const api = series([validate, dispatch, notFound]);
+  const api = series([validate, price, dispatch, notFound]);
   const consoleWay = deps.console ? series([deps.console, notFound]) : undefined;
   const fullWay = (req: IncomingMessage, res: ServerResponse, path: string) => {
     const request = req as Request;
@@ -328,6 +380,7 @@ export function createApp(deps: AppDeps): AppListener {
       if (hit !== undefined) {
         req.caller.shortcut = true;
         req.caller.route = hit.route;
+        req.caller.operation = hit.operation;
         writeRepresentation(res, hit.rep, req.headers['if-none-match'], headers);
         log.ended(req, res);
         return;
@@ -346,5 +399,5 @@ export function createApp(deps: AppDeps): AppListener {
       done(refusal, headers);
     });
   };
-  return Object.assign(listener, { messages, identifyUpgrade });
+  return Object.assign(listener, { messages, identifyUpgrade, admission });
 }

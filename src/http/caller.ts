@@ -14,6 +14,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import proxyaddr from 'proxy-addr';
 import type { Principal } from '../domain/ports/accounts.js';
+import { NO_USAGE, type Door, type UsageRecorder } from '../domain/ports/usage.js';
+import { InvalidRequestError, NotAuthenticatedError, RateLimitedError } from '../domain/errors.js';
 import { isRateLimitedPath, type RateLimit } from './rate-limit.js';
 import type { Credential, CredentialsDone } from './security.js';
 
@@ -31,6 +33,14 @@ export interface RequestContext {
   route?: string;
   /** True when the cached-answer shortcut answered it. */
   shortcut?: boolean;
+  /** The door it came through (usage report): REST unless a door says otherwise. */
+  door: Door;
+  /** The operation it was, once known (the rights step, the shortcut, a door's action). */
+  operation?: string;
+  /** Quota points charged so far. */
+  points: number;
+  /** Refused for its quota (429). */
+  limited: boolean;
 }
 
 declare module 'http' {
@@ -85,7 +95,7 @@ export interface CallerStepOptions {
 export function callerStep(options: CallerStepOptions): (req: IncomingMessage, path: string, res: ServerResponse, headers: Record<string, string>, done: (err?: unknown) => void) => void {
   const { address, checkCredentials, rateLimit } = options;
   return (req, path, res, headers, done) => {
-    const context: RequestContext = { address: address(req), credentials: [], principal: undefined };
+    const context: RequestContext = { address: address(req), credentials: [], principal: undefined, door: 'rest', points: 0, limited: false };
     req.caller = context;
     // Outside /api (the documents, the console) and on health nothing is counted, and no credential is asked for.
     if (!isRateLimitedPath(path)) {
@@ -98,9 +108,90 @@ export function callerStep(options: CallerStepOptions): (req: IncomingMessage, p
         context.credentials = passed;
         context.principal = passed[0]?.principal;
       }
-      const end = () => done(credentialsRefused ? refusal : undefined);
-      if (rateLimit === undefined || rateLimit.tryApply(req, res, context.principal, headers)) end();
-      else rateLimit.apply(req, res, context.principal).then(end, done);
+      const end = () => {
+        context.points = 1;
+        done(credentialsRefused ? refusal : undefined);
+      };
+      if (rateLimit === undefined || rateLimit.tryApply(context, res, headers)) end();
+      else
+        rateLimit.apply(context, res).then(end, (err: unknown) => {
+          if (err instanceof RateLimitedError) context.limited = true;
+          done(err);
+        });
     });
+  };
+}
+
+/** A credential that arrived inside a message rather than a header (a WebSocket `auth` action). */
+export interface MessageCredential {
+  scheme: 'bearer' | 'apiKey';
+  value: string;
+}
+
+/**
+ * The caller step for the actions of the doors that are not one HTTP request each (DESIGN 24): a
+ * WebSocket's actions, an MCP message. The same identity, price and quota as a request: a door hands
+ * its action here with the context its connection's caller step yielded, and never reads a
+ * credential, an address or a quota itself.
+ */
+export interface Admission {
+  /**
+   * Checks a credential sent in a message, as the caller step checks a header: resolves with its
+   * principal. A bad one is charged 1 point to the context's address (so guessing through any door is
+   * throttled like REST) and rejects with its 401, or with 429 once the address cannot pay.
+   */
+  authenticate(context: Pick<RequestContext, 'address'>, credential: MessageCredential, door: Door): Promise<Principal>;
+  /**
+   * Charges `points` for `operation` through `door` to the context's payer (its principal, else its
+   * address) and meters it; resolves when the action may go on, rejects with `RateLimitedError` when
+   * the payer cannot pay (nothing is to be done then).
+   */
+  charge(context: Pick<RequestContext, 'address' | 'principal'>, door: Door, operation: string, points: number): Promise<void>;
+}
+
+export interface AdmissionOptions {
+  /** `credentialCheck` of the contract. */
+  checkCredentials: (req: IncomingMessage, done: CredentialsDone) => void;
+  /** The (lower-case) header of the contract's API-key scheme; none when the contract has none. */
+  apiKeyHeader: string | undefined;
+  rateLimit?: RateLimit | undefined;
+  usage?: UsageRecorder | undefined;
+}
+
+export function createAdmission(options: AdmissionOptions): Admission {
+  const { checkCredentials, apiKeyHeader, rateLimit } = options;
+  const usage = options.usage ?? NO_USAGE;
+  const charge: Admission['charge'] = async (context, door, operation, points) => {
+    try {
+      if (rateLimit !== undefined) await rateLimit.apply(context, undefined, points);
+    } catch (err) {
+      if (context.principal !== undefined) usage.record(context.principal, { door, operation, points: 0, limited: err instanceof RateLimitedError });
+      throw err;
+    }
+    if (context.principal !== undefined) usage.record(context.principal, { door, operation, points, limited: false });
+  };
+  return {
+    charge,
+    authenticate(context, credential, door) {
+      const header = credential.scheme === 'bearer' ? 'authorization' : apiKeyHeader;
+      if (header === undefined) return Promise.reject(new InvalidRequestError([{ path: 'auth', message: 'this service takes no API keys' }]));
+      const value = credential.scheme === 'bearer' ? `Bearer ${credential.value}` : credential.value;
+      // The same check as a request's headers: a stand-in request that carries this one credential.
+      const carrier = { headers: { [header]: value } } as unknown as IncomingMessage;
+      return new Promise<Principal>((resolve, reject) => {
+        checkCredentials(carrier, (refusal, passed) => {
+          const principal = passed[0]?.principal;
+          if ((refusal === null || refusal === undefined) && principal !== undefined) {
+            resolve(principal);
+            return;
+          }
+          // Refused: charged to the address, like a request with a bad credential.
+          charge({ address: context.address, principal: undefined }, door, 'auth', 1).then(
+            () => reject(refusal ?? new NotAuthenticatedError()),
+            reject,
+          );
+        });
+      });
+    },
   };
 }

@@ -6,6 +6,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseDocument } from 'yaml';
+import { isCostRule, type CostRule } from '../domain/prices.js';
+import { StartupError } from '../domain/errors.js';
 
 export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 
@@ -18,6 +20,8 @@ export interface Operation {
   expressPath: string;
   /** Its security requirements (its own, else the document's): scheme name to scopes; `{}` is anonymous. */
   security: Array<Record<string, string[]>>;
+  /** Its price rule (`x-mds-cost`, domain/prices.ts). */
+  cost: CostRule;
 }
 
 export interface Contract {
@@ -68,7 +72,7 @@ export function withSecurityPolicy(contract: Contract, policy: { dataRequiresAut
 
 export function contractFromYaml(yaml: string): Contract {
   const document = parse(yaml) as Record<string, unknown>;
-  const paths = (document.paths ?? {}) as Record<string, Record<string, { operationId?: string; security?: Array<Record<string, string[]>> }>>;
+  const paths = (document.paths ?? {}) as Record<string, Record<string, { operationId?: string; security?: Array<Record<string, string[]>>; 'x-mds-cost'?: unknown }>>;
   const globalSecurity = (document.security as Array<Record<string, string[]>> | undefined) ?? [];
   const operations: Operation[] = [];
   for (const [path, item] of Object.entries(paths)) {
@@ -76,12 +80,16 @@ export function contractFromYaml(yaml: string): Contract {
       const op = item[method];
       if (!op) continue;
       const security = op.security ?? globalSecurity;
+      const operationId = op.operationId ?? `${method} ${path}`;
+      const cost = op['x-mds-cost'] ?? 'fixed';
+      if (!isCostRule(cost)) throw new StartupError(`Operation ${operationId} has x-mds-cost '${String(cost)}', not one of the price rules (domain/prices.ts)`);
       operations.push({
-        operationId: op.operationId ?? `${method} ${path}`,
+        operationId,
         method,
         path,
         expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
         security,
+        cost,
       });
     }
   }

@@ -33,10 +33,19 @@ export interface FastPathOptions {
   now?: () => number;
 }
 
+/** A cached answer the shortcut may give: the representation, and the operation's route template and id. */
+export interface CachedAnswer {
+  rep: CachedRepresentation;
+  route: string;
+  operation: string;
+}
+
 interface Target {
   key: string;
   /** The operation's route template (the metrics label). */
   route: string;
+  /** The operation's id (the usage report's). */
+  operation: string;
   /** One request was let through the full way to validate this target again. */
   revalidating?: boolean;
 }
@@ -61,12 +70,13 @@ export class FastPath {
    * answered from the copy for a second (to any caller the caller step let through).
    */
   readonly remember = (req: Request, key: string): void => {
-    if (req.caller.anonymousAllowed !== true) return;
-    this.#targets.set(req.originalUrl, { key, route: req.openapi?.openApiRoute ?? UNMATCHED_ROUTE });
+    // Only a target the caller step's one point pays for: a dearer one goes the full way, which prices it.
+    if (req.caller.anonymousAllowed !== true || req.caller.points > 1) return;
+    this.#targets.set(req.originalUrl, { key, route: req.openapi?.openApiRoute ?? UNMATCHED_ROUTE, operation: req.caller.operation ?? UNMATCHED_ROUTE });
   };
 
   /** The cached answer to `req` and its route template, when the shortcut may give it; else undefined. */
-  answerFor(req: IncomingMessage): { rep: CachedRepresentation; route: string } | undefined {
+  answerFor(req: IncomingMessage): CachedAnswer | undefined {
     if (req.method !== 'GET' || req.url === undefined) return undefined;
     const inm = req.headers['if-none-match'];
     if (inm !== undefined && inm.length > IF_NONE_MATCH_MAX_LENGTH) return undefined;
@@ -81,7 +91,7 @@ export class FastPath {
    * its route template, when a full request validated that exact target within the last second;
    * else undefined. The MCP tool-call shortcut (mcp/shortcut.ts) asks it for the operation a tool maps to.
    */
-  answerForTarget(target: string): { rep: CachedRepresentation; route: string } | undefined {
+  answerForTarget(target: string): CachedAnswer | undefined {
     const now = this.#now();
     const entry = this.#targets.entry(target, now);
     if (entry === undefined) return undefined;
@@ -94,6 +104,6 @@ export class FastPath {
       return undefined;
     }
     const rep = this.#engine.serveFresh(remembered.key);
-    return rep === undefined ? undefined : { rep, route: remembered.route };
+    return rep === undefined ? undefined : { rep, route: remembered.route, operation: remembered.operation };
   }
 }

@@ -5,11 +5,10 @@
  * IETF httpapi `RateLimit-Policy` and `RateLimit` headers, and rejects with `RateLimitedError` past
  * the quota (the 429 envelope with `Retry-After`).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { RateLimitedError } from '../domain/errors.js';
 import { addressGroup } from '../domain/address-group.js';
 import { NO_METRICS, type Metrics } from '../domain/ports/metrics.js';
-import { NO_USAGE, type UsageRecorder } from '../domain/ports/usage.js';
 import type { Principal } from '../domain/ports/accounts.js';
 import type { QuotaUsage, RequestCounter } from '../domain/ports/counters.js';
 
@@ -21,26 +20,31 @@ export interface RateLimitOptions {
   authenticatedPerMinute: number;
   /** Counts every refusal under the quota's name (`anonymous`, `authenticated`, `key`). */
   metrics?: Pick<Metrics, 'rateLimitRejected'> | undefined;
-  /** Counts every request of a known caller, and its refusals, for the usage report; nothing by default. */
-  usage?: UsageRecorder | undefined;
 }
 
-/** Counts requests against quotas; see the module comment. */
+/** Whom a charge is counted against: the caller step's address and principal (caller.ts `RequestContext`). */
+export interface Payer {
+  address: string;
+  principal: Principal | undefined;
+}
+
+/** Counts quota points against callers; see the module comment. */
 export interface RateLimit {
   /**
-   * Counts `req` against the quota of `principal` (or of the client address when there is none), sets
-   * the rate-limit headers on `res`, and resolves when the request may go on. Rejects with
-   * `RateLimitedError` when it is over the quota. Resolves at once, without headers, when that quota is off.
+   * Charges `points` (default 1) to `payer` (its principal, or its client address when there is none),
+   * sets the rate-limit headers on `res` (or puts them into `into`), and resolves when the action may
+   * go on. Rejects with `RateLimitedError` when the payer cannot pay: nothing was done. Resolves at
+   * once, without headers, when that quota is off.
    */
-  apply(req: IncomingMessage, res: ServerResponse, principal?: Principal): Promise<void>;
+  apply(payer: Payer, res: ServerResponse | undefined, points?: number, into?: Record<string, string>): Promise<void>;
   /**
-   * `apply` without waiting, for the hot paths: true when the request may go on now (its quota is
-   * off, or it was counted and allowed from what this instance knows; the headers are set); false
-   * when the answer needs the shared counter, and then nothing was counted: call `apply`. With
+   * `apply` of one point without waiting, for the hot paths: true when the action may go on now (its
+   * quota is off, or it was counted and allowed from what this instance knows; the headers are set);
+   * false when the answer needs the shared counter, and then nothing was counted: call `apply`. With
    * `into`, the headers are put there (for a caller that writes all its headers at once) instead of
    * being set on `res`.
    */
-  tryApply(req: IncomingMessage, res: ServerResponse, principal?: Principal, into?: Record<string, string>): boolean;
+  tryApply(payer: Payer, res: ServerResponse | undefined, into?: Record<string, string>): boolean;
 }
 
 /** True for the requests quotas apply to: every /api path except health. */
@@ -67,7 +71,6 @@ const REMEMBERED_ADDRESSES = 10_000;
 export function createRateLimit(options: RateLimitOptions): RateLimit {
   const { counter, anonymousPerMinute, authenticatedPerMinute } = options;
   const metrics = options.metrics ?? NO_METRICS;
-  const usage = options.usage ?? NO_USAGE;
   // Configured per minute, counted per window: the same rate when the window is not a minute (tests).
   const perWindow = (perMinute: number) => Math.max(1, Math.round((perMinute * counter.windowMs) / 60_000));
   const windowSeconds = Math.round(counter.windowMs / 1000);
@@ -97,10 +100,10 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
     return known;
   };
 
-  const quotaOf = (req: IncomingMessage, principal: Principal | undefined): Quota | undefined => {
+  const quotaOf = ({ address, principal }: Payer): Quota | undefined => {
     if (!principal) {
       if (anonymousPerMinute === 0) return undefined;
-      return anonymousQuota(req.caller?.address ?? req.socket.remoteAddress ?? 'unknown');
+      return anonymousQuota(address);
     }
     const key = principal.id ?? `user:${principal.username}`;
     if (principal.rateLimitPerMinute !== undefined) {
@@ -111,14 +114,14 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
     return quota('authenticated', key, perWindow(authenticatedPerMinute));
   };
 
-  const setHeaders = (res: ServerResponse, quota: Quota, usage: QuotaUsage, into?: Record<string, string>): number => {
+  const setHeaders = (res: ServerResponse | undefined, quota: Quota, usage: QuotaUsage, into?: Record<string, string>): number => {
     const resetSeconds = Math.max(0, Math.ceil(usage.resetMs / 1000));
     const policy = quota.policy;
     const state = `"${quota.name}";r=${usage.remaining};t=${resetSeconds}`;
     if (into) {
       into['RateLimit-Policy'] = policy;
       into.RateLimit = state;
-    } else {
+    } else if (res !== undefined) {
       res.setHeader('RateLimit-Policy', policy);
       res.setHeader('RateLimit', state);
     }
@@ -126,28 +129,19 @@ export function createRateLimit(options: RateLimitOptions): RateLimit {
   };
 
   return {
-    tryApply(req, res, principal, into) {
-      const quota = quotaOf(req, principal);
-      if (!quota) {
-        if (principal) usage.record(principal, false);
-        return true;
-      }
+    tryApply(payer, res, into) {
+      const quota = quotaOf(payer);
+      if (!quota) return true;
       const state = counter.consumeNow?.(quota.key, quota.limit);
       if (state === undefined || !state.allowed) return false;
       setHeaders(res, quota, state, into);
-      // Counted only once the request is decided: a false answer sends the request on to `apply`.
-      if (principal) usage.record(principal, false);
       return true;
     },
-    async apply(req, res, principal) {
-      const quota = quotaOf(req, principal);
-      if (!quota) {
-        if (principal) usage.record(principal, false);
-        return;
-      }
-      const state = await counter.consume(quota.key, quota.limit);
-      const resetSeconds = setHeaders(res, quota, state);
-      if (principal) usage.record(principal, !state.allowed);
+    async apply(payer, res, points = 1, into) {
+      const quota = quotaOf(payer);
+      if (!quota) return;
+      const state = await counter.consume(quota.key, quota.limit, points);
+      const resetSeconds = setHeaders(res, quota, state, into);
       if (!state.allowed) {
         metrics.rateLimitRejected(quota.name);
         throw new RateLimitedError(resetSeconds);

@@ -62,6 +62,8 @@ export function requestLog(
    * no answer at all.
    */
   onFinished?: (req: IncomingMessage, method: string, statusCode: number, seconds: number) => void,
+  /** Called once per request when it ends, answered or not (the usage meter). */
+  onClosed?: (req: IncomingMessage) => void,
 ): RequestLog {
   Object.defineProperty(app.request, 'log', {
     configurable: true,
@@ -76,6 +78,7 @@ export function requestLog(
   const record = (req: IncomingMessage & { [arrival]?: Arrival }, res: ServerResponse, whole: boolean) => {
     const { startedAt, method, url } = req[arrival]!;
     const ms = performance.now() - startedAt;
+    if (onClosed !== undefined) onClosed(req);
     if (onFinished !== undefined && res.headersSent) onFinished(req, method, res.statusCode, ms / 1000);
     // An answer of the cached-answer shortcut is counted in the admin status and the metrics; a line
     // per hit would cost more than the hit itself.

@@ -225,6 +225,7 @@ export function contractSecurity(operations: readonly Operation[], document: Rec
     }
     const caller = req.caller;
     caller.anonymousAllowed = security.anonymous;
+    caller.operation = operationId;
     const passed = caller.credentials;
     let forbidden: Principal | undefined;
     for (const requirement of security.requirements) {

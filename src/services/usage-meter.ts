@@ -9,7 +9,7 @@ import { keys, utcDay } from '../domain/key-space.js';
 import type { CounterWindow, SharedCounters } from '../domain/ports/counters.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { Principal } from '../domain/ports/accounts.js';
-import type { UsageCallerKind, UsageRecorder, UsageRow, UsageStore } from '../domain/ports/usage.js';
+import type { UsageAction, UsageCallerKind, UsageRecorder, UsageRow, UsageStore } from '../domain/ports/usage.js';
 
 export interface UsageMeterOptions {
   counters: SharedCounters;
@@ -69,7 +69,8 @@ export class UsageMeter implements UsageRecorder {
     this.#now = options.now ?? Date.now;
   }
 
-  record(principal: Principal, limited: boolean): void {
+  record(principal: Principal, action: UsageAction): void {
+    const limited = action.limited;
     const { callerKind, caller } = usageCallerOf(principal);
     const day = this.#today();
     const id = `${day} ${callerKind} ${caller}`;

@@ -53,16 +53,16 @@ describe('UsageMeter', () => {
     const b = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger });
     const alice = unique('alice');
     const keyId = unique('key');
-    for (let i = 0; i < 5; i += 1) a.record(user(alice), false);
-    a.record(user(alice), true);
-    for (let i = 0; i < 3; i += 1) b.record(user(alice), false);
-    b.record(key(keyId), true);
-    b.record(key(keyId), false);
+    for (let i = 0; i < 5; i += 1) a.record(user(alice), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
+    a.record(user(alice), { door: 'rest', operation: 'getQuote', points: 1, limited: true });
+    for (let i = 0; i < 3; i += 1) b.record(user(alice), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
+    b.record(key(keyId), { door: 'rest', operation: 'getQuote', points: 1, limited: true });
+    b.record(key(keyId), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
 
     await a.flush();
     await b.flush();
     // A's second flush writes nothing new for alice: what B added shows through the shared total.
-    a.record(user(alice), false);
+    a.record(user(alice), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
     await a.flush();
 
     const today = utcDay(Date.now());
@@ -87,14 +87,14 @@ describe('UsageMeter', () => {
     };
     const meter = new UsageMeter({ counters: flaky, store: db.usage, logger });
     const bob = unique('bob');
-    meter.record(user(bob), false);
-    meter.record(user(bob), true);
+    meter.record(user(bob), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
+    meter.record(user(bob), { door: 'rest', operation: 'getQuote', points: 1, limited: true });
     await meter.flush();
     expect((await db.usage.list(utcDay(Date.now()))).find((r) => r.caller === bob)).toBeUndefined();
     expect(lines.some((l) => l.level === 40 && String(l.msg).includes('kept for the next flush'))).toBe(true);
 
     failing = false;
-    meter.record(user(bob), false);
+    meter.record(user(bob), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
     await meter.close();
     expect((await db.usage.list(utcDay(Date.now()))).find((r) => r.caller === bob)).toMatchObject({ requests: 3, rateLimited: 1 });
   });
@@ -104,10 +104,10 @@ describe('UsageMeter', () => {
     let now = Date.UTC(2026, 10, 24, 23, 59, 59, 500);
     const meter = new UsageMeter({ counters: new RedisSharedCounters(), store: db.usage, logger, now: () => now });
     const carol = unique('carol');
-    meter.record(user(carol), false);
+    meter.record(user(carol), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
     now += 1000;
-    meter.record(user(carol), false);
-    meter.record(user(carol), true);
+    meter.record(user(carol), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
+    meter.record(user(carol), { door: 'rest', operation: 'getQuote', points: 1, limited: true });
     await meter.close();
     const rows = (await db.usage.list('2026-11-24')).filter((r) => r.caller === carol);
     expect(rows.map((r) => [r.day, r.requests, r.rateLimited])).toEqual([
@@ -148,8 +148,11 @@ describe('GET /api/admin/usage', () => {
       const body = (await res.json()) as { success: boolean; days: number; data: Array<{ caller_kind: string; caller: string; requests: number; rate_limited: number }> };
       expect(body.days).toBe(1);
       const rows = body.data.filter((r) => r.caller_kind === 'api-key');
-      // Two static keys: the reader (5 requests, 2 refused) and the administrator asking (1).
-      expect(rows.map((r) => [r.requests, r.rate_limited]).sort()).toEqual([
+      // The reader: 5 requests, 2 refused. A request is metered once it ends, so the administrator's
+      // own request is in the next report, not in the one it is answered with.
+      expect(rows.map((r) => [r.requests, r.rate_limited])).toEqual([[5, 2]]);
+      const again = (await (await svc.fetch('/api/admin/usage?days=1', { headers: { 'X-API-Key': ADMIN_KEY } })).json()) as typeof body;
+      expect(again.data.filter((r) => r.caller_kind === 'api-key').map((r) => [r.requests, r.rate_limited]).sort()).toEqual([
         [1, 0],
         [5, 2],
       ]);

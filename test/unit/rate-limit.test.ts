@@ -27,9 +27,9 @@ describe('createRateLimit', () => {
   it('when a managed key carries its own limit, then it gets the "key" policy with that quota and is refused past it', async () => {
     const rateLimit = limits();
     const first = exchange();
-    await rateLimit.apply(first.req, first.res, managedKey);
+    await rateLimit.apply({ address: '127.0.0.1', principal: managedKey }, first.res);
     const second = exchange();
-    const refused = await rateLimit.apply(second.req, second.res, managedKey).catch((e: unknown) => e);
+    const refused = await rateLimit.apply({ address: '127.0.0.1', principal: managedKey }, second.res).catch((e: unknown) => e);
 
     expect(first.res.getHeader('RateLimit-Policy')).toBe('"key";q=1;w=60');
     expect(first.res.getHeader('RateLimit')).toMatch(/^"key";r=0;t=(60|59)$/);
@@ -44,13 +44,13 @@ describe('createRateLimit', () => {
     const bob: Principal = { username: 'bob', isAdmin: false, kind: 'user' };
     for (let i = 0; i < 5; i++) {
       const { req, res } = exchange();
-      await rateLimit.apply(req, res, alice);
+      await rateLimit.apply({ address: '127.0.0.1', principal: alice }, res);
     }
     const sixth = exchange();
     const bobs = exchange();
 
-    await expect(rateLimit.apply(sixth.req, sixth.res, alice)).rejects.toBeInstanceOf(RateLimitedError);
-    await rateLimit.apply(bobs.req, bobs.res, bob);
+    await expect(rateLimit.apply({ address: '127.0.0.1', principal: alice }, sixth.res)).rejects.toBeInstanceOf(RateLimitedError);
+    await rateLimit.apply({ address: '127.0.0.1', principal: bob }, bobs.res);
     expect(bobs.res.getHeader('RateLimit-Policy')).toBe('"authenticated";q=5;w=60');
     expect(bobs.res.getHeader('RateLimit')).toMatch(/^"authenticated";r=4;t=\d+$/);
   });
@@ -61,8 +61,8 @@ describe('createRateLimit', () => {
     for (let i = 0; i < 5; i++) {
       const anonymous = exchange();
       const key = exchange();
-      await rateLimit.apply(anonymous.req, anonymous.res);
-      await rateLimit.apply(key.req, key.res, keyOff);
+      await rateLimit.apply({ address: '127.0.0.1', principal: undefined }, anonymous.res);
+      await rateLimit.apply({ address: '127.0.0.1', principal: keyOff }, key.res);
       expect(anonymous.res.getHeader('RateLimit')).toBeUndefined();
       expect(key.res.getHeader('RateLimit')).toBeUndefined();
     }

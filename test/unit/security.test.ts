@@ -83,7 +83,7 @@ describe('contract security on requests', () => {
           done({ err: refused, principal: undefined, calls });
           return;
         }
-        req.caller = { address: '127.0.0.1', credentials: passed, principal: passed[0]?.principal };
+        req.caller = { address: '127.0.0.1', credentials: passed, principal: passed[0]?.principal, door: 'rest', points: 0, limited: false };
         step(req, {} as never, (err?: unknown) => done({ err, principal: req.principal, calls }));
       });
     });

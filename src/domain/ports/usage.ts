@@ -21,13 +21,28 @@ export interface UsageRow {
   rateLimited: number;
 }
 
+/** The ways into mds (DESIGN 24): REST (and its SSE stream), MCP, the WebSocket API. */
+export type Door = 'rest' | 'sse' | 'mcp' | 'ws';
+
+/** One action a caller took, as the usage report counts it. */
+export interface UsageAction {
+  /** The door it came through. */
+  door: Door;
+  /** The operationId it was (REST, a tool call), or the door's own action (`ws:subscribe`, `mcp:tools/list`); `unmatched` when none. */
+  operation: string;
+  /** The quota points it was charged (0 when refused before any was). */
+  points: number;
+  /** It was refused for its quota (429). */
+  limited: boolean;
+}
+
 /**
- * Counts the requests of authenticated callers for the usage report. Called on the hot path: it
+ * Counts the actions of authenticated callers for the usage report. Called on the hot path: it
  * must be synchronous, cheap and never throw (counts are batched and written later).
  */
 export interface UsageRecorder {
-  /** One request by `principal`; `limited` when it was refused for its quota (429). */
-  record(principal: Principal, limited: boolean): void;
+  /** One action by `principal`. */
+  record(principal: Principal, action: UsageAction): void;
 }
 
 /** A recorder that counts nothing (usage metering off, tests of other parts). */
