@@ -350,7 +350,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     contract,
     listener: (req, res) => app!(req, res),
     fastPath,
-    authenticator: auth,
+    admission: () => app!.admission,
     logger,
     dataRequiresAuth: config.auth.dataRequiresAuth,
     bodyLimitBytes: config.server.bodyLimitBytes,

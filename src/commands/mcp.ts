@@ -26,20 +26,19 @@ export default class Mcp extends MdsCommand {
       fail(this, failure(err), 1);
     }
     const apiKey = config.mcp.apiKey;
-    const credentials = apiKey === undefined ? {} : service.mcp.apiKeyCredentials(apiKey);
     try {
       // A key that is refused (or none under DATA_REQUIRES_AUTH) would refuse every call: say so now.
-      const principal = await service.mcp.identify(credentials);
+      const principal = await service.mcp.identifyKey(apiKey);
       logger.info({ caller: principal?.username ?? 'anonymous', tools: service.mcp.toolNames.length }, 'mcp over stdio ready');
     } catch (err) {
       await service.close().catch(() => undefined);
       fail(this, apiKey === undefined ? `${failure(err)}: DATA_REQUIRES_AUTH is on, so set MCP_API_KEY to an API key` : `MCP_API_KEY: ${failure(err)}`, 1);
     }
-    await this.#serve(service, credentials);
+    await this.#serve(service, apiKey);
   }
 
   /** Serves stdin/stdout until the client goes or a signal comes, then closes the service. */
-  async #serve(service: Awaited<ReturnType<typeof startService>>, credentials: Record<string, string>): Promise<void> {
+  async #serve(service: Awaited<ReturnType<typeof startService>>, apiKey: string | undefined): Promise<void> {
     const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => {
       transport.onclose = resolve;
@@ -47,7 +46,7 @@ export default class Mcp extends MdsCommand {
       process.once('SIGTERM', resolve);
       process.once('SIGINT', resolve);
     });
-    await service.mcp.connect(transport, { credentials, remoteAddress: '127.0.0.1' });
+    await service.mcp.connect(transport, apiKey);
     await closed;
     await service.close();
   }

@@ -71,12 +71,6 @@ export interface AppDeps {
   console?: RequestHandler;
 }
 
-/**
- * Counts a request as a GET of `target` (path and query): the caller step with that path; `done` gets
- * its refusal, or nothing. The headers it decides (`RateLimit`) join the request's pending headers.
- */
-export type CountAs = (target: string, done: (refusal?: unknown) => void) => void;
-
 /** A branch of the front door for one path, after the caller step. */
 export interface McpBranch {
   path: string;
@@ -85,7 +79,7 @@ export interface McpBranch {
    * yet set on `res`: every answer carries them, and one written whole at once passes them to its one
    * `writeHead` (a header set on `res` first sends Node's `writeHead` down its slow case).
    */
-  handle(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>, countAs: CountAs): void;
+  handle(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>): void;
 }
 
 /** The path of a request target (`/api/quotes?symbols=A` -> `/api/quotes`). */
@@ -95,6 +89,9 @@ function pathOf(target: string): string {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The route of the requests the MCP branch answers. */
+const MCP_ROUTE = '/mcp';
 
 /** The usage report's operation of a request that matched none. */
 const UNMATCHED_OPERATION = 'unmatched';
@@ -210,14 +207,15 @@ export function createApp(deps: AppDeps): AppListener {
       ? undefined
       : (req: IncomingMessage) => {
           const caller = req.caller as RequestContext | undefined;
-          if (caller?.principal === undefined) return;
+          // An MCP request's messages are metered as they are charged (mcp/endpoint.ts), not the request.
+          if (caller?.principal === undefined || caller.route === MCP_ROUTE) return;
           const operation = caller.operation ?? UNMATCHED_OPERATION;
           usage.record(caller.principal, { door: caller.door === 'rest' && operation === 'streamQuotes' ? 'sse' : caller.door, operation, points: caller.points, limited: caller.limited });
         };
   const log = requestLog(app, logger, requestIdOf, recordDuration, meter);
   const cors = createCors(deps.corsOrigins ?? []);
   const checkCredentials = credentialCheck(contract.document, authenticator);
-  const identify = callerStep({ address: address.address, checkCredentials, rateLimit: deps.rateLimit });
+  const identify = callerStep({ address: address.address, checkCredentials, rateLimit: deps.rateLimit, identifyOnly: deps.mcp ? new Set([deps.mcp.path]) : undefined });
   const admission = createAdmission({ checkCredentials, apiKeyHeader: credentialSchemes(contract.document).find((s) => s.kind === 'apiKey')?.header, rateLimit: deps.rateLimit, usage: deps.usage });
   const shortcut = deps.fastPath;
   const mcp = deps.mcp;
@@ -368,12 +366,7 @@ export function createApp(deps: AppDeps): AppListener {
       if (mcp !== undefined && path === mcp.path) {
         req.caller.route = mcp.path;
         log.watch(req, res);
-        mcp.handle(req, res, headers, (target, done) => {
-          identify(req, pathOf(target), res, headers, (refusal) => {
-            req.caller.route = mcp.path;
-            done(refusal);
-          });
-        });
+        mcp.handle(req, res, headers);
         return;
       }
       const hit = shortcut?.answerFor(req);

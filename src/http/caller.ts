@@ -16,7 +16,7 @@ import proxyaddr from 'proxy-addr';
 import type { Principal } from '../domain/ports/accounts.js';
 import { NO_USAGE, type Door, type UsageRecorder } from '../domain/ports/usage.js';
 import { InvalidRequestError, NotAuthenticatedError, RateLimitedError } from '../domain/errors.js';
-import { isRateLimitedPath, type RateLimit } from './rate-limit.js';
+import { isRateLimitedPath, type Payer, type RateLimit } from './rate-limit.js';
 import type { Credential, CredentialsDone } from './security.js';
 
 /** What the caller step learned about a request; see the module comment. */
@@ -77,12 +77,38 @@ export function clientAddressOf(trust: TrustProxy): { address: (req: IncomingMes
   };
 }
 
+/**
+ * Requests made inside the service for a caller whose identity a door already decided (an MCP tool
+ * call's operation, made in-process): the caller step takes that caller's context instead of reading
+ * the request, and counts the request as usual.
+ */
+const adopted = new WeakMap<IncomingMessage, CallerOf>();
+
+/** Who an in-process request acts for: the address, credentials and principal of the door's own caller, and its door. */
+export interface CallerOf {
+  address: string;
+  /** The credentials that passed (the rights step matches the operation's requirements against them). */
+  credentials: readonly Credential[];
+  principal: Principal | undefined;
+  door: Door;
+}
+
+/** Marks `req` (made in-process, before it reaches the app) as acting for `caller`; see `adopted`. */
+export function actFor(req: IncomingMessage, caller: CallerOf): void {
+  adopted.set(req, caller);
+}
+
 export interface CallerStepOptions {
   address: (req: IncomingMessage) => string;
   /** `credentialCheck` of the contract. */
   checkCredentials: (req: IncomingMessage, done: CredentialsDone) => void;
   /** Request quotas; none when absent. */
   rateLimit?: RateLimit | undefined;
+  /**
+   * Paths whose callers are identified but not charged here: a door that prices each of its messages
+   * itself (`/mcp`). A bad credential is still charged to the address, as everywhere.
+   */
+  identifyOnly?: ReadonlySet<string> | undefined;
 }
 
 /**
@@ -94,11 +120,32 @@ export interface CallerStepOptions {
  */
 export function callerStep(options: CallerStepOptions): (req: IncomingMessage, path: string, res: ServerResponse, headers: Record<string, string>, done: (err?: unknown) => void) => void {
   const { address, checkCredentials, rateLimit } = options;
+  const identifyOnly = options.identifyOnly ?? new Set<string>();
   return (req, path, res, headers, done) => {
-    const context: RequestContext = { address: address(req), credentials: [], principal: undefined, door: 'rest', points: 0, limited: false };
+    const actingFor = adopted.get(req);
+    const context: RequestContext =
+      actingFor === undefined
+        ? { address: address(req), credentials: [], principal: undefined, door: 'rest', points: 0, limited: false }
+        : { address: actingFor.address, credentials: actingFor.credentials, principal: actingFor.principal, door: actingFor.door, points: 0, limited: false };
     req.caller = context;
+    const charge = (payer: Payer, end: () => void) => {
+      if (rateLimit === undefined || rateLimit.tryApply(payer, res, headers)) end();
+      else
+        rateLimit.apply(payer, res).then(end, (err: unknown) => {
+          if (err instanceof RateLimitedError) context.limited = true;
+          done(err);
+        });
+    };
+    if (actingFor !== undefined) {
+      charge(context, () => {
+        context.points = 1;
+        done();
+      });
+      return;
+    }
+    const counted = isRateLimitedPath(path);
     // Outside /api (the documents, the console) and on health nothing is counted, and no credential is asked for.
-    if (!isRateLimitedPath(path)) {
+    if (!counted && !identifyOnly.has(path)) {
       done();
       return;
     }
@@ -107,17 +154,15 @@ export function callerStep(options: CallerStepOptions): (req: IncomingMessage, p
       if (!credentialsRefused) {
         context.credentials = passed;
         context.principal = passed[0]?.principal;
+        if (!counted) {
+          done();
+          return;
+        }
       }
-      const end = () => {
+      charge(context, () => {
         context.points = 1;
         done(credentialsRefused ? refusal : undefined);
-      };
-      if (rateLimit === undefined || rateLimit.tryApply(context, res, headers)) end();
-      else
-        rateLimit.apply(context, res).then(end, (err: unknown) => {
-          if (err instanceof RateLimitedError) context.limited = true;
-          done(err);
-        });
+      });
     });
   };
 }
@@ -146,7 +191,7 @@ export interface Admission {
    * address) and meters it; resolves when the action may go on, rejects with `RateLimitedError` when
    * the payer cannot pay (nothing is to be done then).
    */
-  charge(context: Pick<RequestContext, 'address' | 'principal'>, door: Door, operation: string, points: number): Promise<void>;
+  charge(context: Pick<RequestContext, 'address' | 'principal'>, door: Door, operation: string, points: number, into?: Record<string, string>): Promise<void>;
 }
 
 export interface AdmissionOptions {
@@ -161,9 +206,9 @@ export interface AdmissionOptions {
 export function createAdmission(options: AdmissionOptions): Admission {
   const { checkCredentials, apiKeyHeader, rateLimit } = options;
   const usage = options.usage ?? NO_USAGE;
-  const charge: Admission['charge'] = async (context, door, operation, points) => {
+  const charge: Admission['charge'] = async (context, door, operation, points, into) => {
     try {
-      if (rateLimit !== undefined) await rateLimit.apply(context, undefined, points);
+      if (rateLimit !== undefined) await rateLimit.apply(context, undefined, points, into);
     } catch (err) {
       if (context.principal !== undefined) usage.record(context.principal, { door, operation, points: 0, limited: err instanceof RateLimitedError });
       throw err;

@@ -135,7 +135,7 @@ beforeAll(async () => {
   env = cliEnv(dir, 'mcp-test-secret-0123456789abcdefghij', { API_KEYS: ADMIN_KEY });
   expect(mds(['init']).code).toBe(0);
   readKey = (JSON.parse(mds(['keys', 'create', 'agent', '--json']).stdout) as { key: string }).key;
-  const tight = JSON.parse(mds(['keys', 'create', 'tight-agent', '--rate-limit', '3', '--json']).stdout) as { key: string; id: string };
+  const tight = JSON.parse(mds(['keys', 'create', 'tight-agent', '--rate-limit', '7', '--json']).stdout) as { key: string; id: string };
   tightKey = tight.key;
   tightKeyId = tight.id;
   deskKey = JSON.parse(mds(['keys', 'create', 'desk-agent', '--json']).stdout) as { key: string; id: string };
@@ -260,7 +260,9 @@ describe('mcp: the same doors as REST', () => {
 
   it('when a key past its quota calls a tool, then the 429 is a tool error with retry advice, and the admin usage report counts every call', async () => {
     const client = await httpClient(closed.url, { 'X-API-Key': tightKey });
-    // Listing is no operation: it is not counted.
+    // Every message is an action (DESIGN 24): initialize, the initialized notification, the transport's
+    // GET for a server stream (405: the endpoint is stateless) and the listing cost a point each, so
+    // three of the key's seven points are left for tool calls.
     await client.listTools();
     for (let i = 0; i < 3; i += 1) expect((await call(client, 'get_quote', { symbol: 'AAPL' })).isError, `call ${i + 1}`).toBeFalsy();
     const refused = await call(client, 'get_quote', { symbol: 'AAPL' });
@@ -272,11 +274,11 @@ describe('mcp: the same doors as REST', () => {
       async () => {
         const usage = await rest(closed.url, '/api/admin/usage?days=1', { 'x-api-key': ADMIN_KEY });
         row = (usage.body as { data: Array<{ caller: string; requests: number; rate_limited: number }> }).data.find((r) => r.caller === tightKeyId);
-        return row?.requests === 4;
+        return row?.requests === 8;
       },
-      { timeoutMs: 15_000, intervalMs: 250, message: 'the usage report to count the four calls' },
+      { timeoutMs: 15_000, intervalMs: 250, message: 'the usage report to count the four actions and the four calls' },
     );
-    expect(row).toMatchObject({ requests: 4, rate_limited: 1 });
+    expect(row).toMatchObject({ requests: 8, rate_limited: 1 });
   }, TIMEOUT_MS);
 });
 

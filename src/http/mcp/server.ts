@@ -22,9 +22,10 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Principal } from '../../domain/ports/accounts.js';
-import type { Answer, CallerRequest, Dispatch } from './dispatch.js';
+import { toErrorResponse } from '../envelope.js';
+import type { Answer, Dispatch, ToolCaller } from './dispatch.js';
 import { answerText, errorText } from './text.js';
-import { mayCall, requestOf, type ToolSpec } from './tools.js';
+import { argumentsProblem, mayCall, pathSegment, requestOf, type ToolSpec } from './tools.js';
 
 /** What every caller's server shares: built once at startup. */
 export interface McpParts {
@@ -36,9 +37,17 @@ export interface McpParts {
 
 /** Who a server acts for. */
 export interface McpCaller {
-  request: CallerRequest;
-  /** The caller's principal (undefined: anonymous); asked when the tools are listed. */
-  principal(): Promise<Principal | undefined>;
+  /** Whom a tool call acts for, decided now (stdio checks its key again for every call: a revoked key stops working). */
+  current(): Promise<ToolCaller>;
+  /** Charges one action that reaches no operation (an unknown tool, arguments the tool's schema refuses); rejects with `RateLimitedError`. */
+  charge(operation: string): Promise<void>;
+}
+
+/** A refusal before any operation ran (the quota), as a tool error with the envelope. */
+function refusal(err: unknown): CallToolResult {
+  const response = toErrorResponse(err);
+  const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name.toLowerCase(), value]));
+  return toolError({ status: response.status, headers, body: JSON.stringify(response.body) });
 }
 
 const INSTRUCTIONS =
@@ -77,6 +86,11 @@ function toolError(answer: Answer): CallToolResult {
     content: [{ type: 'text', text: errorText(answer.status, envelope, after) }],
     _meta: { 'mds/status': answer.status, ...(envelope ? { 'mds/error': envelope } : {}), ...(after !== undefined ? { 'mds/retry_after_s': after } : {}) },
   };
+}
+
+/** Arguments the tool's schema refuses, refused as REST would refuse the parameters (422), in the schema's words. */
+function invalidArguments(problem: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: `Invalid request parameters: ${problem} (code 422).` }], _meta: { 'mds/status': 422 } };
 }
 
 /** A tool call without a path parameter its operation needs, refused as REST would (422). */
@@ -123,12 +137,12 @@ function resourceRequest(uri: string): { path: string; accept: string; mimeType:
   const query = new URLSearchParams(url.search);
   if (url.host === 'markets' && decoded.length === 0 && [...query.keys()].length === 0) return { path: '/api/markets', accept: 'application/json', mimeType: 'application/json' };
   if (url.host === 'markets' && decoded.length === 2 && decoded[1] === 'sessions') {
-    return { path: `/api/markets/${encodeURIComponent(decoded[0]!)}/sessions?${query.toString()}`, accept: 'application/json', mimeType: 'application/json' };
+    return { path: `/api/markets/${pathSegment(decoded[0]!)}/sessions?${query.toString()}`, accept: 'application/json', mimeType: 'application/json' };
   }
   if (url.host === 'history' && decoded.length === 2) {
     query.set('interval', decoded[1]!);
     query.set('format', 'csv');
-    return { path: `/api/history/${encodeURIComponent(decoded[0]!)}?${query.toString()}`, accept: 'text/csv', mimeType: 'text/csv' };
+    return { path: `/api/history/${pathSegment(decoded[0]!)}?${query.toString()}`, accept: 'text/csv', mimeType: 'text/csv' };
   }
   return undefined;
 }
@@ -147,7 +161,7 @@ export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
   const byName = new Map(parts.tools.map((tool) => [tool.name, tool]));
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    const principal = await caller.principal();
+    const principal: Principal | undefined = (await caller.current()).caller.principal;
     const tools: Tool[] = parts.tools
       .filter((tool) => mayCall(tool, principal))
       .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, annotations: { readOnlyHint: true, openWorldHint: true } }));
@@ -157,11 +171,24 @@ export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
     const tool = byName.get(request.params.name);
     // An operation that is no tool; an admin tool a caller may not see is called like any, and refused by the app (403).
-    if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${request.params.name}'`);
+    if (tool === undefined) {
+      await caller.charge('mcp:tools/call');
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${request.params.name.slice(0, 100)}'`);
+    }
     const args = request.params.arguments ?? {};
+    // The tool's own schema (the operation's parameters) before any path is built from the arguments.
+    const problem = argumentsProblem(tool, args);
+    if (problem !== undefined) {
+      try {
+        await caller.charge(tool.operationId);
+      } catch (err) {
+        return refusal(err);
+      }
+      return invalidArguments(problem);
+    }
     const target = requestOf(tool, args);
     if ('missing' in target) return missingArguments(target.missing);
-    return toolResult(tool, args, await parts.dispatch(target.path, caller.request));
+    return toolResult(tool, args, await parts.dispatch(target.path, await caller.current()));
   });
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
@@ -190,8 +217,11 @@ export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
   server.setRequestHandler(ReadResourceRequestSchema, async (request): Promise<ReadResourceResult> => {
     const uri = request.params.uri;
     const target = resourceRequest(uri);
-    if (target === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown resource '${uri.slice(0, 200)}': mds://markets, mds://markets/{market}/sessions?start=&end=, mds://history/{symbol}/{interval}?range=`);
-    const answer = await parts.dispatch(target.path, caller.request, target.accept);
+    if (target === undefined) {
+      await caller.charge('mcp:resources/read');
+      throw new McpError(ErrorCode.InvalidParams, `Unknown resource '${uri.slice(0, 200)}': mds://markets, mds://markets/{market}/sessions?start=&end=, mds://history/{symbol}/{interval}?range=`);
+    }
+    const answer = await parts.dispatch(target.path, await caller.current(), target.accept);
     if (answer.status !== 200) throw resourceError(answer);
     return { contents: [{ uri, mimeType: target.mimeType, text: answer.body }] };
   });

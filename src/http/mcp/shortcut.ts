@@ -5,8 +5,8 @@
  * and its answer is cached) is answered here, without building the SDK's server and transport and
  * without the in-process request (dispatch.ts): those are most of a tool call's cost.
  *
- * What it does not skip: the caller step counts the call as the operation it maps to (credentials,
- * quota, usage meter), as the in-process request would; the result is built by the same `toolResult`
+ * What it does not skip: the call is charged as the operation it maps to (quota and usage meter, to
+ * the caller the front door's caller step identified), as the in-process request would be; the result is built by the same `toolResult`
  * from the same cached bytes. Anything else, or anything this module is not sure the SDK would accept
  * exactly as sent (another method, a batch, extra members, an unsupported protocol version, headers the
  * transport would refuse, a body it would not parse), goes the SDK's way, which answers it as before.
@@ -14,18 +14,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import type { CountAs } from '../app.js';
 import { toErrorResponse } from '../envelope.js';
 import type { FastPath } from '../fast-path.js';
 import type { Answer } from './dispatch.js';
 import { toolResult } from './server.js';
-import { requestOf, type ToolSpec } from './tools.js';
+import { argumentsProblem, requestOf, type ToolSpec } from './tools.js';
 
-/** The longest body the shortcut reads itself (a tool call is a few hundred bytes); a longer one goes the SDK's way. */
+/** The longest body the shortcut takes (a tool call is a few hundred bytes); a longer one goes the SDK's way. */
 const MAX_SHORTCUT_BODY = 4096;
-
-/** A body read by the shortcut that it did not answer: handed on to the SDK's way, parsed or not. */
-export type ReadBody = { parsed: unknown } | { unparsable: string };
 
 /** True when the transport would take these headers of a POST as they are (see the module comment): `take` may read its body. */
 export function headersQualify(req: IncomingMessage): boolean {
@@ -82,60 +78,41 @@ export class ToolCallShortcut {
   }
 
   /**
-   * Reads the body of `req` (whose headers qualify) and answers it when it is a tool call the shortcut
-   * takes, with `headers` (the front door's, see `McpBranch`) in its one `writeHead`; otherwise calls
-   * `pass` with the body read, for the SDK's way. A refusal of the caller step
-   * that the transport would answer itself (401) goes to `fail`. Callbacks, not promises: this is the
-   * path of every cached tool call.
+   * Answers `message` (the body of `req`, whose headers qualify) when it is a tool call the shortcut
+   * takes, with `headers` (the front door's, see `McpBranch`) in its one `writeHead`, after `charge`
+   * charged the call as the operation it maps to; otherwise calls `pass`, for the SDK's way.
    */
-  take(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>, countAs: CountAs, pass: (body: ReadBody) => void, fail: (err: unknown) => void): void {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.once('error', fail);
-    req.once('end', () => {
-      const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
-      let message: unknown;
+  take(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>, message: unknown, charge: (operation: string) => Promise<void>, pass: () => void, fail: (err: unknown) => void): void {
+    const call = toolCallOf(message);
+    const tool = call === undefined ? undefined : this.#tools.get(call.name);
+    const target = call === undefined || tool === undefined || argumentsProblem(tool, call.args) !== undefined ? undefined : requestOf(tool, call.args);
+    const hit = target === undefined || 'missing' in target ? undefined : this.#answers.answerForTarget(target.path);
+    if (hit === undefined) {
+      pass();
+      return;
+    }
+    const path = (target as { path: string }).path;
+    const answer = (refusal: unknown) => {
       try {
-        message = JSON.parse(text);
-      } catch {
-        pass({ unparsable: text });
-        return;
-      }
-      const call = toolCallOf(message);
-      const tool = call === undefined ? undefined : this.#tools.get(call.name);
-      const target = call === undefined || tool === undefined ? undefined : requestOf(tool, call.args);
-      const hit = target === undefined || 'missing' in target ? undefined : this.#answers.answerForTarget(target.path);
-      if (hit === undefined) {
-        pass({ parsed: message });
-        return;
-      }
-      const path = (target as { path: string }).path;
-      countAs(path, (refusal) => {
-        try {
-          let result: string;
-          if (refusal === undefined || refusal === null) result = this.#cachedResult(tool!, call!.args, hit.rep.body);
-          else {
-            const response = toErrorResponse(refusal, { method: 'GET', path });
-            // The transport refuses bad credentials itself, before any tool is called.
-            if (response.status === 401) {
-              fail(refusal);
-              return;
-            }
-            const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name.toLowerCase(), value]));
-            result = JSON.stringify(toolResult(tool!, call!.args, { status: response.status, headers, body: JSON.stringify(response.body) }));
-          }
-          // Logged at debug, as a hit of the cached-answer shortcut is (request-log.ts).
-          req.caller.shortcut = true;
-          const body = `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call!.id)}}`;
-          headers['Content-Type'] = 'application/json';
-          headers['Content-Length'] = String(Buffer.byteLength(body));
-          res.writeHead(200, headers);
-          res.end(body);
-        } catch (err) {
-          fail(err);
+        let result: string;
+        if (refusal === undefined) result = this.#cachedResult(tool!, call!.args, hit.rep.body);
+        else {
+          const response = toErrorResponse(refusal, { method: 'GET', path });
+          const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name.toLowerCase(), value]));
+          result = JSON.stringify(toolResult(tool!, call!.args, { status: response.status, headers, body: JSON.stringify(response.body) }));
         }
-      });
-    });
+        // Logged at debug, as a hit of the cached-answer shortcut is (request-log.ts).
+        req.caller.shortcut = true;
+        const body = `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call!.id)}}`;
+        headers['Content-Type'] = 'application/json';
+        headers['Content-Length'] = String(Buffer.byteLength(body));
+        res.writeHead(200, headers);
+        res.end(body);
+      } catch (err) {
+        fail(err);
+      }
+    };
+    charge(hit.operation).then(() => answer(undefined), answer);
   }
 
   #cachedResult(tool: ToolSpec, args: Record<string, unknown>, body: Buffer): string {

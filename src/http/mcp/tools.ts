@@ -5,6 +5,8 @@
  * schema its path and query parameters (their own JSON Schemas, `$ref`s inlined), the output schema
  * its 200 JSON schema. A tool call becomes the operation's own HTTP request (see `requestOf`).
  */
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Contract, Operation } from '../contract.js';
 
 /** The tags whose read operations become tools. */
@@ -163,7 +165,7 @@ export function requestOf(tool: ToolSpec, args: Record<string, unknown>): { path
   for (let i = 0; i < names.length; i += 1) {
     const value = args[names[i]!];
     if (value === undefined || value === '') (missing ??= []).push(names[i]!);
-    else path += encodeURIComponent(scalar(value)) + pieces[i + 1]!;
+    else path += pathSegment(scalar(value)) + pieces[i + 1]!;
   }
   if (missing !== undefined) return { missing };
   let query: URLSearchParams | undefined;
@@ -191,4 +193,34 @@ function pathTemplateOf(tool: ToolSpec): { pieces: string[]; names: string[] } {
 /** A tool argument as a query or path value; an object or array is sent as JSON, which the contract refuses with its own message. */
 function scalar(value: unknown): string {
   return typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+}
+
+/**
+ * A value as one path segment: percent-encoded, and `.` or `..` with their dots encoded too, so a
+ * value can never walk the path to another operation (`/api/quotes/..` is `/api/`).
+ */
+export function pathSegment(value: string): string {
+  const encoded = encodeURIComponent(value);
+  return encoded === '.' || encoded === '..' ? encoded.replaceAll('.', '%2E') : encoded;
+}
+
+const validators = new WeakMap<ToolSpec, JsonSchemaValidator<unknown>>();
+let ajv: AjvJsonSchemaValidator | undefined;
+
+/**
+ * Why `args` break the tool's input schema (the operation's parameter rules: types, patterns,
+ * ranges, no unknown members), in the schema's own words; undefined when they pass.
+ */
+export function argumentsProblem(tool: ToolSpec, args: Record<string, unknown>): string | undefined {
+  let validate = validators.get(tool);
+  if (validate === undefined) {
+    ajv ??= new AjvJsonSchemaValidator();
+    validate = ajv.getValidator(tool.inputSchema as JsonSchemaType);
+    validators.set(tool, validate);
+  }
+  const result = validate(args);
+  if (result.valid) return undefined;
+  // Named as REST names a parameter (`query.interval`, `path.symbol`), so a tool error reads like the REST one.
+  const located = result.errorMessage.replace(/data\/([A-Za-z0-9_]+)/g, (_, name: string) => `${tool.parameters.find((p) => p.name === name)?.in ?? 'query'}.${name}`);
+  return located.replaceAll('data ', 'arguments ');
 }
