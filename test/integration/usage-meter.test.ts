@@ -1,11 +1,12 @@
 /**
- * Usage metering (DESIGN.md section 17) over real parts: the cache's shared counters on the test
- * redis-server, a real SQLite file, and the service answering 429s over HTTP.
+ * Usage metering (DESIGN.md sections 17 and 24) over real parts: the cache's shared counters on the
+ * test redis-server, a real SQLite file, and the service answering priced requests and 429s over HTTP.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { utcDay } from '../../src/domain/key-space.js';
@@ -13,6 +14,7 @@ import type { Principal } from '../../src/domain/ports/accounts.js';
 import type { SharedCounters } from '../../src/domain/ports/counters.js';
 import { createCache, type ResilientCache } from '../../src/infra/cache/index.js';
 import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
+import { loadContract } from '../../src/http/contract.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
 import { UsageMeter } from '../../src/services/usage-meter.js';
 import { captureLogs } from '../helpers/log-capture.js';
@@ -22,6 +24,8 @@ import { startTestService } from '../helpers/service.js';
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 const user = (username: string): Principal => ({ username, isAdmin: false, kind: 'user', id: `user:${username}` });
 const key = (id: string): Principal => ({ username: 'admin', isAdmin: false, kind: 'api-key', id: `key:${id}` });
+/** The names the service counts under: the contract's operationIds. */
+const OPERATIONS = loadContract().operations.map((op) => op.operationId);
 
 describe('UsageMeter', () => {
   let dir: string;
@@ -49,8 +53,8 @@ describe('UsageMeter', () => {
 
   it('when two instances count the same callers through one Redis, then the database holds the fleet-wide totals per day', async () => {
     const { logger } = captureLogs();
-    const a = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger });
-    const b = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger });
+    const a = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger, operations: OPERATIONS });
+    const b = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger, operations: OPERATIONS });
     const alice = unique('alice');
     const keyId = unique('key');
     for (let i = 0; i < 5; i += 1) a.record(user(alice), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
@@ -67,10 +71,102 @@ describe('UsageMeter', () => {
 
     const today = utcDay(Date.now());
     const rows = await a.report(1);
-    expect(rows.find((r) => r.caller === alice)).toEqual({ day: today, callerKind: 'user', caller: alice, requests: 10, rateLimited: 1 });
-    expect(rows.find((r) => r.caller === keyId)).toEqual({ day: today, callerKind: 'api-key', caller: keyId, requests: 2, rateLimited: 1 });
+    // Every action was priced 1 point, refused ones included (they stand for what the caller sent).
+    expect(rows.find((r) => r.caller === alice)).toEqual({
+      day: today,
+      callerKind: 'user',
+      caller: alice,
+      requests: 10,
+      points: 10,
+      rateLimited: 1,
+      operations: [{ door: 'rest', operation: 'getQuote', requests: 10, points: 10, rateLimited: 1 }],
+    });
+    expect(rows.find((r) => r.caller === keyId)).toMatchObject({ day: today, callerKind: 'api-key', caller: keyId, requests: 2, points: 2, rateLimited: 1 });
     await a.close();
     await b.close();
+  });
+
+  it('when two instances count one caller through one Redis, then points, actions and refusals add up per door and operation', async () => {
+    const { logger } = captureLogs();
+    const a = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger, operations: OPERATIONS });
+    const b = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger, operations: OPERATIONS });
+    const keyId = unique('key');
+    const caller = key(keyId);
+    for (let i = 0; i < 3; i += 1) a.record(caller, { door: 'rest', operation: 'getQuote', points: 1, limited: false });
+    a.record(caller, { door: 'rest', operation: 'getQuotes', points: 3, limited: false });
+    a.record(caller, { door: 'ws', operation: 'ws:subscribe', points: 2, limited: false });
+    b.record(caller, { door: 'rest', operation: 'getQuotes', points: 5, limited: false });
+    // Refused before it was charged: counted, with no points.
+    b.record(caller, { door: 'rest', operation: 'getQuotes', points: 0, limited: true });
+    b.record(caller, { door: 'mcp', operation: 'getQuote', points: 1, limited: false });
+    b.record(caller, { door: 'mcp', operation: 'mcp:tools/list', points: 1, limited: false });
+    b.record(caller, { door: 'ws', operation: 'ws:subscribe', points: 4, limited: false });
+
+    await a.flush();
+    await b.flush();
+    // A second round on A: its totals take in what B added meanwhile.
+    a.record(caller, { door: 'sse', operation: 'streamQuotes', points: 1, limited: false });
+    a.record(caller, { door: 'rest', operation: 'getQuote', points: 1, limited: true });
+    await a.flush();
+
+    const row = (await b.report(1)).find((r) => r.caller === keyId);
+    expect(row).toEqual({
+      day: utcDay(Date.now()),
+      callerKind: 'api-key',
+      caller: keyId,
+      requests: 12,
+      points: 21,
+      rateLimited: 2,
+      operations: [
+        { door: 'rest', operation: 'getQuote', requests: 4, points: 4, rateLimited: 1 },
+        { door: 'rest', operation: 'getQuotes', requests: 3, points: 8, rateLimited: 1 },
+        { door: 'sse', operation: 'streamQuotes', requests: 1, points: 1, rateLimited: 0 },
+        { door: 'mcp', operation: 'getQuote', requests: 1, points: 1, rateLimited: 0 },
+        { door: 'mcp', operation: 'mcp:tools/list', requests: 1, points: 1, rateLimited: 0 },
+        { door: 'ws', operation: 'ws:subscribe', requests: 2, points: 6, rateLimited: 0 },
+      ],
+    });
+    // The caller's own totals are the sum of its operations.
+    expect(row!.operations.reduce((sum, op) => sum + op.points, 0)).toBe(row!.points);
+    await a.close();
+    await b.close();
+  });
+
+  it('when actions name operations outside the contract and the doors, then they are counted as unmatched and make no keys of their own', async () => {
+    const { logger } = captureLogs();
+    const meter = new UsageMeter({ counters: await sharedCounters(), store: db.usage, logger, operations: OPERATIONS });
+    const keyId = unique('key');
+    const caller = key(keyId);
+    for (let i = 0; i < 50; i += 1) meter.record(caller, { door: 'rest', operation: `made-up-${i}`, points: 1, limited: false });
+    meter.record(caller, { door: 'mcp', operation: 'mcp:tools/destroy', points: 2, limited: false });
+    meter.record(caller, { door: 'ws', operation: 'ws:sudo', points: 1, limited: true });
+    meter.record(caller, { door: 'rest', operation: 'getQuote', points: 1, limited: false });
+    await meter.close();
+
+    expect((await meter.report(1)).find((r) => r.caller === keyId)?.operations).toEqual([
+      { door: 'rest', operation: 'getQuote', requests: 1, points: 1, rateLimited: 0 },
+      { door: 'rest', operation: 'unmatched', requests: 50, points: 50, rateLimited: 0 },
+      { door: 'mcp', operation: 'unmatched', requests: 1, points: 2, rateLimited: 0 },
+      { door: 'ws', operation: 'unmatched', requests: 1, points: 1, rateLimited: 1 },
+    ]);
+    const redis = new Redis({ host: '127.0.0.1', port: inject('redisPort'), lazyConnect: true });
+    try {
+      await redis.connect();
+      const found: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, batch] = await redis.scan(cursor, 'MATCH', `mds:v1:usage-op:*:${keyId}`, 'COUNT', 1000);
+        cursor = next;
+        found.push(...batch);
+      } while (cursor !== '0');
+      // Keys of four (door, operation) pairs only (a count still 0 has none): the 50 made-up names are one.
+      const day = utcDay(Date.now());
+      const pairs = new Set(found.map((k) => k.slice(`mds:v1:usage-op:${day}:`.length).replace(`:api-key:${keyId}`, '').replace(/:(requests|points|limited)$/, '')));
+      expect([...pairs].sort()).toEqual(['mcp:unmatched', 'rest:getQuote', 'rest:unmatched', 'ws:unmatched']);
+      expect(found.filter((k) => k.includes('made-up') || k.includes('destroy') || k.includes('sudo'))).toEqual([]);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('when the counters fail, then the counts are kept and written by a later flush', async () => {
@@ -85,7 +181,7 @@ describe('UsageMeter', () => {
       pausedUntil: (k) => memory.pausedUntil(k),
       pauseUntil: (k, u) => memory.pauseUntil(k, u),
     };
-    const meter = new UsageMeter({ counters: flaky, store: db.usage, logger });
+    const meter = new UsageMeter({ counters: flaky, store: db.usage, logger, operations: OPERATIONS });
     const bob = unique('bob');
     meter.record(user(bob), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
     meter.record(user(bob), { door: 'rest', operation: 'getQuote', points: 1, limited: true });
@@ -96,13 +192,14 @@ describe('UsageMeter', () => {
     failing = false;
     meter.record(user(bob), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
     await meter.close();
-    expect((await db.usage.list(utcDay(Date.now()))).find((r) => r.caller === bob)).toMatchObject({ requests: 3, rateLimited: 1 });
+    expect((await db.usage.list(utcDay(Date.now()))).find((r) => r.caller === bob)).toMatchObject({ requests: 3, points: 3, rateLimited: 1 });
+    expect((await db.usage.listOperations(utcDay(Date.now()))).filter((r) => r.caller === bob)).toMatchObject([{ door: 'rest', operation: 'getQuote', requests: 3, points: 3, rateLimited: 1 }]);
   });
 
   it('when requests come on both sides of midnight UTC, then each day gets its own row', async () => {
     const { logger } = captureLogs();
     let now = Date.UTC(2026, 10, 24, 23, 59, 59, 500);
-    const meter = new UsageMeter({ counters: new RedisSharedCounters(), store: db.usage, logger, now: () => now });
+    const meter = new UsageMeter({ counters: new RedisSharedCounters(), store: db.usage, logger, operations: OPERATIONS, now: () => now });
     const carol = unique('carol');
     meter.record(user(carol), { door: 'rest', operation: 'getQuote', points: 1, limited: false });
     now += 1000;
@@ -120,10 +217,10 @@ describe('UsageMeter', () => {
     const { logger } = captureLogs();
     const now = Date.UTC(2026, 10, 25, 12);
     await db.usage.raiseTotals([
-      { day: '2026-08-27', callerKind: 'user', caller: 'old', requests: 1, rateLimited: 0 },
-      { day: '2026-08-28', callerKind: 'user', caller: 'kept', requests: 1, rateLimited: 0 },
+      { day: '2026-08-27', callerKind: 'user', caller: 'old', requests: 1, points: 1, rateLimited: 0 },
+      { day: '2026-08-28', callerKind: 'user', caller: 'kept', requests: 1, points: 1, rateLimited: 0 },
     ]);
-    const meter = new UsageMeter({ counters: new RedisSharedCounters(), store: db.usage, logger, now: () => now });
+    const meter = new UsageMeter({ counters: new RedisSharedCounters(), store: db.usage, logger, operations: OPERATIONS, now: () => now });
     await meter.flush();
     const callers = (await db.usage.list('2026-01-01')).map((r) => r.caller);
     expect(callers).toContain('kept');
