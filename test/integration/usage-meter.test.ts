@@ -16,6 +16,7 @@ import { createCache, type ResilientCache } from '../../src/infra/cache/index.js
 import { RedisSharedCounters } from '../../src/infra/counters/redis-shared-counters.js';
 import { loadContract } from '../../src/http/contract.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
+import { SIMULATED_DIRECTORY } from '../../src/infra/market/simulated-directory.js';
 import { UsageMeter } from '../../src/services/usage-meter.js';
 import { captureLogs } from '../helpers/log-capture.js';
 import { noteSecrets } from '../helpers/log-files.js';
@@ -232,6 +233,53 @@ describe('GET /api/admin/usage', () => {
   const ADMIN_KEY = `usage-admin-key-${randomBytes(8).toString('hex')}`;
   const READ_KEY = `usage-read-key-${randomBytes(8).toString('hex')}`;
 
+  interface ReportOperation {
+    door: string;
+    operation: string;
+    requests: number;
+    points: number;
+    rate_limited: number;
+  }
+  interface Report {
+    success: boolean;
+    days: number;
+    data: Array<{ caller_kind: string; caller: string; requests: number; points: number; rate_limited: number; operations: ReportOperation[] }>;
+  }
+
+  it('when one API key calls operations of different prices, then its row shows each operation with the points it was charged', async () => {
+    // Keys of its own: the counters of today live in the suite's Redis, shared by every test.
+    const ADMIN_KEY = `usage-admin-key-${randomBytes(8).toString('hex')}`;
+    const READ_KEY = `usage-read-key-${randomBytes(8).toString('hex')}`;
+    noteSecrets(ADMIN_KEY, READ_KEY);
+    const svc = await startTestService({ API_KEYS: `${ADMIN_KEY},${READ_KEY}`, MARKET_DATA_PROVIDER: 'simulated' });
+    try {
+      const reader = { headers: { 'X-API-Key': READ_KEY } };
+      // 25 symbols: one point per started 10 (domain/prices.ts), so 3 points a request.
+      const symbols = SIMULATED_DIRECTORY.slice(0, 25).map((instrument) => encodeURIComponent(instrument.symbol));
+      expect(new Set(symbols).size).toBe(25);
+      for (let i = 0; i < 2; i += 1) expect((await svc.fetch(`/api/quotes?symbols=${symbols.join(',')}`, reader)).status).toBe(200);
+      // 5 symbols start one group of 10: 1 point.
+      expect((await svc.fetch(`/api/quotes?symbols=${symbols.slice(0, 5).join(',')}`, reader)).status).toBe(200);
+      expect((await svc.fetch('/api/quotes/AAPL', reader)).status).toBe(200);
+      // No operation: the point the caller step charged, under `unmatched`.
+      expect((await svc.fetch('/api/no-such-thing', reader)).status).toBe(404);
+
+      const res = await svc.fetch('/api/admin/usage?days=1', { headers: { 'X-API-Key': ADMIN_KEY } });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as Report;
+      const rows = body.data.filter((r) => r.caller_kind === 'api-key');
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ requests: 5, points: 3 + 3 + 1 + 1 + 1, rate_limited: 0 });
+      expect(rows[0]!.operations).toEqual([
+        { door: 'rest', operation: 'getQuote', requests: 1, points: 1, rate_limited: 0 },
+        { door: 'rest', operation: 'getQuotes', requests: 3, points: 7, rate_limited: 0 },
+        { door: 'rest', operation: 'unmatched', requests: 1, points: 1, rate_limited: 0 },
+      ]);
+    } finally {
+      await svc.close();
+    }
+  });
+
   it('when a caller goes past its quota, then the usage report counts its requests and its 429s', async () => {
     noteSecrets(ADMIN_KEY, READ_KEY);
     const svc = await startTestService({ API_KEYS: `${ADMIN_KEY},${READ_KEY}`, RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '3', MARKET_DATA_PROVIDER: 'simulated' });
@@ -242,12 +290,18 @@ describe('GET /api/admin/usage', () => {
 
       const res = await svc.fetch('/api/admin/usage?days=1', { headers: { 'X-API-Key': ADMIN_KEY } });
       expect(res.status).toBe(200);
-      const body = (await res.json()) as { success: boolean; days: number; data: Array<{ caller_kind: string; caller: string; requests: number; rate_limited: number }> };
+      const body = (await res.json()) as Report;
       expect(body.days).toBe(1);
       const rows = body.data.filter((r) => r.caller_kind === 'api-key');
       // The reader: 5 requests, 2 refused. A request is metered once it ends, so the administrator's
       // own request is in the next report, not in the one it is answered with.
       expect(rows.map((r) => [r.requests, r.rate_limited])).toEqual([[5, 2]]);
+      // The refused ones paid nothing; they were refused before their operation was known.
+      expect(rows[0]!.points).toBe(3);
+      expect(rows[0]!.operations).toEqual([
+        { door: 'rest', operation: 'getMarkets', requests: 3, points: 3, rate_limited: 0 },
+        { door: 'rest', operation: 'unmatched', requests: 2, points: 0, rate_limited: 2 },
+      ]);
       const again = (await (await svc.fetch('/api/admin/usage?days=1', { headers: { 'X-API-Key': ADMIN_KEY } })).json()) as typeof body;
       expect(again.data.filter((r) => r.caller_kind === 'api-key').map((r) => [r.requests, r.rate_limited]).sort()).toEqual([
         [1, 0],
