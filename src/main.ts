@@ -327,9 +327,9 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     schedulerJobs: () => scheduler.status(),
   });
 
-  // Requests and 429s per key and user per day: counted in memory, added to the shared counters and
-  // written to the database every few seconds.
-  const usage = new UsageMeter({ counters, store: db.usage, logger: logger.child({ component: 'usage' }) });
+  // Actions, points and 429s per key and user per day, by door and operation: counted in memory, added
+  // to the shared counters and written to the database every few seconds.
+  const usage = new UsageMeter({ counters, store: db.usage, logger: logger.child({ component: 'usage' }), operations: contract.operations.map((op) => op.operationId) });
   usage.start();
   shutdown.add('usage meter', () => usage.close());
   const quotaCounter = new BatchedRequestCounter(new QuotaCounter({ counters }));

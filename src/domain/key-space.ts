@@ -67,10 +67,19 @@ export const keys = {
    */
   quota: (caller: string): string => `${QUOTA_KEY_PREFIX}${caller}`,
   /**
-   * One caller's requests (`what` = `requests`) or quota refusals (`limited`) on one UTC day, for the
-   * usage report: `mds:v1:usage:<YYYY-MM-DD>:<api-key|user>:<caller>:<what>`.
+   * One caller's requests (`what` = `requests`), quota points (`points`) or quota refusals (`limited`)
+   * on one UTC day, for the usage report: `mds:v1:usage:<YYYY-MM-DD>:<api-key|user>:<caller>:<what>`.
    */
-  usage: (day: string, callerKind: string, caller: string, what: 'requests' | 'limited'): string => `${KEY_PREFIX}usage:${day}:${callerKind}:${caller}:${what}`,
+  usage: (day: string, callerKind: string, caller: string, what: 'requests' | 'points' | 'limited'): string => `${KEY_PREFIX}usage:${day}:${callerKind}:${caller}:${what}`,
+  /**
+   * One caller's actions (`what` = `requests`), quota points (`points`) or quota refusals (`limited`)
+   * of one operation through one door on one UTC day:
+   * `mds:v1:usage-op:<YYYY-MM-DD>:<door>:<operation>:<what>:<api-key|user>:<caller>`. The operation is
+   * one of a fixed set (domain/usage-operations.ts), so a caller has a bounded number of these a day;
+   * the caller comes last, so a name holding `:` can never be read as another key's door or operation.
+   */
+  usageOperation: (day: string, door: string, operation: string, what: 'requests' | 'points' | 'limited', callerKind: string, caller: string): string =>
+    `${KEY_PREFIX}usage-op:${day}:${door}:${operation}:${what}:${callerKind}:${caller}`,
   /** Failed logins. */
   throttle: {
     /** Of one username: `mds:v1:throttle:user:<name>`. */

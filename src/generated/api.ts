@@ -301,7 +301,7 @@ export interface paths {
         };
         /**
          * Show API usage per key and per user per day
-         * @description Requests and refusals for the request quota (429) of every API key and every user, per UTC day, for the last `days` days (today included), newest day first. Counted through the shared counters and kept 90 days in the database; the last few seconds may not be counted yet.
+         * @description Actions, quota points and refusals for the quota (429) of every API key and every user, per UTC day, in total and by door (REST, SSE, MCP, WebSocket) and operation, for the last `days` days (today included), newest day first. Counted through the shared counters and kept 90 days in the database; the last few seconds may not be counted yet.
          */
         get: operations["getUsage"];
         put?: never;
@@ -1279,7 +1279,7 @@ export interface components {
             /** @description One row per caller and day with at least one request. */
             data: components["schemas"]["UsageRow"][];
         };
-        /** @description One caller's requests on one UTC day. */
+        /** @description One caller's requests on one UTC day, and what each door and operation took of them. */
         UsageRow: {
             /**
              * Format: date
@@ -1306,8 +1306,48 @@ export interface components {
             requests: number;
             /**
              * Format: int64
+             * @description Quota points charged that day (each action's price, from `x-mds-cost`; none for an action refused before it was charged). 0 on days counted before points were.
+             * @example 1804
+             */
+            points: number;
+            /**
+             * Format: int64
              * @description Requests refused with 429 that day.
              * @example 3
+             */
+            rate_limited: number;
+            /** @description The day by door and operation, REST first, then SSE, MCP and WebSocket, each by operation name. Empty on days counted before operations were. */
+            operations: components["schemas"]["UsageOperation"][];
+        };
+        /** @description What one operation through one door took of a caller's day. */
+        UsageOperation: {
+            /**
+             * @description The way in, `rest` (HTTP), `sse` (the quote stream), `mcp` (MCP, both transports) or `ws` (the WebSocket API).
+             * @example rest
+             * @enum {string}
+             */
+            door: "rest" | "sse" | "mcp" | "ws";
+            /**
+             * @description The operationId the action ran (a REST request, an MCP tool call), the door's own action (`ws:subscribe`, `mcp:tools/list`), or `unmatched` for one that matched none (an unknown path or message, and a request refused for its quota before its operation was known).
+             * @example getQuotes
+             */
+            operation: string;
+            /**
+             * Format: int64
+             * @description Actions counted, refused ones included.
+             * @example 120
+             */
+            requests: number;
+            /**
+             * Format: int64
+             * @description Quota points charged for them.
+             * @example 360
+             */
+            points: number;
+            /**
+             * Format: int64
+             * @description Actions refused with 429.
+             * @example 1
              */
             rate_limited: number;
         };

@@ -1,20 +1,25 @@
 /**
- * Usage metering (DESIGN.md section 17): requests and quota refusals (429) per API key and per user
- * per UTC day. `record` only adds to a map in memory, so the request path never waits; every few
- * seconds `flush` adds the batch to the shared counters (one call per caller and day, fleet-wide
- * totals in Redis, or this instance's own in memory mode) and writes the totals they answer to the
- * database, where any instance may raise them and they are kept 90 days.
+ * Usage metering (DESIGN.md sections 17 and 24): actions, quota points and quota refusals (429) per
+ * API key and per user per UTC day, in total and by door and operation. `record` only adds to a map in
+ * memory, so the request path never waits; every few seconds `flush` adds the batch to the shared
+ * counters (fleet-wide totals in Redis, or this instance's own in memory mode) and writes the totals
+ * they answer to the database, where any instance may raise them and they are kept 90 days.
+ * Operation names are folded into a fixed set first (domain/usage-operations.ts), so no caller can
+ * make the counters or the tables grow by sending names of its own.
  */
 import { keys, utcDay } from '../domain/key-space.js';
+import { DOORS, usageOperationNamer } from '../domain/usage-operations.js';
 import type { CounterWindow, SharedCounters } from '../domain/ports/counters.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { Principal } from '../domain/ports/accounts.js';
-import type { UsageAction, UsageCallerKind, UsageRecorder, UsageRow, UsageStore } from '../domain/ports/usage.js';
+import type { Door, UsageAction, UsageCallerKind, UsageOperationRow, UsageOperationTotals, UsageRecorder, UsageReportRow, UsageRow, UsageStore } from '../domain/ports/usage.js';
 
 export interface UsageMeterOptions {
   counters: SharedCounters;
   store: UsageStore;
   logger: Logger;
+  /** The contract's operationIds: with the doors' own actions, every name an action is counted under; any other is `unmatched`. */
+  operations: Iterable<string>;
   /** How often counts are written, in ms. Default 5,000. */
   flushMs?: number;
   /** Days of usage kept in the database. Default 90. */
@@ -23,12 +28,27 @@ export interface UsageMeterOptions {
   now?: () => number;
 }
 
-interface Pending {
+/** Counts not yet added to the shared counters. */
+interface Counts {
+  requests: number;
+  points: number;
+  limited: number;
+}
+
+type What = keyof Counts;
+const WHATS: readonly What[] = ['requests', 'points', 'limited'];
+
+interface PendingOperation extends Counts {
+  door: Door;
+  operation: string;
+}
+
+interface Pending extends Counts {
   day: string;
   callerKind: UsageCallerKind;
   caller: string;
-  requests: number;
-  limited: number;
+  /** By `<door> <operation>`. */
+  operations: Map<string, PendingOperation>;
 }
 
 const DAY_MS = 86_400_000;
@@ -46,10 +66,20 @@ export function usageCallerOf(principal: Principal): { callerKind: UsageCallerKi
   return { callerKind: 'user', caller: principal.username };
 }
 
+const emptyCounts = (counts: Counts): boolean => counts.requests === 0 && counts.points === 0 && counts.limited === 0;
+
+/** Adds `from`'s counts to `to`'s. */
+function addCounts(to: Counts, from: Counts): void {
+  to.requests += from.requests;
+  to.points += from.points;
+  to.limited += from.limited;
+}
+
 export class UsageMeter implements UsageRecorder {
   readonly #counters: SharedCounters;
   readonly #store: UsageStore;
   readonly #logger: Logger;
+  readonly #operationName: (operation: string) => string;
   readonly #flushMs: number;
   readonly #retentionDays: number;
   readonly #now: () => number;
@@ -64,23 +94,32 @@ export class UsageMeter implements UsageRecorder {
     this.#counters = options.counters;
     this.#store = options.store;
     this.#logger = options.logger;
+    this.#operationName = usageOperationNamer(options.operations);
     this.#flushMs = options.flushMs ?? 5000;
     this.#retentionDays = options.retentionDays ?? 90;
     this.#now = options.now ?? Date.now;
   }
 
   record(principal: Principal, action: UsageAction): void {
-    const limited = action.limited;
     const { callerKind, caller } = usageCallerOf(principal);
     const day = this.#today();
     const id = `${day} ${callerKind} ${caller}`;
     let entry = this.#pending.get(id);
     if (entry === undefined) {
-      entry = { day, callerKind, caller, requests: 0, limited: 0 };
+      entry = { day, callerKind, caller, requests: 0, points: 0, limited: 0, operations: new Map() };
       this.#pending.set(id, entry);
     }
-    entry.requests += 1;
-    if (limited) entry.limited += 1;
+    const operation = this.#operationName(action.operation);
+    const opId = `${action.door} ${operation}`;
+    let op = entry.operations.get(opId);
+    if (op === undefined) {
+      op = { door: action.door, operation, requests: 0, points: 0, limited: 0 };
+      entry.operations.set(opId, op);
+    }
+    // The counters take whole points; a price is one already, this only keeps a bad one out.
+    const counted = { requests: 1, points: action.points > 0 ? Math.ceil(action.points) : 0, limited: action.limited ? 1 : 0 };
+    addCounts(entry, counted);
+    addCounts(op, counted);
   }
 
   #today(): string {
@@ -108,10 +147,26 @@ export class UsageMeter implements UsageRecorder {
     return this.#flushing;
   }
 
-  /** The rows of the last `days` UTC days, today included, newest first; counts not yet flushed are written first. */
-  async report(days: number): Promise<UsageRow[]> {
+  /**
+   * The rows of the last `days` UTC days, today included, newest first, each with its doors and
+   * operations (by door, then operation); counts not yet flushed are written first.
+   */
+  async report(days: number): Promise<UsageReportRow[]> {
     await this.flush();
-    return this.#store.list(utcDay(this.#now() - (days - 1) * DAY_MS));
+    const since = utcDay(this.#now() - (days - 1) * DAY_MS);
+    const [rows, operations] = await Promise.all([this.#store.list(since), this.#store.listOperations(since)]);
+    const byCaller = new Map<string, UsageOperationTotals[]>();
+    for (const op of operations) {
+      const id = `${op.day} ${op.callerKind} ${op.caller}`;
+      let list = byCaller.get(id);
+      if (list === undefined) byCaller.set(id, (list = []));
+      list.push({ door: op.door, operation: op.operation, requests: op.requests, points: op.points, rateLimited: op.rateLimited });
+    }
+    const doorOrder = (door: Door): number => DOORS.indexOf(door);
+    return rows.map((row) => ({
+      ...row,
+      operations: (byCaller.get(`${row.day} ${row.callerKind} ${row.caller}`) ?? []).sort((a, b) => doorOrder(a.door) - doorOrder(b.door) || (a.operation < b.operation ? -1 : a.operation > b.operation ? 1 : 0)),
+    }));
   }
 
   /** Stops the timer and writes what is left. */
@@ -125,22 +180,30 @@ export class UsageMeter implements UsageRecorder {
     const batch = this.#pending;
     this.#pending = new Map();
     const totals: UsageRow[] = [];
+    const operationTotals: UsageOperationRow[] = [];
     for (const [id, entry] of batch) {
-      try {
-        const requests = await this.#counters.consume(keys.usage(entry.day, entry.callerKind, entry.caller, 'requests'), USAGE_WINDOW, entry.requests);
-        // Once added, the requests must not be added again, whatever happens to the refusals.
-        entry.requests = 0;
-        const limitedKey = keys.usage(entry.day, entry.callerKind, entry.caller, 'limited');
-        const limited = entry.limited > 0 ? await this.#counters.consume(limitedKey, USAGE_WINDOW, entry.limited) : await this.#counters.peek(limitedKey, USAGE_WINDOW);
-        entry.limited = 0;
-        totals.push({ day: entry.day, callerKind: entry.callerKind, caller: entry.caller, requests: requests.used, rateLimited: limited.used });
-      } catch (err) {
+      const { day, callerKind, caller } = entry;
+      const ops = [...entry.operations.values()];
+      const added = await Promise.allSettled([
+        this.#add(entry, (what) => keys.usage(day, callerKind, caller, what)),
+        ...ops.map((op) => this.#add(op, (what) => keys.usageOperation(day, op.door, op.operation, what, callerKind, caller))),
+      ]);
+      const failed = added.find((result) => result.status === 'rejected');
+      if (failed !== undefined) {
+        // What was added is zero in the entry now; the rest waits, and the next flush reads every total again.
         this.#keep(id, entry);
-        this.#logger.warn({ err }, 'usage counts could not be added to the shared counters; kept for the next flush');
+        this.#logger.warn({ err: failed.reason }, 'usage counts could not be added to the shared counters; kept for the next flush');
+        continue;
       }
+      const [own, ...perOperation] = added.map((result) => (result as PromiseFulfilledResult<Counts>).value);
+      totals.push({ day, callerKind, caller, requests: own!.requests, points: own!.points, rateLimited: own!.limited });
+      perOperation.forEach((counts, i) => {
+        const op = ops[i]!;
+        operationTotals.push({ day, callerKind, caller, door: op.door, operation: op.operation, requests: counts.requests, points: counts.points, rateLimited: counts.limited });
+      });
     }
     try {
-      if (totals.length > 0) await this.#store.raiseTotals(totals);
+      if (totals.length > 0) await this.#store.raiseTotals(totals, operationTotals);
       const now = this.#now();
       if (now - this.#prunedAt >= PRUNE_EVERY_MS) {
         this.#prunedAt = now;
@@ -152,14 +215,41 @@ export class UsageMeter implements UsageRecorder {
     }
   }
 
+  /**
+   * Adds `counts` to the shared counters named by `keyOf` and resolves to their totals. Each count is
+   * zeroed once added, so it is never added twice whatever happens to the others; rejects when any
+   * could not be added (the rest stay in `counts`).
+   */
+  async #add(counts: Counts, keyOf: (what: What) => string): Promise<Counts> {
+    const results = await Promise.allSettled(
+      WHATS.map(async (what) => {
+        const key = keyOf(what);
+        const n = counts[what];
+        const usage = n > 0 ? await this.#counters.consume(key, USAGE_WINDOW, n) : await this.#counters.peek(key, USAGE_WINDOW);
+        counts[what] = 0;
+        return usage.used;
+      }),
+    );
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    const [requests, points, limited] = results.map((result) => (result as PromiseFulfilledResult<number>).value);
+    return { requests: requests!, points: points!, limited: limited! };
+  }
+
   /** Puts counts back for the next flush, added to any recorded meanwhile. */
   #keep(id: string, entry: Pending): void {
-    if (entry.requests === 0 && entry.limited === 0) return;
+    for (const [opId, op] of entry.operations) if (emptyCounts(op)) entry.operations.delete(opId);
+    if (emptyCounts(entry) && entry.operations.size === 0) return;
     const current = this.#pending.get(id);
-    if (current === undefined) this.#pending.set(id, entry);
-    else {
-      current.requests += entry.requests;
-      current.limited += entry.limited;
+    if (current === undefined) {
+      this.#pending.set(id, entry);
+      return;
+    }
+    addCounts(current, entry);
+    for (const [opId, op] of entry.operations) {
+      const known = current.operations.get(opId);
+      if (known === undefined) current.operations.set(opId, op);
+      else addCounts(known, op);
     }
   }
 }

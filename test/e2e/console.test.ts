@@ -400,7 +400,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console in a 
     // The key's request shows in the usage table.
     await page.getByRole('button', { name: 'Refresh usage' }).click();
     await page.locator(`[data-panel="usage"] tr[data-caller="${keyId}"]`).waitFor();
-    expect(await page.locator(`[data-panel="usage"] tr[data-caller="${keyId}"] td.num`).first().textContent()).toBe('1');
+    expect(await page.locator(`[data-panel="usage"] tr[data-caller="${keyId}"] td.num`).allTextContents()).toEqual(['1', '1', '0']);
+    expect(await page.locator(`[data-panel="usage"] tr[data-caller="${keyId}"] td[data-field="operations"]`).textContent()).toBe('rest getQuote 1 pts (1 req)');
 
     await page.getByRole('button', { name: 'Flush the cache' }).click();
     await page.getByText(/^Removed \d+ cached entries\.$/).waitFor();

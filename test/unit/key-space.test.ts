@@ -42,6 +42,16 @@ describe('key space', () => {
     expect(keys.upstream.daily('alpha_vantage', 'k3y4', utcDay(Date.UTC(2026, 10, 25, 23, 59, 59)))).toBe('mds:v1:upstream:alpha_vantage:daily:k3y4:2026-11-25');
   });
 
+  it('when usage is counted, then the caller keys and the keys by door and operation keep their shapes', () => {
+    expect(keys.usage('2026-11-25', 'api-key', 'k1', 'requests')).toBe('mds:v1:usage:2026-11-25:api-key:k1:requests');
+    expect(keys.usage('2026-11-25', 'user', 'alice', 'limited')).toBe('mds:v1:usage:2026-11-25:user:alice:limited');
+    expect(keys.usage('2026-11-25', 'user', 'alice', 'points')).toBe('mds:v1:usage:2026-11-25:user:alice:points');
+    expect(keys.usageOperation('2026-11-25', 'rest', 'getQuotes', 'points', 'api-key', 'static:0a1b2c3d')).toBe('mds:v1:usage-op:2026-11-25:rest:getQuotes:points:api-key:static:0a1b2c3d');
+    expect(keys.usageOperation('2026-11-25', 'mcp', 'mcp:tools/list', 'requests', 'user', 'alice')).toBe('mds:v1:usage-op:2026-11-25:mcp:mcp:tools/list:requests:user:alice');
+    // A caller's own keys and its keys by operation never meet, whatever its name holds.
+    expect(keys.usage('2026-11-25', 'user', 'rest:getQuote', 'requests').startsWith('mds:v1:usage-op:')).toBe(false);
+  });
+
   it('when channels are named, then each keeps its shape', () => {
     expect(channels.invalidate).toBe('mds:v1:invalidate');
     expect(channels.userChanged).toBe('mds:v1:auth:user-changed');
@@ -63,6 +73,8 @@ describe('key space', () => {
       keys.upstream.rps('yahoo', 1),
       keys.upstream.pauseUntil('yahoo'),
       keys.upstream.daily('fmp', 'abcd', '2026-11-25'),
+      keys.usage('2026-11-25', 'user', 'alice', 'points'),
+      keys.usageOperation('2026-11-25', 'ws', 'ws:subscribe', 'limited', 'user', 'alice'),
     ];
     for (const key of all) expect(key).not.toMatch(/[{}]/);
   });

@@ -17,8 +17,37 @@ export interface UsageRow {
   caller: string;
   /** Requests counted against the caller's quota, refused ones included. */
   requests: number;
+  /** Quota points charged (0 for rows written before points were counted). */
+  points: number;
   /** Requests refused with 429. */
   rateLimited: number;
+}
+
+/** What one operation through one door cost a caller on one day. */
+export interface UsageOperationTotals {
+  door: Door;
+  /** An operationId, a door action (`ws:subscribe`, `mcp:tools/list`) or `unmatched` (domain/usage-operations.ts). */
+  operation: string;
+  /** Actions counted, refused ones included. */
+  requests: number;
+  /** Quota points charged. */
+  points: number;
+  /** Actions refused for the quota (429). */
+  rateLimited: number;
+}
+
+/** One caller's use of one operation through one door on one UTC day. */
+export interface UsageOperationRow extends UsageOperationTotals {
+  /** `YYYY-MM-DD`, UTC. */
+  day: string;
+  callerKind: UsageCallerKind;
+  caller: string;
+}
+
+/** A caller's day as the report shows it: the totals, and what each door and operation took of them. */
+export interface UsageReportRow extends UsageRow {
+  /** By door, then operation. */
+  operations: UsageOperationTotals[];
 }
 
 /** The ways into mds (DESIGN 24): REST (and its SSE stream), MCP, the WebSocket API. */
@@ -51,12 +80,15 @@ export const NO_USAGE: UsageRecorder = { record: () => undefined };
 /** Daily usage totals in the database, shared by every instance. Throws `AppError` when the database fails. */
 export interface UsageStore {
   /**
-   * Raises each row's counts to at least the given totals, creating missing rows. Totals only grow
-   * within a day, so any instance may write the fleet-wide totals it read, in any order.
+   * Raises each row's counts to at least the given totals, creating missing rows: the callers' rows,
+   * then the rows per door and operation. Totals only grow within a day, so any instance may write the
+   * fleet-wide totals it read, in any order.
    */
-  raiseTotals(rows: readonly UsageRow[]): Promise<void>;
-  /** Every row of `sinceDay` (`YYYY-MM-DD`) and later, newest day first, then by caller. */
+  raiseTotals(rows: readonly UsageRow[], operations?: readonly UsageOperationRow[]): Promise<void>;
+  /** Every caller row of `sinceDay` (`YYYY-MM-DD`) and later, newest day first, then by caller. */
   list(sinceDay: string): Promise<UsageRow[]>;
-  /** Deletes the rows of days before `day`; resolves to how many went. */
+  /** Every door-and-operation row of `sinceDay` and later, newest day first, then by caller, door and operation. */
+  listOperations(sinceDay: string): Promise<UsageOperationRow[]>;
+  /** Deletes the rows (caller and operation rows alike) of days before `day`; resolves to how many caller rows went. */
   deleteBefore(day: string): Promise<number>;
 }

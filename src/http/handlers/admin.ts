@@ -127,7 +127,15 @@ export function adminHandlers(deps: {
       const body: JsonResponse<'getUsage', 200> = {
         success: true,
         days: span,
-        data: rows.map((row) => ({ day: row.day, caller_kind: row.callerKind, caller: row.caller, requests: row.requests, rate_limited: row.rateLimited })),
+        data: rows.map((row) => ({
+          day: row.day,
+          caller_kind: row.callerKind,
+          caller: row.caller,
+          requests: row.requests,
+          points: row.points,
+          rate_limited: row.rateLimited,
+          operations: row.operations.map((op) => ({ door: op.door, operation: op.operation, requests: op.requests, points: op.points, rate_limited: op.rateLimited })),
+        })),
       };
       res.status(200).json(body);
     },

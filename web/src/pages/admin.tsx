@@ -331,6 +331,14 @@ function callerLabel(kind: string, caller: string, names: Map<string, string>): 
   return name === undefined ? `revoked key ${caller.slice(0, 8)}` : `key ${name}`;
 }
 
+/** What spent a caller's points that day, most first: `rest getQuotes 7 pts (3 req)`. */
+function operationsLabel(operations: Array<{ door: string; operation: string; requests: number; points: number }>): string {
+  return [...operations]
+    .sort((a, b) => b.points - a.points || b.requests - a.requests)
+    .map((op) => `${op.door} ${op.operation} ${formatNumber(op.points)} pts (${formatNumber(op.requests)} req)`)
+    .join(', ');
+}
+
 function UsagePanel({ keys }: { keys: ApiKey[] }) {
   const usage = useApi((signal) => call(api.GET('/api/admin/usage', { params: { query: { days: 30 } }, signal })), []);
   const names = new Map(keys.map((k) => [k.id, k.name]));
@@ -346,13 +354,15 @@ function UsagePanel({ keys }: { keys: ApiKey[] }) {
           <p>No requests by keys or users yet.</p>
         ) : (
           <table>
-            <caption class="sr-only">Requests per API key and per user per day</caption>
+            <caption class="sr-only">Requests and quota points per API key and per user per day, by door and operation</caption>
             <thead>
               <tr>
                 <th scope="col">Day (UTC)</th>
                 <th scope="col">Caller</th>
                 <th scope="col" class="num">Requests</th>
+                <th scope="col" class="num">Points</th>
                 <th scope="col" class="num">Refused (429)</th>
+                <th scope="col">By door and operation</th>
               </tr>
             </thead>
             <tbody>
@@ -361,7 +371,9 @@ function UsagePanel({ keys }: { keys: ApiKey[] }) {
                   <td>{row.day}</td>
                   <th scope="row">{callerLabel(row.caller_kind, row.caller, names)}</th>
                   <td class="num">{formatNumber(row.requests)}</td>
+                  <td class="num">{formatNumber(row.points)}</td>
                   <td class="num">{formatNumber(row.rate_limited)}</td>
+                  <td data-field="operations">{operationsLabel(row.operations)}</td>
                 </tr>
               ))}
             </tbody>
