@@ -42,6 +42,9 @@ export const DOOR_ACTIONS: readonly string[] = [
   'mcp:notifications/cancelled',
   'mcp:notifications/progress',
   'mcp:notifications/roots/list_changed',
+  // A request to /mcp refused before its messages were read (origin, method, body), and a message that is no JSON-RPC request.
+  'mcp:refused',
+  'mcp:invalid',
 ];
 
 /**

@@ -31,6 +31,7 @@ import { NO_METRICS, UNMATCHED_ROUTE, type Metrics } from '../domain/ports/metri
 import type { Principal } from '../domain/ports/accounts.js';
 import { NO_USAGE, type UsageRecorder } from '../domain/ports/usage.js';
 import { priceOf } from '../domain/prices.js';
+import { UNMATCHED_OPERATION } from '../domain/usage-operations.js';
 import { isRateLimitedPath, type RateLimit } from './rate-limit.js';
 import { callerStep, clientAddressOf, createAdmission, type Admission, type RequestContext, type TrustProxy } from './caller.js';
 import type { FastPath } from './fast-path.js';
@@ -93,8 +94,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** The route of the requests the MCP branch answers. */
 const MCP_ROUTE = '/mcp';
 
-/** The usage report's operation of a request that matched none. */
-const UNMATCHED_OPERATION = 'unmatched';
+
 
 /** The incoming `X-Request-Id` when it is sane, else a fresh UUID; echoed in the response. */
 export function requestId(req: IncomingMessage, res: ServerResponse): string {
