@@ -93,15 +93,18 @@ export class BatchedRequestCounter implements RequestCounter {
     return undefined;
   }
 
-  async consume(key: string, limit: number): Promise<QuotaUsage> {
-    const now = this.consumeNow(key, limit);
-    if (now !== undefined) return now;
+  async consume(key: string, limit: number, points = 1): Promise<QuotaUsage> {
+    // An action of more than one point always asks the shared counter: its price decides near the limit.
+    if (points === 1) {
+      const now = this.consumeNow(key, limit);
+      if (now !== undefined) return now;
+    }
     const estimate = this.#estimates.get(key);
     // Points still waiting for a flush travel with this request, so the shared counter decides on
     // everything this instance has allowed.
     const carried = estimate?.unsent ?? 0;
     if (estimate) estimate.unsent = 0;
-    const usage = await this.#shared.consume(key, limit, 1 + carried);
+    const usage = await this.#shared.consume(key, limit, points + carried);
     this.#learn(key, limit, usage);
     return usage;
   }
