@@ -40,8 +40,14 @@ export const WS_PATH = '/api/ws';
 export const CLOSE_POLICY = 1008;
 /** Close code of a connection that does not read what it is sent ("try again later", RFC 6455 registry). */
 export const CLOSE_TOO_SLOW = 1013;
-/** Actions that may wait behind the one being handled; one more closes the connection. */
-export const MAX_WAITING_ACTIONS = 16;
+/** Actions waiting behind the one being handled at which the connection's socket stops being read until they are done. */
+const PAUSE_READING_AT = 8;
+/**
+ * Actions that may wait at most; one more closes the connection. Reading stops well before (what one
+ * read of the socket already held still arrives): only a client that packs this many into one read
+ * gets here.
+ */
+export const MAX_WAITING_ACTIONS = 64;
 /** Refused actions in a row after which the connection is closed. */
 export const MAX_REFUSALS_IN_A_ROW = 5;
 /** Unsent bytes past which quotes wait (latest per symbol) instead of being queued. */
@@ -303,6 +309,8 @@ export class WebSocketApi {
       return;
     }
     conn.waiting.push(text);
+    // TCP's own back-pressure slows a client that sends faster than its actions are handled.
+    if (conn.waiting.length === PAUSE_READING_AT) conn.ws.pause();
     if (!conn.busy) void this.#work(conn);
   }
 
@@ -313,6 +321,7 @@ export class WebSocketApi {
       for (let text = conn.waiting.shift(); text !== undefined && !conn.closing; text = conn.waiting.shift()) await this.#act(conn, text);
     } finally {
       conn.busy = false;
+      if (!conn.closing && conn.ws.isPaused) conn.ws.resume();
     }
   }
 
