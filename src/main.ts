@@ -379,7 +379,6 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     identify: app.identifyUpgrade,
     admission: app.admission,
     dataRequiresAuth: config.auth.dataRequiresAuth,
-    corsOrigins: config.server.corsOrigins,
     maxMessageBytes: config.live.wsMaxMessageBytes,
     maxBufferedBytes: config.stream.maxBufferedBytes,
     heartbeatMs: config.stream.heartbeatMs,

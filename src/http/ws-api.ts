@@ -7,8 +7,8 @@
  * The upgrade is taken on the HTTP server's `upgrade` event (`ws` in noServer mode); any other path
  * asking to upgrade is answered as the plain request it also is. The upgrade meets the caller step of
  * every /api request (app.ts `identifyUpgrade`: the address, every credential sent, the quota, which
- * counts the handshake; a refusal is the envelope, 401 or 429), then the Origin rule (a browser page
- * of another site: 403). Credentials come as the API's own headers or, for browsers that cannot set
+ * counts the handshake; then the Origin rule: a browser page of another site is refused; a refusal
+ * is the envelope, 401, 403 or 429). Credentials come as the API's own headers or, for browsers that cannot set
  * headers, as one `{"action":"auth",...}` message, checked by the core as a header would be.
  *
  * Each connection is a session of the stream hub, so it counts against the same limits as SSE
@@ -24,7 +24,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { addressGroup } from '../domain/address-group.js';
-import { AppError, ForbiddenError, InvalidRequestError, NotAuthenticatedError, TooManyRequestsError } from '../domain/errors.js';
+import { AppError, InvalidRequestError, NotAuthenticatedError, TooManyRequestsError } from '../domain/errors.js';
 import type { Principal } from '../domain/ports/accounts.js';
 import type { Logger } from '../domain/ports/logger.js';
 import { priceOf } from '../domain/prices.js';
@@ -32,7 +32,6 @@ import { canonicalSymbol, MAX_SYMBOLS } from '../domain/symbols.js';
 import type { LiveSession, QuoteStreamHub } from '../services/quote-stream.js';
 import type { IdentifyUpgrade } from './app.js';
 import type { Admission, MessageCredential, RequestContext } from './caller.js';
-import { isAllowedOrigin } from './cors.js';
 import { envelopeBytes, toErrorResponse } from './envelope.js';
 
 export const WS_PATH = '/api/ws';
@@ -68,8 +67,6 @@ export interface WebSocketApiOptions {
   admission: Admission;
   /** DATA_REQUIRES_AUTH: a session opens only for an identified caller. */
   dataRequiresAuth: boolean;
-  /** Origins besides the service's own whose pages may connect (CORS_ORIGINS; `*` for any). */
-  corsOrigins: readonly string[];
   /** Largest message a client may send (WS_MAX_MESSAGE_BYTES). */
   maxMessageBytes: number;
   /** Unsent bytes past which a connection is closed with 1013 (STREAM_MAX_BUFFER_BYTES). */
@@ -231,14 +228,9 @@ export class WebSocketApi {
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     // The caller step of every /api request: the address, every credential sent (a bad one is
-    // refused even beside a good one, DESIGN 18) and the quota, which counts the handshake.
+    // refused even beside a good one, DESIGN 18) and the quota, which counts the handshake; then the
+    // Origin rule (a page of another site: 403).
     this.#o.identify(req, (refusal, headers) => {
-      const origin = req.headers.origin;
-      // A page of another site must not ride on the browser's connection (DNS rebinding, DESIGN 24);
-      // clients that are not browsers send no Origin.
-      if ((refusal === undefined || refusal === null) && origin !== undefined && !isAllowedOrigin(origin, req.headers.host, this.#o.corsOrigins)) {
-        refusal = new ForbiddenError(`Origin '${origin.slice(0, 100)}' may not open ${WS_PATH}: neither this service's own nor listed in CORS_ORIGINS`);
-      }
       if (refusal !== undefined && refusal !== null) {
         socket.end(envelopeBytes(toErrorResponse(refusal, { method: 'GET', path: WS_PATH }), headers));
         return;
@@ -335,6 +327,7 @@ export class WebSocketApi {
     if (secondAuth) refusal = new InvalidRequestError([{ path: 'action', message: 'a connection authenticates once: open another connection for other credentials' }]);
     try {
       await this.#o.admission.charge(conn.payer, 'ws', read.operation, read.points);
+      if (conn.closing) return;
       if (refusal !== undefined) throw refusal;
       const answer = await this.#run(conn, read.action!);
       if (answer === undefined) return;
@@ -466,6 +459,7 @@ export class WebSocketApi {
     this.#release(conn);
     this.#forget(conn);
     conn.ws.close(code, reason.slice(0, 120));
+    if (code !== 1001) this.#o.logger.info({ code, reason }, 'websocket closed by the server');
     // A client that floods or does not read gets no more of the server's time: its frames stay unread.
     if (stopReading) conn.ws.pause();
     conn.dropAfterClose = setTimeout(() => conn.ws.terminate(), CLOSE_GRACE_MS);
