@@ -121,7 +121,7 @@ describe('GET /api/ws: a client that writes and never reads', () => {
     const p50 = percentile(latencies, 50);
     const p99 = percentile(latencies, 99);
     console.log(
-      `flood of empty frames: ${result.frames} written; the session given back after ${givenBackAfterMs?.toFixed(0)} ms, the socket dropped after ${result.closedAfterMs?.toFixed(0) ?? 'never (flooded 4 s)'} ms; RSS ${rssAfterFloodMb.toFixed(1)} MB over before 1.5 s after the flood, ${rssGrowthMb.toFixed(1)} MB after the health probe ended; /api/health p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms over ${latencies.length} calls`,
+      `flood of empty frames: ${result.frames} taken by the client socket (its kernel buffers included); the session given back after ${givenBackAfterMs?.toFixed(0)} ms, the socket dropped after ${result.closedAfterMs?.toFixed(0) ?? 'never (flooded 4 s)'} ms; RSS ${rssAfterFloodMb.toFixed(1)} MB over before 1.5 s after the flood, ${rssGrowthMb.toFixed(1)} MB after the health probe ended; /api/health p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms over ${latencies.length} calls`,
     );
     // On 1b454cb: never closed; ~670,000 frames in 4 s, each answered by a queued 429 error event.
     expect(givenBackAfterMs).toBeDefined();
