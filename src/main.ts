@@ -376,11 +376,11 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const server = createWireServer(app, logger, app.messages);
   const websockets = new WebSocketApi({
     hub: streams,
-    authenticator: auth,
     identify: app.identifyUpgrade,
-    apiKeyHeader: credentialSchemes(contract.document).find((scheme) => scheme.kind === 'apiKey')?.header,
+    admission: app.admission,
     dataRequiresAuth: config.auth.dataRequiresAuth,
     maxMessageBytes: config.live.wsMaxMessageBytes,
+    maxBufferedBytes: config.stream.maxBufferedBytes,
     heartbeatMs: config.stream.heartbeatMs,
     logger: logger.child({ component: 'ws' }),
   });

@@ -17,8 +17,8 @@ import { IncomingMessage, ServerResponse, type RequestListener } from 'node:http
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
 import type { Contract } from './contract.js';
-import { createCors } from './cors.js';
-import { RateLimitedError, StartupError } from '../domain/errors.js';
+import { createCors, isAllowedOrigin } from './cors.js';
+import { ForbiddenError, RateLimitedError, StartupError } from '../domain/errors.js';
 import { toErrorResponse, writeEnvelope } from './envelope.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from '../domain/ports/logger.js';
@@ -123,7 +123,11 @@ export function routeOf(req: IncomingMessage): string {
   return req.caller?.route ?? (req as Request).openapi?.openApiRoute ?? UNMATCHED_ROUTE;
 }
 
-/** Runs the caller step on a request no response object answers (an upgrade): its refusal, or nothing, and the headers decided. */
+/**
+ * Runs the caller step on a request no response object answers (an upgrade): its refusal, or nothing,
+ * and the headers decided. A browser page of another site (an Origin neither the service's own nor in
+ * CORS_ORIGINS) is refused with 403, after the handshake was counted.
+ */
 export type IdentifyUpgrade = (req: IncomingMessage, done: (refusal: unknown, headers: Record<string, string>) => void) => void;
 
 /**
@@ -213,7 +217,8 @@ export function createApp(deps: AppDeps): AppListener {
           usage.record(caller.principal, { door: caller.door === 'rest' && operation === 'streamQuotes' ? 'sse' : caller.door, operation, points: caller.points, limited: caller.limited });
         };
   const log = requestLog(app, logger, requestIdOf, recordDuration, meter);
-  const cors = createCors(deps.corsOrigins ?? []);
+  const corsOrigins = deps.corsOrigins ?? [];
+  const cors = createCors(corsOrigins);
   const checkCredentials = credentialCheck(contract.document, authenticator);
   const identify = callerStep({ address: address.address, checkCredentials, rateLimit: deps.rateLimit, identifyOnly: deps.mcp ? new Set([deps.mcp.path]) : undefined });
   const admission = createAdmission({ checkCredentials, apiKeyHeader: credentialSchemes(contract.document).find((s) => s.kind === 'apiKey')?.header, rateLimit: deps.rateLimit, usage: deps.usage });
@@ -387,8 +392,15 @@ export function createApp(deps: AppDeps): AppListener {
   const identifyUpgrade: IdentifyUpgrade = (req, done) => {
     const res = new ServerResponse(req);
     const headers: Record<string, string> = {};
-    identify(req, pathOf(req.url ?? '/'), res, headers, (refusal) => {
+    const path = pathOf(req.url ?? '/');
+    identify(req, path, res, headers, (refusal) => {
       for (const [name, value] of Object.entries(res.getHeaders())) headers[name] = String(value);
+      const origin = req.headers.origin;
+      // A socket outlives the page's same-origin checks: a page of another site must not ride on the
+      // browser's connection (DNS rebinding, DESIGN 24). Clients that are not browsers send no Origin.
+      if ((refusal === undefined || refusal === null) && origin !== undefined && !isAllowedOrigin(origin, req.headers.host, corsOrigins)) {
+        refusal = new ForbiddenError(`Origin '${origin.slice(0, 100)}' may not open ${path}: neither this service's own nor listed in CORS_ORIGINS`);
+      }
       done(refusal, headers);
     });
   };

@@ -37,3 +37,20 @@ export function createCors(origins: readonly string[]): {
     },
   };
 }
+
+/**
+ * True when a browser page of `origin` may open a socket on a server reached as `host` (the request's
+ * Host header): the service's own origin (the same host, over http or https), one CORS_ORIGINS lists,
+ * or any with `*`. `null` (a sandboxed page, a file) and anything unreadable are refused.
+ */
+export function isAllowedOrigin(origin: string, host: string | undefined, origins: readonly string[]): boolean {
+  if (origins.includes('*') || origins.includes(origin)) return true;
+  if (host === undefined) return false;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.host === host.toLowerCase() && url.origin === origin.toLowerCase();
+}

@@ -50,6 +50,20 @@ describe('BatchedRequestCounter over QuotaCounter in Redis', () => {
     expect(ttlMs).toBeLessThanOrEqual(60_000);
   });
 
+  it('when an action costs several points, then all of them are counted, far from the limit as near it', async () => {
+    const counter = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
+    const key = unique('ip:192.0.2.5');
+    await counter.consume(key, 1000); // an estimate far from the limit
+    const priced = await counter.consume(key, 1000, 5);
+    expect(priced.remaining).toBeLessThanOrEqual(1000 - 6);
+    await waitFor(async () => Number(await client.get(keys.quota(key))) === 6, { message: 'the 6 points in Redis' });
+    // A limit of 30: six actions of 5 points fill it, the next ones are refused.
+    const small = unique('ip:192.0.2.6');
+    const answers = [];
+    for (let i = 0; i < 10; i++) answers.push((await counter.consume(small, 30, 5)).allowed);
+    expect(answers).toEqual([true, true, true, true, true, true, false, false, false, false]);
+  });
+
   it('when far from the limit, then requests are answered in batches: Redis sees far fewer calls than requests', async () => {
     const counter = new BatchedRequestCounter(new QuotaCounter({ counters: new RedisSharedCounters({ redis: client }) }));
     const key = unique('user:batch');

@@ -49,6 +49,9 @@ describe('the WebSocket API, open data', () => {
     ws.send({ action: 'subscribe', symbols: [known, unknown.toLowerCase()] });
     const ack = await ws.waitFor((e) => e.event === 'subscribed', 'subscribed');
     expect(ack).toEqual({ event: 'subscribed', symbols: [known], missing: [unknown] });
+    await ws.waitFor((e) => e.event === 'quote', 'the current quote');
+    // The answer first, then the quotes of the symbols it names (docs/live.md).
+    expect(ws.events.slice(0, 2).map((e) => e.event)).toEqual(['subscribed', 'quote']);
     expect(ws.quotes(known)).toEqual([100]);
     await change(svc, known, 105.5);
     await ws.waitFor((e) => e.event === 'quote' && e.data?.price === 105.5, 'the change');

@@ -94,9 +94,11 @@ export class BatchedRequestCounter implements RequestCounter {
   }
 
   async consume(key: string, limit: number, points = 1): Promise<QuotaUsage> {
-    // A dearer action (DESIGN 24: priced from its shape) always asks the shared counter.
-    const now = points === 1 ? this.consumeNow(key, limit) : undefined;
-    if (now !== undefined) return now;
+    // An action of more than one point always asks the shared counter: its price decides near the limit.
+    if (points === 1) {
+      const now = this.consumeNow(key, limit);
+      if (now !== undefined) return now;
+    }
     const estimate = this.#estimates.get(key);
     // Points still waiting for a flush travel with this request, so the shared counter decides on
     // everything this instance has allowed.
