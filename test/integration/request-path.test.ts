@@ -121,6 +121,39 @@ describe('authentication and rights before validation, on every secured operatio
     expect(seen).toContain('deleteUser');
     expect(seen).toContain('changePassword');
   });
+
+  it('when a path value is not valid percent-encoding (%zz), then anonymous or a bad credential 401, a read key on an admin operation 403, and only an allowed caller the 422', async () => {
+    const withPathValue = secured.filter((op) => op.path.includes('{'));
+    const svc = await start();
+    const token = await svc.login(ADMIN.username, ADMIN.password);
+    const readKey = await createKey(svc, 'read');
+    const seen: string[] = [];
+    for (const op of withPathValue) {
+      const name = `${op.method.toUpperCase()} ${op.path}`;
+      const call = async (headers: Record<string, string>) => {
+        const res = await svc.fetch(op.path.replace(/\{[^}]+\}/g, '%zz'), { method: op.method.toUpperCase(), headers });
+        return { status: res.status, body: await json(res) };
+      };
+      for (const [who, headers] of [['anonymous', {}], ['bad key', key('wrong-key')], ['bad bearer', bearer('a.b.c')]] as const) {
+        const { status, body } = await call(headers);
+        expect(status, `${name} ${who}`).toBe(401);
+        expect(body, `${name} ${who}`).toMatchObject({ success: false, code: 401 });
+        expect(JSON.stringify(body), `${name} ${who}`).not.toMatch(/percent-encoding/);
+      }
+      const read = await call(key(readKey));
+      expect(read.status, `${name} read key`).toBe(adminOnly(op) ? 403 : 401);
+      expect(JSON.stringify(read.body), `${name} read key`).not.toMatch(/percent-encoding/);
+      const admin = await call(bearer(token));
+      expect(admin.status, `${name} administrator`).toBe(422);
+      expect(admin.body, `${name} administrator`).toMatchObject({ success: false, code: 422, violations: [{ path: 'path', message: 'is not valid percent-encoding' }] });
+      seen.push(op.operationId);
+    }
+    expect(seen).toContain('deleteUser');
+
+    // An operation anyone may call refuses the same path at once, with the same words.
+    const open = await svc.fetch('/api/quotes/%zz');
+    expect([open.status, await json(open)]).toEqual([422, expect.objectContaining({ code: 422, violations: [{ path: 'path', message: 'is not valid percent-encoding' }] })]);
+  });
 });
 
 describe('quotas: every /api request counted, whatever its outcome', () => {
