@@ -57,6 +57,11 @@ export interface ValidatorContext {
 
 type ResponseApiDoc = { paths: Record<string, Record<string, unknown>> } | undefined | null;
 type MetadataFactory = (context: ValidatorContext, responseApiDoc: ResponseApiDoc) => RequestHandler;
+/**
+ * Takes the refusal of a request whose path matched an operation but holds a value that is not valid
+ * percent-encoding; the metadata step then goes on with the operation found instead of failing.
+ */
+type MalformedPathSink = (req: Request, refusal: Error) => void;
 
 /** What this module uses of upstream's `OpenApiValidator`: its normalised options and its step factories. */
 interface ValidatorInternals {
@@ -121,8 +126,12 @@ interface CompiledRoute {
  * Upstream's metadata step (sets `req.openapi` and `req.params`, 405 with `Allow` on a known path with
  * another method, 404 on an unknown path under a base path), with each route's expression compiled
  * once per routing mode instead of once per request.
+ *
+ * A path parameter that is not valid percent-encoding (`/api/admin/users/%zz`) fails this step as it
+ * fails upstream's, unless `onMalformedPath` is given: then the operation is still found (its value
+ * left as it came) and the refusal handed over, to be answered once the caller's rights are checked.
  */
-export const precompiledMetadataMiddleware: MetadataFactory = (context, responseApiDoc) => {
+export const precompiledMetadataMiddleware = (context: ValidatorContext, responseApiDoc: ResponseApiDoc, onMalformedPath?: MalformedPathSink): RequestHandler => {
   const routes: CompiledRoute[] = Object.entries(context.expressRouteMap).map(([expressRoute, methods]) => {
     const openApiRoute = context.routePair(expressRoute)!.openApiRoute;
     return { expressRoute, openApiRoute, pathKey: openApiRoute.substring(methods.basePath.length), compiled: [] };
@@ -166,12 +175,18 @@ export const precompiledMetadataMiddleware: MetadataFactory = (context, response
     const { route, paramKeys, raw } = found;
     // Decoded and built afresh for every request: later steps may change req.params.
     const pathParams: Record<string, string> = {};
-    try {
-      for (let i = 0; i < paramKeys.length; i += 1) pathParams[paramKeys[i]!] = decodeURIComponent(raw[i]!);
-    } catch {
-      throw new BadRequest({ path: req.path, message: `malformed uri'` });
+    let malformed: Error | undefined;
+    for (let i = 0; i < paramKeys.length; i += 1) {
+      try {
+        pathParams[paramKeys[i]!] = decodeURIComponent(raw[i]!);
+      } catch {
+        malformed = new BadRequest({ path: req.path, message: `malformed uri'` });
+        if (onMalformedPath === undefined) throw malformed;
+        pathParams[paramKeys[i]!] = raw[i]!;
+      }
     }
     return {
+      malformed,
       schema: context.apiDoc.paths[route.pathKey]?.[method],
       _responseSchema: responseApiDoc?.paths[route.pathKey]?.[method],
       expressRoute: route.expressRoute,
@@ -188,7 +203,7 @@ export const precompiledMetadataMiddleware: MetadataFactory = (context, response
     }
     const matched = lookupRoute(req);
     if (matched) {
-      const { expressRoute, openApiRoute, pathParams, schema } = matched;
+      const { expressRoute, openApiRoute, pathParams, schema, malformed } = matched;
       if (!schema) {
         if (context.ignoreUndocumented) {
           next();
@@ -208,6 +223,7 @@ export const precompiledMetadataMiddleware: MetadataFactory = (context, response
       if (responseApiDoc) openapi._responseSchema = matched._responseSchema;
       (req as unknown as { openapi: unknown }).openapi = openapi;
       req.params = pathParams;
+      if (malformed !== undefined) onMalformedPath?.(req, malformed);
     } else if (context.isManagedRoute(path) && !context.ignoreUndocumented) {
       throw new NotFound({ path: req.path, message: 'not found' });
     }
@@ -261,7 +277,7 @@ function unlessNothingToValidate(apiDoc: ValidatorContext['apiDoc'], validateReq
  */
 export function openApiValidatorMiddleware(
   options: OpenApiValidatorOpts,
-  /** Steps run once the operation is known and before its input is validated (the rights check, the body parser). */
+  /** Steps run once the operation is known and before its input is validated (the rights check, the body parser); a path that is not valid percent-encoding is refused after them. */
   between: readonly RequestHandler[] = [],
 ): RequestHandler {
   if (options.validateSecurity !== false || options.fileUploader !== false || options.operationHandlers) {
@@ -275,8 +291,17 @@ export function openApiValidatorMiddleware(
       const { apiDoc } = spec as { apiDoc: ValidatorContext['apiDoc'] };
       const responseApiDoc = new SchemaPreprocessor(apiDoc, validator.ajvOpts.preprocessor, normalized.validateResponses).preProcess().apiDocRes;
       const context = new OpenApiContext(spec, normalized.ignorePaths, normalized.ignoreUndocumented, normalized.useRequestUrl);
-      const steps = [precompiledMetadataMiddleware(context, responseApiDoc), ...between];
-      if (normalized.validateRequests) steps.push(unlessNothingToValidate(apiDoc, validator.requestValidationMiddleware(apiDoc)));
+      // A path value that is not valid percent-encoding is bad input like any other: refused (422)
+      // after the steps in `between`, so a caller who may not call the operation hears 401/403 instead.
+      const malformedPaths = new WeakMap<Request, Error>();
+      const steps = [precompiledMetadataMiddleware(context, responseApiDoc, (req, refusal) => malformedPaths.set(req, refusal)), ...between];
+      const validateInput = normalized.validateRequests ? unlessNothingToValidate(apiDoc, validator.requestValidationMiddleware(apiDoc)) : undefined;
+      steps.push((req, res, next) => {
+        const malformed = malformedPaths.get(req);
+        if (malformed !== undefined) next(malformed);
+        else if (validateInput !== undefined) validateInput(req, res, next);
+        else next();
+      });
       if (normalized.validateResponses) steps.push(validator.responseValidationMiddleware(responseApiDoc, context.serial));
       return series(steps);
     });

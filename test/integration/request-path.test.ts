@@ -121,6 +121,39 @@ describe('authentication and rights before validation, on every secured operatio
     expect(seen).toContain('deleteUser');
     expect(seen).toContain('changePassword');
   });
+
+  it('when a path value is not valid percent-encoding (%zz), then anonymous or a bad credential 401, a read key on an admin operation 403, and only an allowed caller the 422', async () => {
+    const withPathValue = secured.filter((op) => op.path.includes('{'));
+    const svc = await start();
+    const token = await svc.login(ADMIN.username, ADMIN.password);
+    const readKey = await createKey(svc, 'read');
+    const seen: string[] = [];
+    for (const op of withPathValue) {
+      const name = `${op.method.toUpperCase()} ${op.path}`;
+      const call = async (headers: Record<string, string>) => {
+        const res = await svc.fetch(op.path.replace(/\{[^}]+\}/g, '%zz'), { method: op.method.toUpperCase(), headers });
+        return { status: res.status, body: await json(res) };
+      };
+      for (const [who, headers] of [['anonymous', {}], ['bad key', key('wrong-key')], ['bad bearer', bearer('a.b.c')]] as const) {
+        const { status, body } = await call(headers);
+        expect(status, `${name} ${who}`).toBe(401);
+        expect(body, `${name} ${who}`).toMatchObject({ success: false, code: 401 });
+        expect(JSON.stringify(body), `${name} ${who}`).not.toMatch(/percent-encoding/);
+      }
+      const read = await call(key(readKey));
+      expect(read.status, `${name} read key`).toBe(adminOnly(op) ? 403 : 401);
+      expect(JSON.stringify(read.body), `${name} read key`).not.toMatch(/percent-encoding/);
+      const admin = await call(bearer(token));
+      expect(admin.status, `${name} administrator`).toBe(422);
+      expect(admin.body, `${name} administrator`).toMatchObject({ success: false, code: 422, violations: [{ path: 'path', message: 'is not valid percent-encoding' }] });
+      seen.push(op.operationId);
+    }
+    expect(seen).toContain('deleteUser');
+
+    // An operation anyone may call refuses the same path at once, with the same words.
+    const open = await svc.fetch('/api/quotes/%zz');
+    expect([open.status, await json(open)]).toEqual([422, expect.objectContaining({ code: 422, violations: [{ path: 'path', message: 'is not valid percent-encoding' }] })]);
+  });
 });
 
 describe('quotas: every /api request counted, whatever its outcome', () => {
@@ -238,6 +271,32 @@ describe('the cached-answer shortcut answers as the full path', () => {
     return { status: res.status, headers, body: body.toString('base64') };
   }
 
+  /**
+   * The same GET to a service with the shortcut and to one without it: both answers, and whether the
+   * shortcut answered the first. `prime` runs before each try (a first request that lets the shortcut
+   * answer the target). max-age counts whole seconds down, and on a loaded machine the target may be
+   * half-way through its second (then one request revalidates it the full way): such a pair is read again.
+   */
+  async function bothWays(shortcut: TestService, full: TestService, path: string, headers: Record<string, string>, expectShortcut: boolean, prime?: () => Promise<unknown>) {
+    let pair: Array<ReturnType<typeof comparable>> = [];
+    let viaShortcut = false;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await prime?.();
+      const a = await shortcut.fetch(path, { headers });
+      const aBody = Buffer.from(await a.arrayBuffer());
+      const b = await full.fetch(path, { headers });
+      const bBody = Buffer.from(await b.arrayBuffer());
+      pair = [comparable(a, aBody), comparable(b, bBody)];
+      // The full way writes a request line at info; the shortcut's is at debug (not captured). The
+      // later call's line is awaited, so the earlier one's would be in by then.
+      const ids = [a.headers.get('x-request-id'), b.headers.get('x-request-id')];
+      await waitFor(() => full.logs.some((l) => l.reqId === ids[1] && l.msg === 'request completed'));
+      viaShortcut = !shortcut.logs.some((l) => l.reqId === ids[0] && l.msg === 'request completed');
+      if (viaShortcut === expectShortcut && pair[0]!.headers['cache-control'] === pair[1]!.headers['cache-control']) break;
+    }
+    return { shortcut: pair[0]!, full: pair[1]!, viaShortcut };
+  }
+
   it('when the same cached GETs (plain, If-None-Match, CORS Origin, Accept: text/csv, an API key) go through the shortcut and the full path, then status, headers and bytes agree', async () => {
     await client.flushdb();
     const env = { CORS_ORIGINS: 'https://app.example', RATE_LIMIT_ANONYMOUS_PER_MINUTE: '100000', RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '100000' };
@@ -257,28 +316,47 @@ describe('the cached-answer shortcut answers as the full path', () => {
     ];
     for (const [path, headers] of cases) {
       await (await shortcut.fetch(path, { headers })).arrayBuffer();
-      // max-age counts whole seconds down, and on a loaded machine the target may be half-way through
-      // its second (then one request revalidates it the full way): such a pair is read again.
       const exportAsked = headers.Accept !== undefined;
-      let pair: Array<ReturnType<typeof comparable>> = [];
-      let viaShortcut = false;
-      for (let attempt = 0; attempt < 5; attempt++) {
-        const a = await shortcut.fetch(path, { headers });
-        const aBody = Buffer.from(await a.arrayBuffer());
-        const b = await full.fetch(path, { headers });
-        const bBody = Buffer.from(await b.arrayBuffer());
-        pair = [comparable(a, aBody), comparable(b, bBody)];
-        // The full way writes a request line at info; the shortcut's is at debug (not captured). The
-        // later call's line is awaited, so the earlier one's would be in by then.
-        const ids = [a.headers.get('x-request-id'), b.headers.get('x-request-id')];
-        await waitFor(() => full.logs.some((l) => l.reqId === ids[1] && l.msg === 'request completed'));
-        viaShortcut = !shortcut.logs.some((l) => l.reqId === ids[0] && l.msg === 'request completed');
-        if (viaShortcut === !exportAsked && pair[0]!.headers['cache-control'] === pair[1]!.headers['cache-control']) break;
-      }
-      expect(pair[0], `${path} ${JSON.stringify(headers)}`).toEqual(pair[1]);
-      expect(pair[0]!.status, path).toBe(headers['If-None-Match'] ? 304 : 200);
+      const answers = await bothWays(shortcut, full, path, headers, !exportAsked);
+      expect(answers.shortcut, `${path} ${JSON.stringify(headers)}`).toEqual(answers.full);
+      expect(answers.shortcut.status, path).toBe(headers['If-None-Match'] ? 304 : 200);
       // Every JSON read was answered by the shortcut; an export never is.
-      expect(viaShortcut, `${path} ${JSON.stringify(headers)} via the shortcut`).toBe(!exportAsked);
+      expect(answers.viaShortcut, `${path} ${JSON.stringify(headers)} via the shortcut`).toBe(!exportAsked);
+    }
+  });
+
+  it('when a history URL the shortcut holds is asked for with an Accept the full path answers with CSV (text/*, text/csv, CSV over JSON), then the shortcut declines and both answer the CSV; an Accept that negotiates JSON, and a quote asked for as text/*, are still taken by the shortcut', async () => {
+    await client.flushdb();
+    const env = { RATE_LIMIT_ANONYMOUS_PER_MINUTE: '100000', RATE_LIMIT_AUTHENTICATED_PER_MINUTE: '100000' };
+    const shortcut = await start(env);
+    const full = await start(env, { fastPath: false });
+    const history = '/api/history/AAPL?interval=1d&range=1mo';
+    const quotes = '/api/quotes?symbols=AAPL,MSFT';
+    const cases: Array<[string, string | undefined, 'csv' | 'json']> = [
+      [history, 'text/*', 'csv'],
+      [history, 'text/csv', 'csv'],
+      [history, 'text/csv;q=1, application/json;q=0.5', 'csv'],
+      [history, 'text/*, application/json;q=0.9', 'csv'],
+      [history, undefined, 'json'],
+      [history, 'application/json', 'json'],
+      [history, '*/*', 'json'],
+      [history, 'application/json, text/csv;q=0.5', 'json'],
+      [history, 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'json'],
+      // A quote has one format: the full path answers it whatever the Accept, and so does the shortcut.
+      [quotes, 'text/*', 'json'],
+      [quotes, 'text/csv', 'json'],
+    ];
+    for (const [path, accept, format] of cases) {
+      const name = `${path} Accept: ${accept ?? '(none)'}`;
+      const headers: Record<string, string> = accept === undefined ? {} : { Accept: accept };
+      // The first request (no Accept, the full way) lets the shortcut answer the target for a second.
+      const prime = async () => (await shortcut.fetch(path)).arrayBuffer();
+      const answers = await bothWays(shortcut, full, path, headers, format === 'json', prime);
+
+      expect(answers.shortcut.status, name).toBe(200);
+      expect(answers.shortcut.headers['content-type'], name).toBe(format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8');
+      expect(answers.shortcut, name).toEqual(answers.full);
+      expect(answers.viaShortcut, `${name} via the shortcut`).toBe(format === 'json');
     }
   });
 });

@@ -7,27 +7,24 @@ import { InvalidRequestError } from '../../domain/errors.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
 import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv, type ExtraColumns } from '../history-export.js';
 import { cacheScopeOf, setCacheControl } from '../cache-policy.js';
-import { etagMatches, varyByAccept, writeRepresentation } from './representation.js';
+import { acceptedFormat, etagMatches, varyByAccept, writeRepresentation, type Format } from './representation.js';
 import type { Handler, JsonResponse } from './types.js';
 
-/** Tells the fast path that this request target was validated and answered from `key`. */
-export type RememberTarget = (req: Request, key: string) => void;
+/** Tells the fast path that this request target was validated and answered from `rep` (its key and kind). */
+export type RememberTarget = (req: Request, rep: Pick<CachedRepresentation, 'key' | 'kind'>) => void;
 
 /** Sends a cached JSON representation (200 or 304) and lets the fast path answer its target for a second. */
 export function send(req: Request, res: Response, rep: CachedRepresentation, remember: RememberTarget | undefined): void {
   writeRepresentation(res, rep, req.headers['if-none-match'], undefined, cacheScopeOf(req));
-  if (rep.cacheStatus !== 'STALE') remember?.(req, rep.key);
+  if (rep.cacheStatus !== 'STALE') remember?.(req, rep);
 }
 
-type HistoryFormat = 'json' | 'csv' | 'arrow';
+type HistoryFormat = Format;
 type HistoryResponse = components['schemas']['HistoryResponse'];
 
 /** The format asked for by `format`, or by `Accept` when no `format` is given (JSON wins a tie). */
 function historyFormat(req: Request, format: HistoryFormat | undefined): HistoryFormat {
-  if (format !== undefined) return format;
-  if (req.headers.accept === undefined) return 'json';
-  const chosen = req.accepts(['application/json', 'text/csv', ARROW_CONTENT_TYPE]);
-  return chosen === 'text/csv' ? 'csv' : chosen === ARROW_CONTENT_TYPE ? 'arrow' : 'json';
+  return format ?? acceptedFormat(req);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Contract } from '../contract.js';
+import { docsPage, type DocsPage } from '../docs-page.js';
 import { AppError } from '../../domain/errors.js';
 import type { Handler } from './types.js';
 
@@ -21,6 +22,8 @@ export function metaHandlers(
   docs: () => Promise<string | undefined>,
   asyncApi: () => Promise<string | undefined>,
 ): { getOpenApiYaml: Handler<'getOpenApiYaml'>; getOpenApiJson: Handler<'getOpenApiJson'>; getAsyncApiYaml: Handler<'getAsyncApiYaml'>; getDocs: Handler<'getDocs'> } {
+  // Prepared once per page read (`docs` hands back the same string until the file is read again).
+  let page: { built: string; served: DocsPage } | undefined;
   return {
     getOpenApiYaml(_req, res) {
       res.status(200).type('application/yaml').send(contract.yaml);
@@ -34,9 +37,10 @@ export function metaHandlers(
       res.status(200).type('application/yaml').send(yaml);
     },
     async getDocs(_req, res) {
-      const html = await docs();
-      if (html === undefined) throw new DocsNotBuiltError();
-      res.status(200).type('text/html').send(html);
+      const built = await docs();
+      if (built === undefined) throw new DocsNotBuiltError();
+      if (page?.built !== built) page = { built, served: docsPage(built) };
+      res.status(200).type('text/html').set(page.served.headers).send(page.served.html);
     },
   };
 }

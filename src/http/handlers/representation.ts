@@ -2,13 +2,38 @@
  * How a cached representation is sent: status, cache headers and the exact cached bytes. Shared by
  * the Express handlers and the fast path in front of Express, so both send the same bytes and headers.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type Request } from 'express';
 import vary from 'vary';
 import type { CachedRepresentation, CacheKind } from '../../services/representation-cache.js';
 import { cacheControl, CREDENTIAL_HEADERS, type CacheScope } from '../cache-policy.js';
+import { ARROW_CONTENT_TYPE } from '../history-export.js';
 
 /** Kinds whose one URL answers several formats, chosen by `Accept`: history (JSON, CSV, Arrow). */
 const FORMATS_BY_ACCEPT: ReadonlySet<CacheKind> = new Set(['history']);
+
+/** True when a URL answering `kind` gives other formats than its cached JSON by `Accept`. */
+export function formatsByAccept(kind: CacheKind): boolean {
+  return FORMATS_BY_ACCEPT.has(kind);
+}
+
+/** The formats such a URL answers, by media type; JSON first, so it wins a tie. */
+const FORMAT_TYPES = ['application/json', 'text/csv', ARROW_CONTENT_TYPE];
+
+export type Format = 'json' | 'csv' | 'arrow';
+
+/**
+ * The format a request's `Accept` chooses on a URL that answers several (JSON when it has none, names
+ * none of them, or ties). The handler and the cached-answer shortcut both ask here, so they cannot
+ * disagree; the headers a JSON client usually sends are answered without parsing.
+ */
+export function acceptedFormat(req: IncomingMessage): Format {
+  const accept = req.headers.accept;
+  if (accept === undefined || accept === 'application/json' || accept === '*/*') return 'json';
+  // Express's own negotiation (`req.accepts`), which reads only the headers: callable on any request.
+  const chosen = express.request.accepts.call(req as Request, ...FORMAT_TYPES);
+  return chosen === 'text/csv' ? 'csv' : chosen === ARROW_CONTENT_TYPE ? 'arrow' : 'json';
+}
 
 /**
  * Adds `Accept` to the answer's `Vary`, after what is there (CORS's `Origin`), when its URL gives
