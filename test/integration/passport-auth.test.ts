@@ -25,11 +25,12 @@ describe('createPassportAuth', () => {
   const tokens = new TokenService({ secret: SECRET, ttlMs: HOUR_MS });
 
   const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
-  const tokenFor = async (username: string, claims: { isAdmin?: boolean } = {}) => {
+  const issueFor = async (username: string, claims: { isAdmin?: boolean } = {}) => {
     const user = await db.store.findByUsername(username);
     if (!user) throw new Error(`no user ${username}`);
-    return tokens.sign({ ...user, ...claims }).token;
+    return tokens.sign({ ...user, ...claims });
   };
+  const tokenFor = async (username: string, claims: { isAdmin?: boolean } = {}) => (await issueFor(username, claims)).token;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mds-passport-'));
@@ -46,14 +47,17 @@ describe('createPassportAuth', () => {
   });
 
   describe('bearer', () => {
-    it('when the token is valid, then resolves to the user principal', async () => {
-      expect(await probe.bearer(bearer(await tokenFor('root')))).toEqual({ ok: true, principal: { username: 'root', isAdmin: true, kind: 'user', id: 'user:root' } });
+    it("when the token is valid, then resolves to the user principal, which carries the token's expiry", async () => {
+      const issued = await issueFor('root');
+
+      expect(await probe.bearer(bearer(issued.token))).toEqual({ ok: true, principal: { username: 'root', isAdmin: true, kind: 'user', id: 'user:root', expiresAtMs: issued.expiresAt.getTime() } });
     });
 
     it('when a token claims admin for a user who is not one, then the principal has no admin rights', async () => {
-      const result = await probe.bearer(bearer(await tokenFor('viewer', { isAdmin: true })));
+      const issued = await issueFor('viewer', { isAdmin: true });
+      const result = await probe.bearer(bearer(issued.token));
 
-      expect(result).toEqual({ ok: true, principal: { username: 'viewer', isAdmin: false, kind: 'user', id: 'user:viewer' } });
+      expect(result).toEqual({ ok: true, principal: { username: 'viewer', isAdmin: false, kind: 'user', id: 'user:viewer', expiresAtMs: issued.expiresAt.getTime() } });
     });
 
     it('when there is no Authorization header, then rejects with NotAuthenticatedError', async () => {

@@ -46,6 +46,12 @@ export interface Principal {
   id?: string;
   /** A managed key's own requests-per-minute limit; absent means the default for its kind. */
   rateLimitPerMinute?: number;
+  /**
+   * When the credential that identified the caller stops being accepted, epoch ms: a bearer token's
+   * `exp`, a managed key's `expires_at`. Absent when it never expires. A stream or session opened with
+   * it closes then (DESIGN 24).
+   */
+  expiresAtMs?: number;
 }
 
 /**

@@ -22,6 +22,7 @@ import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
 import { Strategy as JwtStrategy } from 'passport-jwt';
 import { AUTH_MESSAGES, readBearer } from '../../domain/credentials.js';
 import { InvalidCredentialsError, NotAuthenticatedError } from '../../domain/errors.js';
+import { userIdentity } from '../../domain/identity.js';
 import type { ApiKeyVerifier } from '../../domain/ports/api-keys.js';
 import type { AuthCallback, Principal, User, UserStore } from '../../domain/ports/accounts.js';
 import { claimsOf, type TokenClaims, type TokenService } from './tokens.js';
@@ -158,7 +159,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
       // A deleted user's tokens die with it; a changed password changes the hash they were tied to.
       if (!user || !tokens.isCurrent(claims, user.passwordHash)) done(null, false, { message: AUTH_MESSAGES.revoked });
       // Rights come from the database, not the token: a demoted administrator loses them at once.
-      else done(null, { username: user.username, isAdmin: user.isAdmin, kind: 'user', id: `user:${user.username}` });
+      else done(null, { username: user.username, isAdmin: user.isAdmin, kind: 'user', id: userIdentity(user.username), expiresAtMs: claims.exp * 1000 });
     };
     let found: ReturnType<typeof findUser>;
     try {
