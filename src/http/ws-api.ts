@@ -174,12 +174,12 @@ export class WebSocketApi {
 
   /** Opens the hub session of the connection; over a limit, an error event and close 1008. */
   #startSession(conn: Connection): boolean {
-    const who = conn.principal === undefined ? { address: conn.address } : { caller: conn.principal.id ?? `${conn.principal.kind}:${conn.principal.username}` };
+    const who = { address: conn.address, principal: conn.principal };
     try {
       conn.session = this.#o.hub.openSession(
         who,
         (_symbol, json) => this.#deliver(conn, _symbol, `{"event":"quote","data":${json}}`),
-        () => conn.ws.close(1001, 'server shutting down'),
+        (refusal) => (refusal === undefined ? conn.ws.close(1001, 'server shutting down') : this.#refuse(conn, refusal)),
       );
       return true;
     } catch (err) {
