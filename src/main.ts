@@ -141,7 +141,7 @@ interface AccountParts {
   throttle: LoginAttempts;
   /** Where audit lines go. */
   auditLogger: Logger;
-  /** Carries API-key revocations to the other instances; none in the CLI. */
+  /** Carries API-key revocations to every instance (the CLI's only announces them). */
   broadcast?: Broadcast | undefined;
 }
 
