@@ -195,6 +195,11 @@ export class ApiKeyService implements ApiKeyVerifier {
     return principalOf(record);
   }
 
+  /** Whether the key `id` still exists, asked of the store (see `ApiKeyVerifier.exists`). */
+  async exists(id: string): Promise<boolean> {
+    return (await this.#store.findById(id)) !== undefined;
+  }
+
   /** Stops listening for revocations. */
   close(): void {
     this.#cache.close();

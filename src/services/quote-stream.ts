@@ -20,6 +20,9 @@
  * instance or from the CLI) closes every stream and session of that identity here: an SSE stream gets
  * an `error` event carrying the 401 envelope and ends, a session is ended with the same refusal. The
  * credential's own expiry (a token's `exp`, a key's `expires_at`) closes them the same way, on time.
+ * The event is a hint that may be lost (Redis away, a CLI that could not reach it): every
+ * `RECHECK_INTERVAL_MS`, and at once when the broadcast is live again after a gap, each open
+ * stream's credential is checked again as a request's would be (`CredentialRecheck`).
  *
  * Event ids are versions: the epoch milliseconds at which the quote was seen to change, never
  * decreasing on one connection. `Last-Event-ID: N` on a reconnect means "I have every quote that
@@ -30,7 +33,7 @@ import { inBackground } from '../domain/background-work.js';
 import { AUTH_MESSAGES } from '../domain/credentials.js';
 import { AppError, InvalidCredentialsError, InvalidRequestError, UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
 import { identityOf, usernameOf } from '../domain/identity.js';
-import type { Principal } from '../domain/ports/accounts.js';
+import type { CredentialRecheck, Principal } from '../domain/ports/accounts.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 import type { Quote } from '../domain/ports/market-data.js';
@@ -54,6 +57,12 @@ export const MAX_SESSION_SYMBOLS = 50;
 const REFRESH_CONCURRENCY = 4;
 /** The longest delay a Node timer takes (about 24.8 days); a later expiry is waited for in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How often open streams' credentials are checked again whatever the broadcast said: a lost
+ * announcement keeps a revoked caller's streams open at most this long after the caches that the
+ * check reads (AUTH_CACHE_SECONDS for users; keys are read from the store) have seen the change.
+ */
+export const RECHECK_INTERVAL_MS = 5000;
 
 /** Where a stream's bytes go: an HTTP response, seen only through what the hub needs. */
 export interface StreamSink {
@@ -166,6 +175,11 @@ export interface QuoteStreamHubOptions {
    * holds. Polling by default.
    */
   pushing?: (symbol: string) => boolean;
+  /**
+   * Checks again the credential an open stream was opened with (the authenticator); without it, only
+   * the "identity changed" event and the credential's expiry close a stream.
+   */
+  credentials?: CredentialRecheck;
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
 }
@@ -188,7 +202,9 @@ interface Client {
   end?: SessionEnd;
   symbols: Set<string>;
   address: string | undefined;
-  /** The identity of the principal that opened it (`user:<name>`, `key:<id>`); absent when anonymous. */
+  /** The principal that opened it; absent when anonymous. */
+  principal: Principal | undefined;
+  /** Its identity (`user:<name>`, `key:<id>`); absent when anonymous. */
   identity: string | undefined;
   /** When its credential expires, epoch ms; absent when it does not. */
   expiresAtMs: number | undefined;
@@ -222,7 +238,7 @@ interface ChangeMessage {
 
 /** The hub of this instance's quote streams. */
 export class QuoteStreamHub {
-  readonly #o: Required<Omit<QuoteStreamHubOptions, 'observer' | 'pushing'>> & { observer: StreamObserver; pushing: (symbol: string) => boolean };
+  readonly #o: Required<Omit<QuoteStreamHubOptions, 'observer' | 'pushing' | 'credentials'>> & { observer: StreamObserver; pushing: (symbol: string) => boolean; credentials: CredentialRecheck | undefined };
   readonly #clients = new Set<Client>();
   readonly #bySymbol = new Map<string, Set<Client>>();
   readonly #known = new Map<string, Known>();
@@ -235,13 +251,16 @@ export class QuoteStreamHub {
   #reserved = 0;
   readonly #stop: Array<() => void> = [];
   #refreshing = false;
+  #rechecking = false;
   #closed = false;
 
   constructor(options: QuoteStreamHubOptions) {
-    this.#o = { retryMs: 3000, now: Date.now, ...options, observer: options.observer ?? {}, pushing: options.pushing ?? (() => false) };
+    this.#o = { retryMs: 3000, now: Date.now, ...options, observer: options.observer ?? {}, pushing: options.pushing ?? (() => false), credentials: options.credentials };
     this.#stop.push(
       options.broadcast.subscribe(quoteEventsChannel(options.provider), (message) => this.#onMessage(message)),
       options.broadcast.subscribe(channels.identityChanged, (identity) => this.#identityChanged(identity)),
+      // Announcements may have been missed during the gap.
+      options.broadcast.onResync(() => void this.#recheck()),
       options.onFill((fill) => {
         if (fill.kind === 'quote') void this.#onQuoteFill(fill.params, fill.value, fill.parts);
       }),
@@ -249,6 +268,11 @@ export class QuoteStreamHub {
     const heartbeat = setInterval(() => this.#heartbeat(), options.heartbeatMs);
     heartbeat.unref();
     this.#stop.push(() => clearInterval(heartbeat));
+    if (options.credentials !== undefined) {
+      const recheck = setInterval(() => void this.#recheck(), RECHECK_INTERVAL_MS);
+      recheck.unref();
+      this.#stop.push(() => clearInterval(recheck));
+    }
     if (options.refreshIntervalMs > 0) {
       const refresh = setInterval(() => void this.#refreshTick(), options.refreshIntervalMs);
       refresh.unref();
@@ -415,10 +439,10 @@ export class QuoteStreamHub {
   }
 
   /** What a new client follows of its caller: the address (anonymous only), the identity and the credential's expiry. */
-  #followed(who: StreamCaller): Pick<Client, 'address' | 'identity' | 'expiresAtMs' | 'expiry'> {
+  #followed(who: StreamCaller): Pick<Client, 'address' | 'principal' | 'identity' | 'expiresAtMs' | 'expiry'> {
     const principal = who.principal;
-    if (principal === undefined) return { address: who.address, identity: undefined, expiresAtMs: undefined, expiry: undefined };
-    return { address: undefined, identity: identityOf(principal), expiresAtMs: principal.expiresAtMs, expiry: undefined };
+    if (principal === undefined) return { address: who.address, principal: undefined, identity: undefined, expiresAtMs: undefined, expiry: undefined };
+    return { address: undefined, principal, identity: identityOf(principal), expiresAtMs: principal.expiresAtMs, expiry: undefined };
   }
 
   /** Takes a place for `who` within the limits; returns whose count it holds a place in. */
@@ -515,6 +539,45 @@ export class QuoteStreamHub {
     const closed = clients.size;
     for (const client of [...clients]) this.#end(client, refusal);
     this.#o.logger.info({ identity, closed }, 'streams closed: the credentials that opened them were revoked or changed');
+  }
+
+  /**
+   * Checks again the credential of every open stream and session, one at a time (one check per
+   * distinct credential), and closes those a request would now refuse. A check that fails (the
+   * store away) leaves its streams open until the next run.
+   */
+  async #recheck(): Promise<void> {
+    const credentials = this.#o.credentials;
+    if (credentials === undefined || this.#rechecking || this.#closed) return;
+    this.#rechecking = true;
+    try {
+      const verdicts = new Map<string, Promise<string | undefined>>();
+      for (const clients of [...this.#byIdentity.values()]) {
+        for (const client of [...clients]) {
+          const principal = client.principal;
+          if (client.closed || principal === undefined || client.identity === undefined) continue;
+          // Streams of one identity opened with one credential share one check.
+          const credential = `${client.identity}\n${principal.passwordVersion ?? ''}\n${principal.isAdmin}`;
+          let verdict = verdicts.get(credential);
+          if (verdict === undefined) {
+            verdict = credentials.recheck(principal);
+            verdicts.set(credential, verdict);
+          }
+          let refused: string | undefined;
+          try {
+            refused = await verdict;
+          } catch (err) {
+            this.#o.logger.debug({ err: (err as Error).message, identity: client.identity }, 'credential check failed; the next run retries');
+            continue;
+          }
+          if (refused === undefined || this.#closed) continue;
+          this.#o.logger.info({ identity: client.identity, reason: refused }, 'stream closed: its credentials are no longer accepted');
+          this.#end(client, new InvalidCredentialsError(refused));
+        }
+      }
+    } finally {
+      this.#rechecking = false;
+    }
   }
 
   /** Where a symbol's last change is kept: `{v: version ms, f: fingerprint}`, per provider. */
