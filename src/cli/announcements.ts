@@ -15,7 +15,7 @@ import { createCache, type ResilientCache } from '../infra/cache/index.js';
 import type { Logger } from '../infra/logger.js';
 
 /** How long the first announcement waits for Redis before giving up on telling the instances. */
-const CONNECT_TIMEOUT_MS = 2000;
+const CONNECT_TIMEOUT_MS = 1000;
 
 /** A publish-only Broadcast over the configured Redis, connected on first use. */
 export class CliAnnouncements implements Broadcast {
@@ -46,7 +46,7 @@ export class CliAnnouncements implements Broadcast {
     this.#warned = true;
     this.#logger.warn(
       { channel, message },
-      'Redis unreachable: running instances were not told of this change; they refuse the old credentials once their caches expire (AUTH_CACHE_SECONDS for users, a second for API keys) and close its streams at their next check',
+      'Could not reach Redis to tell running instances of this change: they refuse old credentials once their caches expire (AUTH_CACHE_SECONDS for users, a second for API keys) and close their streams within 5 s more',
     );
   }
 
