@@ -557,7 +557,7 @@ export class QuoteStreamHub {
           const principal = client.principal;
           if (client.closed || principal === undefined || client.identity === undefined) continue;
           // Streams of one identity opened with one credential share one check.
-          const credential = `${client.identity}\n${principal.passwordVersion ?? ''}\n${principal.isAdmin}`;
+          const credential = `${client.identity}\n${principal.passwordVersion ?? ''}\n${principal.isAdmin}\n${principal.expiresAtMs ?? ''}`;
           let verdict = verdicts.get(credential);
           if (verdict === undefined) {
             verdict = credentials.recheck(principal);
