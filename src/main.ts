@@ -141,7 +141,7 @@ interface AccountParts {
   throttle: LoginAttempts;
   /** Where audit lines go. */
   auditLogger: Logger;
-  /** Carries API-key revocations to the other instances; none in the CLI. */
+  /** Carries API-key revocations to every instance (the CLI's only announces them). */
   broadcast?: Broadcast | undefined;
 }
 
@@ -222,6 +222,16 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger.warn({ username: adminName }, `default administrator '${adminName}' does not exist: run \`mds init\``);
   }
 
+  const auth = createPassportAuth({
+    apiKeyHeader: credentialSchemes(contract.document).find((scheme) => scheme.kind === 'apiKey')?.header,
+    userStore: users,
+    tokens,
+    apiKeys: config.auth.apiKeys,
+    managedKeys: keys,
+    findUser: (username) => revocation.lookup(username),
+  });
+  logger.info({ algorithm: 'HS256', apiKeys: config.auth.apiKeys.length }, 'authentication ready');
+
   // One link per provider of the chain (a chain of one for MARKET_DATA_PROVIDER); the shared counters
   // carry each provider's fleet-wide budget, daily key counts and 429 pause (memory while Redis is away).
   const links = options.provider
@@ -263,6 +273,8 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     ...config.stream,
     observer: { clients: (delta) => metrics.streamClients(delta), event: () => metrics.streamEvent(), refresh: (mode) => metrics.streamRefresh(mode) },
     pushing: (symbol) => live?.pushing(symbol) ?? false,
+    // Open streams are checked again as a request would be: a lost announcement cannot keep them open.
+    credentials: auth,
   });
   shutdown.add('quote streams', () => streams.close());
   // Pushed prices (DESIGN 23): one socket per push upstream for the fleet, held by the lease's holder.
@@ -297,16 +309,6 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   } else {
     logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
   }
-
-  const auth = createPassportAuth({
-    apiKeyHeader: credentialSchemes(contract.document).find((scheme) => scheme.kind === 'apiKey')?.header,
-    userStore: users,
-    tokens,
-    apiKeys: config.auth.apiKeys,
-    managedKeys: keys,
-    findUser: (username) => revocation.lookup(username),
-  });
-  logger.info({ algorithm: 'HS256', apiKeys: config.auth.apiKeys.length }, 'authentication ready');
 
   const health = new HealthService({
     datasource: () => provider.health().healthy,

@@ -1,8 +1,8 @@
 /**
  * The parts a CLI command opens over the configured database (and upstream): the accounts and
  * API-key services, and the history store with its backfill. Built like the service's own, by
- * `accountServices` of the composition root, without what only a running service has (broadcast,
- * shared counters).
+ * `accountServices` of the composition root, without what only a running service has (shared
+ * counters, listening to other instances).
  */
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.js';
@@ -18,12 +18,15 @@ import { chainHistory } from '../services/chain-history.js';
 import { HistoryBackfill } from '../services/history-backfill.js';
 import { HistoryVerify } from '../services/history-verify.js';
 import { ProviderRouter } from '../services/provider-router.js';
+import { RevocationCache } from '../services/revocation-cache.js';
 import { ShutdownList } from '../services/shutdown-list.js';
+import { CliAnnouncements } from './announcements.js';
 
 /**
  * The accounts and API-key services over the configured database, for the CLI: migrations run first,
- * tokens are never issued (a random secret), throttling stays in memory. A key revoked here reaches
- * running instances through their lookup cache's lifetime (under a second), not a broadcast.
+ * tokens are never issued (a random secret), throttling stays in memory. Every write to a user and
+ * every key revoked is announced to the running instances through Redis, as an instance announces its
+ * own (`CliAnnouncements`): they refuse the old credentials and close its streams at once.
  */
 export async function openAccounts(
   config: Config,
@@ -33,9 +36,15 @@ export async function openAccounts(
   const shutdown = new ShutdownList(logger);
   const db = await openUserStore(config.database.url, { runMigrations: true });
   shutdown.add('database', () => db.close());
+  const announcements = new CliAnnouncements(config.cache, logger);
+  shutdown.add('announcements', () => announcements.close());
+  // Nothing is remembered here (a lifetime of 0): the memory only announces each write to a user.
+  const revocation = new RevocationCache({ store: db.store, ttlMs: 0, broadcast: announcements });
+  shutdown.add('revocation cache', () => revocation.close());
   const { accounts, keys } = accountServices(config, logger, {
-    users: db.store,
+    users: revocation.watching(),
     apiKeys: db.apiKeys,
+    broadcast: announcements,
     tokens: new TokenService({ secret: randomBytes(48).toString('base64url'), ttlMs: config.auth.tokenTtlMs }),
     throttle: new LoginThrottle({ maxFailures: config.auth.loginMaxFailures, maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress, blockMs: config.auth.loginBlockMs }),
     auditLogger: options.auditLogger ?? logger,

@@ -17,6 +17,10 @@ export const AUTH_MESSAGES = {
   notBearer: "Invalid credentials: send the token as 'Authorization: Bearer <token>'",
   /** Empty or unknown alike, so nothing about the configured keys is revealed. */
   invalidApiKey: 'Invalid API key',
+  /** A managed key past its `expires_at` (the caller holds the key, so saying so tells them nothing new). */
+  apiKeyExpired: 'API key has expired',
+  /** A managed key revoked while a stream or session it opened was still open. */
+  apiKeyRevoked: 'API key has been revoked',
 } as const;
 
 /** An `Authorization` header read for a bearer token. */

@@ -112,10 +112,13 @@ export const keys = {
 export const channels = {
   /** Tells every instance to drop its in-process copies of cached representations (a flush). */
   invalidate: `${KEY_PREFIX}invalidate`,
-  /** Carries the name of a user whose record changed, so every instance forgets its copy. */
-  userChanged: `${KEY_PREFIX}auth:user-changed`,
-  /** Carries the id of a managed API key that was revoked. */
-  apiKeyRevoked: `${KEY_PREFIX}api-keys:revoked`,
+  /**
+   * The fleet-wide "identity changed" event (domain/identity.ts): carries the identity (`user:<name>`,
+   * `key:<id>`) of a user whose record changed (created, deleted, new password) or of a managed API key
+   * that was revoked. Every instance drops what it remembers of that identity and closes its open
+   * streams and sessions.
+   */
+  identityChanged: `${KEY_PREFIX}auth:identity-changed`,
   /** Quote changes seen by the instances of one provider: `mds:v1:quote-events:<provider>`. */
   quoteEvents: (provider: string): string => `${KEY_PREFIX}quote-events:${provider}`,
   /** Each instance's subscribed symbols and each push leader's state: `mds:v1:live:<provider>`. */

@@ -3218,7 +3218,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A stream of events until either side closes it: `retry:`, a `missing` event when some symbols are unknown, one `quote` event per symbol (data: a Quote as JSON), then a `quote` event per change and a comment line every 15 s. */
+            /** @description A stream of events until either side closes it: `retry:`, a `missing` event when some symbols are unknown, one `quote` event per symbol (data: a Quote as JSON), then a `quote` event per change and a comment line every 15 s. When the credentials that opened it stop being accepted (a key revoked, a user deleted or its password changed, on any instance, or the token or key expired), an `error` event whose data is the 401 error envelope, then the end of the stream. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform`: proxies must neither store nor buffer the stream. */

@@ -277,13 +277,13 @@ export class WebSocketApi {
 
   /** Opens the hub session of the connection; over a limit, an error event and close 1008. */
   #startSession(conn: Connection): boolean {
-    const principal = conn.payer.principal;
-    const who = principal === undefined ? { address: conn.addressGroup } : { caller: principal.id ?? `${principal.kind}:${principal.username}` };
+    const who = { address: conn.addressGroup, principal: conn.payer.principal };
     try {
       conn.session = this.#o.hub.openSession(
         who,
         (symbol, json) => this.#deliver(conn, symbol, `{"event":"quote","data":${json}}`),
-        () => this.#close(conn, 1001, 'server shutting down'),
+        // The hub ends a session for shutdown (1001), or for its caller's revoked or expired credentials (an error event, 1008).
+        (refusal) => (refusal === undefined ? this.#close(conn, 1001, 'server shutting down') : this.#refuse(conn, refusal, true)),
       );
       return true;
     } catch (err) {

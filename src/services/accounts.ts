@@ -11,6 +11,7 @@ import type { Logger } from '../domain/ports/logger.js';
 import type { ActionContext, AuditLog } from '../domain/ports/audit.js';
 import type { LoginAttempts, LoginSlot, Passwords, Principal, TokenIssuer, User, UserStore } from '../domain/ports/accounts.js';
 import { addressGroup } from '../domain/address-group.js';
+import { identityOf } from '../domain/identity.js';
 
 export type LoginResult = components['schemas']['LoginResult'];
 export type ApiUser = components['schemas']['User'];
@@ -25,7 +26,7 @@ export const CLI_CONTEXT: Readonly<ActionContext> = Object.freeze({ actor: 'cli'
 
 /** The audit actor a principal stands for: its stable id, or its name for callers built without one. */
 export function actorOf(principal: Principal): string {
-  return principal.id ?? `${principal.kind === 'user' ? 'user' : 'key'}:${principal.username}`;
+  return identityOf(principal);
 }
 
 export interface AccountServiceOptions {

@@ -1,7 +1,9 @@
 /**
  * Managed API keys: issue (the secret is shown once, only its SHA-256 digest is stored), list, revoke,
  * and verify a presented key. Verification keeps a short-lived lookup cache; a revocation empties it
- * here at once and, through the Broadcast port, on every other instance; entries also die on their own
+ * here at once and announces the fleet-wide "identity changed" event (`key:<id>`, domain/identity.ts)
+ * through the Broadcast port, so every other instance empties its cache and closes the key's open
+ * streams (the CLI announces its revocations the same way); entries also die on their own
  * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer,
  * and within 100 ms while the broadcast is known to be down (the one in-process memory, `LocalMemory`).
  */
@@ -9,6 +11,8 @@ import { parseInstant } from '../domain/instant.js';
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { ApiKeyNotFoundError, InvalidCredentialsError, InvalidRequestError } from '../domain/errors.js';
 import { channels } from '../domain/key-space.js';
+import { AUTH_MESSAGES } from '../domain/credentials.js';
+import { apiKeyIdentity, apiKeyIdOf } from '../domain/identity.js';
 import type { components } from '../generated/api.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { ActionContext, AuditLog } from '../domain/ports/audit.js';
@@ -18,7 +22,7 @@ import type { Principal } from '../domain/ports/accounts.js';
 import { LocalMemory } from './local-memory.js';
 
 /** What a managed key past its `expires_at` is told (401). */
-export const EXPIRED_KEY_MESSAGE = 'API key has expired';
+export const EXPIRED_KEY_MESSAGE = AUTH_MESSAGES.apiKeyExpired;
 
 export type ApiKey = components['schemas']['ApiKey'];
 export type CreatedApiKey = components['schemas']['CreatedApiKey'];
@@ -32,8 +36,6 @@ const KEY_PATTERN = /^mds_[A-Za-z0-9_-]{43}$/;
 const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 export const RATE_LIMIT_MAX_PER_MINUTE = 1_000_000;
 
-/** Channel on which revoked key ids travel to every instance. */
-export const API_KEY_REVOKED_CHANNEL = channels.apiKeyRevoked;
 
 /** Upper bound of the lookup cache's lifetime: "revoked means refused everywhere within a second". */
 const MAX_CACHE_TTL_MS = 1000;
@@ -43,7 +45,7 @@ export interface ApiKeyServiceOptions {
   store: ApiKeyStore;
   audit: AuditLog;
   logger: Logger;
-  /** Carries revocations to the other instances; absent in the CLI, which relies on the cache lifetime. */
+  /** Carries revocations to every instance; without it, other instances wait out the cache lifetime. */
   broadcast?: Broadcast | undefined;
   /** How long a verified key is trusted without asking the store, in ms (at most 1000). Default 500. */
   cacheTtlMs?: number;
@@ -72,8 +74,9 @@ function toApiKey(record: ApiKeyRecord): ApiKey {
 }
 
 function principalOf(record: ApiKeyRecord): Principal {
-  const principal: Principal = { username: `api-key:${record.name}`, isAdmin: record.role === 'admin', kind: 'api-key', id: `key:${record.id}` };
+  const principal: Principal = { username: `api-key:${record.name}`, isAdmin: record.role === 'admin', kind: 'api-key', id: apiKeyIdentity(record.id) };
   if (record.rateLimitPerMinute !== null) principal.rateLimitPerMinute = record.rateLimitPerMinute;
+  if (record.expiresAt !== null) principal.expiresAtMs = record.expiresAt.getTime();
   return principal;
 }
 
@@ -102,7 +105,15 @@ export class ApiKeyService implements ApiKeyVerifier {
     this.#cache = new LocalMemory({
       maxEntries: CACHE_MAX_ENTRIES,
       maxAgeMs: this.#cacheTtlMs,
-      invalidation: this.#broadcast && { broadcast: this.#broadcast, channel: API_KEY_REVOKED_CHANNEL, onMessage: (id) => this.#forget(id) },
+      invalidation: this.#broadcast && {
+        broadcast: this.#broadcast,
+        channel: channels.identityChanged,
+        // The event also carries users' identities: only keys concern this cache.
+        onMessage: (identity) => {
+          const id = apiKeyIdOf(identity);
+          if (id !== undefined) this.#forget(id);
+        },
+      },
       now: this.#now,
     });
   }
@@ -152,11 +163,14 @@ export class ApiKeyService implements ApiKeyVerifier {
     return (await this.#store.list()).map(toApiKey);
   }
 
-  /** Revokes the key everywhere (this instance at once, others through the broadcast). Throws `ApiKeyNotFoundError`. */
+  /**
+   * Revokes the key everywhere: this instance at once, the others through the broadcast, which also
+   * closes the key's open streams on every instance. Throws `ApiKeyNotFoundError`.
+   */
   async revoke(id: string, context: ActionContext): Promise<void> {
     if (!(await this.#store.delete(id))) throw new ApiKeyNotFoundError(id);
     this.#forget(id);
-    await this.#broadcast?.publish(API_KEY_REVOKED_CHANNEL, id);
+    await this.#broadcast?.publish(channels.identityChanged, apiKeyIdentity(id));
     this.#audit.record({ action: 'api_key.revoked', target: `key:${id}` }, context);
   }
 
@@ -179,6 +193,11 @@ export class ApiKeyService implements ApiKeyVerifier {
     if (record.expiresAt && record.expiresAt.getTime() <= this.#now()) throw new InvalidCredentialsError(EXPIRED_KEY_MESSAGE);
     this.#touch(record.id);
     return principalOf(record);
+  }
+
+  /** Whether the key `id` still exists, asked of the store (see `ApiKeyVerifier.exists`). */
+  async exists(id: string): Promise<boolean> {
+    return (await this.#store.findById(id)) !== undefined;
   }
 
   /** Stops listening for revocations. */

@@ -14,13 +14,26 @@
  * cached quote of each subscribed symbol with the last one sent, so a lost message costs at most one
  * refresh period.
  *
+ * Identity is followed while a stream or session lives (DESIGN 24): each remembers the identity of the
+ * principal that opened it (`user:<name>` whichever of the user's tokens it used, `key:<id>`). The
+ * fleet-wide "identity changed" event (a key revoked, a user deleted or given a new password, on any
+ * instance or from the CLI) closes every stream and session of that identity here: an SSE stream gets
+ * an `error` event carrying the 401 envelope and ends, a session is ended with the same refusal. The
+ * credential's own expiry (a token's `exp`, a key's `expires_at`) closes them the same way, on time.
+ * The event is a hint that may be lost (Redis away, a CLI that could not reach it): every
+ * `RECHECK_INTERVAL_MS`, and at once when the broadcast is live again after a gap, each open
+ * stream's credential is checked again as a request's would be (`CredentialRecheck`).
+ *
  * Event ids are versions: the epoch milliseconds at which the quote was seen to change, never
  * decreasing on one connection. `Last-Event-ID: N` on a reconnect means "I have every quote that
  * changed up to N": the first events then carry only the symbols whose version is later than N minus
  * a margin that covers clocks and delivery delays between instances (a duplicate rather than a gap).
  */
 import { inBackground } from '../domain/background-work.js';
-import { InvalidRequestError, UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
+import { AUTH_MESSAGES } from '../domain/credentials.js';
+import { AppError, InvalidCredentialsError, InvalidRequestError, UnknownSymbolError, ServiceBusyError, TooManyRequestsError } from '../domain/errors.js';
+import { identityOf, usernameOf } from '../domain/identity.js';
+import type { CredentialRecheck, Principal } from '../domain/ports/accounts.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 import type { Quote } from '../domain/ports/market-data.js';
@@ -42,6 +55,14 @@ const VERSION_TTL_MS = 24 * 60 * 60 * 1000;
 export const MAX_SESSION_SYMBOLS = 50;
 /** How many subscribed symbols one refresh tick loads at a time. */
 const REFRESH_CONCURRENCY = 4;
+/** The longest delay a Node timer takes (about 24.8 days); a later expiry is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How often open streams' credentials are checked again whatever the broadcast said: a lost
+ * announcement keeps a revoked caller's streams open at most this long after the caches that the
+ * check reads (AUTH_CACHE_SECONDS for users; keys are read from the store) have seen the change.
+ */
+export const RECHECK_INTERVAL_MS = 5000;
 
 /** Where a stream's bytes go: an HTTP response, seen only through what the hub needs. */
 export interface StreamSink {
@@ -55,6 +76,11 @@ export interface StreamSink {
   end(): void;
   /** Drops the connection now, discarding what is queued. */
   destroy(): void;
+  /**
+   * Ends the stream with an `error` event whose data is the envelope `refusal` would be answered with
+   * (401 when the caller's credentials were revoked or expired), after what is queued.
+   */
+  refuse(refusal: AppError): void;
   /** Calls `listener` once when the connection closes, whichever side closed it. */
   onClose(listener: () => void): void;
 }
@@ -81,6 +107,25 @@ export interface LiveSession {
   unsubscribe(symbols: readonly string[]): string[];
   /** Gives the session's place back; nothing more is delivered. */
   close(): void;
+}
+
+/**
+ * How the hub ends a session: without a refusal when the hub closes (the instance shuts down), with
+ * the refusal (`InvalidCredentialsError`, 401) when the credentials that opened it were revoked or
+ * expired. Either way the session has given its place back and nothing more is delivered.
+ */
+export type SessionEnd = (refusal?: AppError) => void;
+
+/** Who opens a stream or a session: an identified caller, or an anonymous one from an address. */
+export interface StreamCaller {
+  /** An anonymous caller's address group, for the per-address limit; ignored for an identified caller. */
+  address?: string | undefined;
+  /**
+   * The identified caller (the caller step's principal): counted against the per-caller limit under
+   * its identity, and followed while the stream lives (its identity's change or its credential's
+   * expiry closes the stream).
+   */
+  principal?: Principal | undefined;
 }
 
 /** Counters for a metrics adapter; every member is optional. */
@@ -130,18 +175,19 @@ export interface QuoteStreamHubOptions {
    * holds. Polling by default.
    */
   pushing?: (symbol: string) => boolean;
+  /**
+   * Checks again the credential an open stream was opened with (the authenticator); without it, only
+   * the "identity changed" event and the credential's expiry close a stream.
+   */
+  credentials?: CredentialRecheck;
   /** Clock in epoch milliseconds; `Date.now` by default. */
   now?: () => number;
 }
 
 /** One request for a stream, already validated. */
-export interface StreamRequest {
+export interface StreamRequest extends StreamCaller {
   /** 1 to 50 distinct canonical (upper-case) symbols. */
   symbols: readonly string[];
-  /** An anonymous caller's address, for the per-address limit; absent for an identified caller. */
-  address?: string | undefined;
-  /** An identified caller's stable id (`user:<name>`, `key:<id>`), for the per-caller limit; absent when anonymous. */
-  caller?: string | undefined;
   /** The version the client last saw (`Last-Event-ID`), if it reconnects. */
   lastEventId?: number;
   sink: StreamSink;
@@ -152,15 +198,29 @@ interface Client {
   sink?: StreamSink;
   /** A session's way of sending one quote (its JSON) at `version`; absent for an SSE stream. */
   deliver?: (symbol: string, json: string, version: number) => void;
-  /** Ends a session when the hub closes. */
-  end?: () => void;
+  /** Ends a session (see `SessionEnd`). */
+  end?: SessionEnd;
   symbols: Set<string>;
   address: string | undefined;
+  /** The principal that opened it; absent when anonymous. */
+  principal: Principal | undefined;
+  /** Its identity (`user:<name>`, `key:<id>`); absent when anonymous. */
+  identity: string | undefined;
+  /** When its credential expires, epoch ms; absent when it does not. */
+  expiresAtMs: number | undefined;
+  /** The timer that closes it at `expiresAtMs`. */
+  expiry: NodeJS.Timeout | undefined;
   /** Whose per-address or per-caller count the stream holds a place in. */
   holder: string | undefined;
   /** The highest id written to this stream. */
   lastId: number;
   closed: boolean;
+}
+
+/** A stream still fetching its first quotes: a change of its identity meanwhile refuses it before it begins. */
+interface Opening {
+  identity: string;
+  refusal: AppError | undefined;
 }
 
 /** The last quote the subscribers of a symbol were sent. */
@@ -178,22 +238,29 @@ interface ChangeMessage {
 
 /** The hub of this instance's quote streams. */
 export class QuoteStreamHub {
-  readonly #o: Required<Omit<QuoteStreamHubOptions, 'observer' | 'pushing'>> & { observer: StreamObserver; pushing: (symbol: string) => boolean };
+  readonly #o: Required<Omit<QuoteStreamHubOptions, 'observer' | 'pushing' | 'credentials'>> & { observer: StreamObserver; pushing: (symbol: string) => boolean; credentials: CredentialRecheck | undefined };
   readonly #clients = new Set<Client>();
   readonly #bySymbol = new Map<string, Set<Client>>();
   readonly #known = new Map<string, Known>();
+  /** Open streams and sessions per identity, for the "identity changed" event. */
+  readonly #byIdentity = new Map<string, Set<Client>>();
+  readonly #opening = new Set<Opening>();
   /** Open and opening streams per holder: `address:<group>` or `caller:<id>`. */
   readonly #perHolder = new Map<string, number>();
   /** Streams counted against the limits, including those still fetching their first quotes. */
   #reserved = 0;
   readonly #stop: Array<() => void> = [];
   #refreshing = false;
+  #rechecking = false;
   #closed = false;
 
   constructor(options: QuoteStreamHubOptions) {
-    this.#o = { retryMs: 3000, now: Date.now, ...options, observer: options.observer ?? {}, pushing: options.pushing ?? (() => false) };
+    this.#o = { retryMs: 3000, now: Date.now, ...options, observer: options.observer ?? {}, pushing: options.pushing ?? (() => false), credentials: options.credentials };
     this.#stop.push(
       options.broadcast.subscribe(quoteEventsChannel(options.provider), (message) => this.#onMessage(message)),
+      options.broadcast.subscribe(channels.identityChanged, (identity) => this.#identityChanged(identity)),
+      // Announcements may have been missed during the gap.
+      options.broadcast.onResync(() => void this.#recheck()),
       options.onFill((fill) => {
         if (fill.kind === 'quote') void this.#onQuoteFill(fill.params, fill.value, fill.parts);
       }),
@@ -201,6 +268,11 @@ export class QuoteStreamHub {
     const heartbeat = setInterval(() => this.#heartbeat(), options.heartbeatMs);
     heartbeat.unref();
     this.#stop.push(() => clearInterval(heartbeat));
+    if (options.credentials !== undefined) {
+      const recheck = setInterval(() => void this.#recheck(), RECHECK_INTERVAL_MS);
+      recheck.unref();
+      this.#stop.push(() => clearInterval(recheck));
+    }
     if (options.refreshIntervalMs > 0) {
       const refresh = setInterval(() => void this.#refreshTick(), options.refreshIntervalMs);
       refresh.unref();
@@ -224,10 +296,14 @@ export class QuoteStreamHub {
    * `quote` event per known symbol (on a reconnect, only those changed since `lastEventId`). Throws
    * before anything is sent: `TooManyRequestsError` over the per-address or per-caller limit, `ServiceBusyError`
    * over the instance's, `UnknownSymbolError` when no symbol is known, `DataSourceError` when the
-   * upstream fails.
+   * upstream fails; `InvalidCredentialsError` when the caller's identity changed (a key revoked, a
+   * user deleted) while the first quotes were read.
    */
   async open(request: StreamRequest): Promise<void> {
     const holder = this.#reserve(request);
+    const identity = request.principal === undefined ? undefined : identityOf(request.principal);
+    const opening: Opening | undefined = identity === undefined ? undefined : { identity, refusal: undefined };
+    if (opening !== undefined) this.#opening.add(opening);
     let reserved = true;
     const release = () => {
       if (!reserved) return;
@@ -252,11 +328,12 @@ export class QuoteStreamHub {
         snapshot.push(known !== undefined ? { symbol, quote: known.quote, version: known.version } : { symbol, quote, version: await this.#versionOf(symbol, quote) });
       }
       if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
+      if (opening?.refusal !== undefined) throw opening.refusal;
       if (gone) {
         release();
         return;
       }
-      const client: Client = { sink: request.sink, symbols: new Set(request.symbols), address: request.address, holder, lastId: request.lastEventId ?? 0, closed: false };
+      const client: Client = { ...this.#followed(request), sink: request.sink, symbols: new Set(request.symbols), holder, lastId: request.lastEventId ?? 0, closed: false };
       request.sink.begin();
       request.sink.write(`retry: ${this.#o.retryMs}\n\n`);
       if (missing.length > 0) this.#send(client, 'missing', JSON.stringify({ missing }), client.lastId);
@@ -274,17 +351,20 @@ export class QuoteStreamHub {
     } catch (err) {
       release();
       throw err;
+    } finally {
+      if (opening !== undefined) this.#opening.delete(opening);
     }
   }
 
   /**
    * Opens a session (the WebSocket API): a subscriber whose symbols change while it is open. It takes
-   * a place within the same limits as a stream (per caller, per address, per instance) until `close`.
-   * Throws as `open` does before anything is taken: `TooManyRequestsError`, `ServiceBusyError`.
+   * a place within the same limits as a stream (per caller, per address, per instance) until `close`
+   * or `end`, which the hub calls when it closes or when the principal's credentials are revoked or
+   * expire. Throws as `open` does before anything is taken: `TooManyRequestsError`, `ServiceBusyError`.
    */
-  openSession(who: { address?: string | undefined; caller?: string | undefined }, deliver: (symbol: string, json: string, version: number) => void, end: () => void): LiveSession {
+  openSession(who: StreamCaller, deliver: (symbol: string, json: string, version: number) => void, end: SessionEnd): LiveSession {
     const holder = this.#reserve(who);
-    const client: Client = { deliver, end, symbols: new Set(), address: who.address, holder, lastId: 0, closed: false };
+    const client: Client = { ...this.#followed(who), deliver, end, symbols: new Set(), holder, lastId: 0, closed: false };
     this.#attach(client);
     const hub = this;
     return {
@@ -358,17 +438,25 @@ export class QuoteStreamHub {
     }
   }
 
-  /** Takes a place for `request` within the limits; returns whose count it holds a place in. */
-  #reserve(request: Pick<StreamRequest, 'address' | 'caller'>): string | undefined {
+  /** What a new client follows of its caller: the address (anonymous only), the identity and the credential's expiry. */
+  #followed(who: StreamCaller): Pick<Client, 'address' | 'principal' | 'identity' | 'expiresAtMs' | 'expiry'> {
+    const principal = who.principal;
+    if (principal === undefined) return { address: who.address, principal: undefined, identity: undefined, expiresAtMs: undefined, expiry: undefined };
+    return { address: undefined, principal, identity: identityOf(principal), expiresAtMs: principal.expiresAtMs, expiry: undefined };
+  }
+
+  /** Takes a place for `who` within the limits; returns whose count it holds a place in. */
+  #reserve(who: StreamCaller): string | undefined {
     if (this.#closed) throw new ServiceBusyError('The service is shutting down; reconnect to another instance', 1);
     // An identified caller is counted as itself wherever it connects from; an anonymous one by its address.
-    const holder = request.caller !== undefined ? `caller:${request.caller}` : request.address !== undefined ? `address:${request.address}` : undefined;
+    const caller = who.principal === undefined ? undefined : identityOf(who.principal);
+    const holder = caller !== undefined ? `caller:${caller}` : who.address !== undefined ? `address:${who.address}` : undefined;
     const held = holder === undefined ? 0 : (this.#perHolder.get(holder) ?? 0);
-    if (request.caller !== undefined) {
+    if (caller !== undefined) {
       if (this.#o.maxPerCaller > 0 && held >= this.#o.maxPerCaller) {
         throw new TooManyRequestsError(`Too many open streams for this caller (at most ${this.#o.maxPerCaller}); close one first`, 30);
       }
-    } else if (request.address !== undefined && this.#o.maxPerAddress > 0 && held >= this.#o.maxPerAddress) {
+    } else if (who.address !== undefined && this.#o.maxPerAddress > 0 && held >= this.#o.maxPerAddress) {
       throw new TooManyRequestsError(`Too many open streams from this address (at most ${this.#o.maxPerAddress}); close one first`, 30);
     }
     if (this.#reserved >= this.#o.maxClients) {
@@ -390,15 +478,106 @@ export class QuoteStreamHub {
   #attach(client: Client): void {
     this.#clients.add(client);
     for (const symbol of client.symbols) this.#followSymbol(client, symbol);
+    if (client.identity !== undefined) {
+      let set = this.#byIdentity.get(client.identity);
+      if (set === undefined) {
+        set = new Set();
+        this.#byIdentity.set(client.identity, set);
+      }
+      set.add(client);
+    }
     this.#o.observer.clients?.(1);
+    this.#armExpiry(client);
   }
 
   #detach(client: Client): void {
     client.closed = true;
     if (!this.#clients.delete(client)) return;
     for (const symbol of [...client.symbols]) this.#unfollow(client, symbol);
+    if (client.expiry !== undefined) clearTimeout(client.expiry);
+    client.expiry = undefined;
+    if (client.identity !== undefined) {
+      const set = this.#byIdentity.get(client.identity);
+      set?.delete(client);
+      if (set?.size === 0) this.#byIdentity.delete(client.identity);
+    }
     this.#release(client.holder);
     this.#o.observer.clients?.(-1);
+  }
+
+  /** Closes `client` when its credential expires: now when it already has, else on time (in steps past a timer's reach). */
+  #armExpiry(client: Client): void {
+    if (client.expiresAtMs === undefined || client.closed) return;
+    const leftMs = client.expiresAtMs - this.#o.now();
+    if (leftMs <= 0) {
+      const user = client.identity !== undefined && usernameOf(client.identity) !== undefined;
+      this.#end(client, new InvalidCredentialsError(user ? AUTH_MESSAGES.expired : AUTH_MESSAGES.apiKeyExpired));
+      return;
+    }
+    client.expiry = setTimeout(() => this.#armExpiry(client), Math.min(leftMs, MAX_TIMER_MS));
+    client.expiry.unref();
+  }
+
+  /** Ends a stream or session because its caller's credentials ended: the refusal goes to the client, the place is given back. */
+  #end(client: Client, refusal: AppError): void {
+    if (client.closed) return;
+    if (client.sink !== undefined) client.sink.refuse(refusal);
+    else client.end?.(refusal);
+    this.#detach(client);
+  }
+
+  /**
+   * The "identity changed" event (from this instance or another): a key revoked, a user deleted or
+   * given a new password. Every stream and session of that identity closes, and one still opening
+   * is refused before it begins.
+   */
+  #identityChanged(identity: string): void {
+    const refusal = new InvalidCredentialsError(usernameOf(identity) !== undefined ? AUTH_MESSAGES.revoked : AUTH_MESSAGES.apiKeyRevoked);
+    for (const opening of this.#opening) if (opening.identity === identity) opening.refusal ??= refusal;
+    const clients = this.#byIdentity.get(identity);
+    if (clients === undefined) return;
+    const closed = clients.size;
+    for (const client of [...clients]) this.#end(client, refusal);
+    this.#o.logger.info({ identity, closed }, 'streams closed: the credentials that opened them were revoked or changed');
+  }
+
+  /**
+   * Checks again the credential of every open stream and session, one at a time (one check per
+   * distinct credential), and closes those a request would now refuse. A check that fails (the
+   * store away) leaves its streams open until the next run.
+   */
+  async #recheck(): Promise<void> {
+    const credentials = this.#o.credentials;
+    if (credentials === undefined || this.#rechecking || this.#closed) return;
+    this.#rechecking = true;
+    try {
+      const verdicts = new Map<string, Promise<string | undefined>>();
+      for (const clients of [...this.#byIdentity.values()]) {
+        for (const client of [...clients]) {
+          const principal = client.principal;
+          if (client.closed || principal === undefined || client.identity === undefined) continue;
+          // Streams of one identity opened with one credential share one check.
+          const credential = `${client.identity}\n${principal.passwordVersion ?? ''}\n${principal.isAdmin}\n${principal.expiresAtMs ?? ''}`;
+          let verdict = verdicts.get(credential);
+          if (verdict === undefined) {
+            verdict = credentials.recheck(principal);
+            verdicts.set(credential, verdict);
+          }
+          let refused: string | undefined;
+          try {
+            refused = await verdict;
+          } catch (err) {
+            this.#o.logger.debug({ err: (err as Error).message, identity: client.identity }, 'credential check failed; the next run retries');
+            continue;
+          }
+          if (refused === undefined || this.#closed) continue;
+          this.#o.logger.info({ identity: client.identity, reason: refused }, 'stream closed: its credentials are no longer accepted');
+          this.#end(client, new InvalidCredentialsError(refused));
+        }
+      }
+    } finally {
+      this.#rechecking = false;
+    }
   }
 
   /** Where a symbol's last change is kept: `{v: version ms, f: fingerprint}`, per provider. */

@@ -2,8 +2,10 @@
  * What the bearer check needs to know about a token's user (does it still exist, is it an
  * administrator, which password hash is current), kept in memory for a few seconds so a bearer
  * request costs no database read. Every write to a user (password change, deletion, creation) drops
- * the entry here at once and, through the Broadcast port, on every other instance; the short lifetime
- * bounds how long a lost message (a change made by the CLI in another process) can matter. While the
+ * the entry here at once and announces the fleet-wide "identity changed" event (`user:<name>`, see
+ * domain/identity.ts) through the Broadcast port, so every other instance drops its entry and closes
+ * that user's open streams; the CLI announces its writes the same way. The short lifetime bounds how
+ * long a lost message (Redis away when the change was made) can matter. While the
  * broadcast is not live (Redis away: messages from other instances may be lost) a user is trusted for
  * `UNCONFIRMED_MAX_AGE_MS` at most, and everything is dropped when it is live again (the one
  * in-process memory, `LocalMemory`, does both).
@@ -16,9 +18,10 @@ import { LocalMemory } from './local-memory.js';
 import type { Broadcast } from '../domain/ports/cache.js';
 import type { User, UserStore } from '../domain/ports/accounts.js';
 import { channels } from '../domain/key-space.js';
+import { userIdentity, usernameOf } from '../domain/identity.js';
 
-/** The channel on which instances tell each other that a user changed; the message is the username. */
-export const USER_CHANGED_CHANNEL = channels.userChanged;
+/** The channel of the "identity changed" event; a user's change travels as its identity, `user:<name>`. */
+export const IDENTITY_CHANGED_CHANNEL = channels.identityChanged;
 
 export interface RevocationCacheOptions {
   /** Where users really live. */
@@ -51,16 +54,25 @@ export class RevocationCache {
     this.#ttlMs = options.ttlMs;
     this.#broadcast = options.broadcast;
     const now = options.now;
-    const channel = USER_CHANGED_CHANNEL;
-    const invalidation = (onMessage?: (username: string) => void) =>
-      options.broadcast === undefined ? undefined : { broadcast: options.broadcast, channel, ...(onMessage ? { onMessage } : {}) };
+    // The event also carries API keys' identities: only users' concern this memory.
+    const invalidation = (onUser: (username: string) => void) =>
+      options.broadcast === undefined
+        ? undefined
+        : {
+            broadcast: options.broadcast,
+            channel: IDENTITY_CHANGED_CHANNEL,
+            onMessage: (identity: string) => {
+              const username = usernameOf(identity);
+              if (username !== undefined) onUser(username);
+            },
+          };
     this.#users = new LocalMemory({
       maxEntries: options.maxEntries ?? 10_000,
       maxAgeMs: this.#ttlMs,
       invalidation: invalidation((username) => this.#users.delete(username)),
       ...(now ? { now } : {}),
     });
-    this.#count = new LocalMemory({ maxEntries: 1, maxAgeMs: this.#ttlMs, invalidation: invalidation(), ...(now ? { now } : {}) });
+    this.#count = new LocalMemory({ maxEntries: 1, maxAgeMs: this.#ttlMs, invalidation: invalidation(() => this.#count.clear()), ...(now ? { now } : {}) });
   }
 
   /**
@@ -82,10 +94,13 @@ export class RevocationCache {
     return Promise.resolve(this.#count.load('count', () => this.#store.count()));
   }
 
-  /** Drops `username` here at once and tells every other instance (best effort; never throws). */
+  /**
+   * Drops `username` here at once and announces the change of its identity to every instance, this
+   * one included (its open streams close): best effort, never throws.
+   */
   async invalidate(username: string): Promise<void> {
     this.#forget(username);
-    await this.#broadcast?.publish(USER_CHANGED_CHANNEL, username).catch(() => undefined);
+    await this.#broadcast?.publish(IDENTITY_CHANGED_CHANNEL, userIdentity(username)).catch(() => undefined);
   }
 
   /**

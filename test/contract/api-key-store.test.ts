@@ -64,6 +64,15 @@ function apiKeyStoreContract(name: string, makeFixture: () => Promise<Fixture>):
       expect(found?.expiresAt?.getTime()).toBe(expiresAt.getTime());
     });
 
+    it('findById: when the key exists, then returns it as findByDigest does; when it does not, then undefined', async () => {
+      const created = await store.create(record({ name: 'by-id' }));
+
+      expect(await store.findById(created.id)).toEqual(created);
+      expect(await store.findById(randomUUID())).toBeUndefined();
+      await store.delete(created.id);
+      expect(await store.findById(created.id)).toBeUndefined();
+    });
+
     it('findByDigest: when no key has the digest, then resolves to undefined', async () => {
       await store.create(record());
 

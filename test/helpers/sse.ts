@@ -18,6 +18,8 @@ export interface TestStream {
   body: string;
   /** True once the server ended or cut the stream. */
   ended: boolean;
+  /** When it ended (performance.now()). */
+  endedAt: number | undefined;
   /** Waits until at least `n` events arrived. */
   waitForEvents(n: number, timeoutMs?: number): Promise<EventSourceMessage[]>;
   /** The `quote` events' data, parsed. */
@@ -37,6 +39,7 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
         retry: undefined,
         body: '',
         ended: false,
+        endedAt: undefined,
         async waitForEvents(n, timeoutMs = 5000) {
           await waitFor(() => stream.events.length >= n, { timeoutMs, message: `${n} events from ${url} (got ${stream.events.length})` });
           return stream.events;
@@ -57,7 +60,9 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
         else stream.body += chunk;
       });
       const ended = () => {
+        if (stream.ended) return;
         stream.ended = true;
+        stream.endedAt = performance.now();
       };
       res.on('end', ended);
       res.on('close', ended);

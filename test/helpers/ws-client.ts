@@ -19,6 +19,10 @@ export interface TestWs {
   /** When each event arrived (performance.now()), parallel to `events`. */
   arrivals: number[];
   closeCode: number | undefined;
+  /** The close frame's reason. */
+  closeReason: string | undefined;
+  /** When the connection closed (performance.now()). */
+  closedAt: number | undefined;
   send(message: unknown): void;
   waitFor(predicate: (e: WsEvent) => boolean, message: string, timeoutMs?: number): Promise<WsEvent>;
   quotes(symbol?: string): number[];
@@ -35,6 +39,8 @@ export function openWs(url: string, headers: Record<string, string> = {}): Promi
       events: [],
       arrivals: [],
       closeCode: undefined,
+      closeReason: undefined,
+      closedAt: undefined,
       send: (message) => ws.send(typeof message === 'string' ? message : JSON.stringify(message)),
       async waitFor(predicate, message, timeoutMs = 5000) {
         let found: WsEvent | undefined;
@@ -52,8 +58,10 @@ export function openWs(url: string, headers: Record<string, string> = {}): Promi
       client.events.push(JSON.parse(data.toString()) as WsEvent);
       client.arrivals.push(performance.now());
     });
-    ws.on('close', (code) => {
+    ws.on('close', (code, reason) => {
       client.closeCode = code;
+      client.closeReason = reason.toString();
+      client.closedAt = performance.now();
     });
     ws.once('open', () => resolve(client));
     ws.once('unexpected-response', (_req, res) => {

@@ -96,7 +96,7 @@ describe('AccountService', () => {
         expires_in: TOKEN_TTL_MS / 1000,
         must_change_password: false,
       });
-      expect(await bearer(result.access_token)).toEqual({ ok: true, principal: userPrincipal('alice') });
+      expect(await bearer(result.access_token)).toEqual({ ok: true, principal: { ...userPrincipal('alice'), expiresAtMs: expect.any(Number), passwordVersion: expect.any(String) } });
     });
 
     it('when the password is wrong or the user unknown, then both fail with the same InvalidCredentialsError', async () => {
@@ -207,7 +207,7 @@ describe('AccountService', () => {
 
       expect(after).toMatchObject({ ok: true, token_type: 'bearer', username: 'alice', is_admin: false, must_change_password: false });
       expect(await bearer(before.access_token)).toMatchObject({ ok: false, code: 'INVALID_CREDENTIALS', message: AUTH_MESSAGES.revoked });
-      expect(await bearer(after.access_token)).toEqual({ ok: true, principal: userPrincipal('alice') });
+      expect(await bearer(after.access_token)).toEqual({ ok: true, principal: { ...userPrincipal('alice'), expiresAtMs: expect.any(Number), passwordVersion: expect.any(String) } });
       await expect(accounts.login('alice', 'alice-password', '10.0.0.1')).rejects.toThrow(LOGIN_FAILED_MESSAGE);
       const again = await accounts.login('alice', 'alice-new-password', '10.0.0.1');
       expect(await bearer(again.access_token)).toMatchObject({ ok: true });

@@ -67,6 +67,7 @@ beforeAll(async () => {
       keyReads += 1;
       return keys.findByDigest(digest);
     },
+    findById: (id) => keys.findById(id),
     list: () => keys.list(),
     delete: (id) => keys.delete(id),
     touchLastUsed: (id, at, minIntervalMs) => keys.touchLastUsed(id, at, minIntervalMs),

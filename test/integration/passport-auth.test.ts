@@ -12,6 +12,7 @@ import { AUTH_MESSAGES } from '../../src/domain/credentials.js';
 import { API_KEY_PRINCIPAL, createPassportAuth } from '../../src/infra/auth/passport-auth.js';
 import { TokenService } from '../../src/infra/auth/tokens.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
+import type { Principal } from '../../src/domain/ports/accounts.js';
 import { startAuthProbe, type AuthProbe } from '../helpers/auth-probe.js';
 
 const SECRET = 'passport-test-secret-0123456789';
@@ -25,11 +26,12 @@ describe('createPassportAuth', () => {
   const tokens = new TokenService({ secret: SECRET, ttlMs: HOUR_MS });
 
   const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
-  const tokenFor = async (username: string, claims: { isAdmin?: boolean } = {}) => {
+  const issueFor = async (username: string, claims: { isAdmin?: boolean } = {}) => {
     const user = await db.store.findByUsername(username);
     if (!user) throw new Error(`no user ${username}`);
-    return tokens.sign({ ...user, ...claims }).token;
+    return tokens.sign({ ...user, ...claims });
   };
+  const tokenFor = async (username: string, claims: { isAdmin?: boolean } = {}) => (await issueFor(username, claims)).token;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mds-passport-'));
@@ -46,14 +48,17 @@ describe('createPassportAuth', () => {
   });
 
   describe('bearer', () => {
-    it('when the token is valid, then resolves to the user principal', async () => {
-      expect(await probe.bearer(bearer(await tokenFor('root')))).toEqual({ ok: true, principal: { username: 'root', isAdmin: true, kind: 'user', id: 'user:root' } });
+    it("when the token is valid, then resolves to the user principal, which carries the token's expiry", async () => {
+      const issued = await issueFor('root');
+
+      expect(await probe.bearer(bearer(issued.token))).toEqual({ ok: true, principal: { username: 'root', isAdmin: true, kind: 'user', id: 'user:root', expiresAtMs: issued.expiresAt.getTime(), passwordVersion: issued.claims.pwv } });
     });
 
     it('when a token claims admin for a user who is not one, then the principal has no admin rights', async () => {
-      const result = await probe.bearer(bearer(await tokenFor('viewer', { isAdmin: true })));
+      const issued = await issueFor('viewer', { isAdmin: true });
+      const result = await probe.bearer(bearer(issued.token));
 
-      expect(result).toEqual({ ok: true, principal: { username: 'viewer', isAdmin: false, kind: 'user', id: 'user:viewer' } });
+      expect(result).toEqual({ ok: true, principal: { username: 'viewer', isAdmin: false, kind: 'user', id: 'user:viewer', expiresAtMs: issued.expiresAt.getTime(), passwordVersion: issued.claims.pwv } });
     });
 
     it('when there is no Authorization header, then rejects with NotAuthenticatedError', async () => {
@@ -153,6 +158,56 @@ describe('createPassportAuth', () => {
       } finally {
         await none.close();
       }
+    });
+  });
+
+  describe('recheck (a connection checked again while it lives)', () => {
+    /** The principal a bearer request with `token` gets now. */
+    const principalOf = async (token: string) => {
+      const result = await probe.bearer(bearer(token));
+      if (!result.ok) throw new Error(`token refused: ${JSON.stringify(result)}`);
+      return result.principal as Principal;
+    };
+
+    it('when nothing changed, then the principal of a token still passes', async () => {
+      const auth = createPassportAuth({ apiKeyHeader: 'X-API-Key', userStore: db.store, tokens, apiKeys: API_KEYS });
+
+      expect(await auth.recheck(await principalOf(await tokenFor('root')))).toBeUndefined();
+    });
+
+    it('when the password changed, the user was deleted or its rights changed, then it is refused as revoked', async () => {
+      const auth = createPassportAuth({ apiKeyHeader: 'X-API-Key', userStore: db.store, tokens, apiKeys: API_KEYS });
+      for (const username of ['re-pass', 're-gone', 're-rights']) await db.store.create({ username, passwordHash: '$2b$04$recheckrecheckrecheckrOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy', isAdmin: false });
+      const [changed, gone, promoted] = await Promise.all(['re-pass', 're-gone', 're-rights'].map(async (u) => principalOf(await tokenFor(u))));
+
+      await db.store.updatePasswordHash('re-pass', '$2b$04$recheckotherhashotherOe3fhd0Ip6l0H1Qk2X3J1m0N6w5bQ6uy');
+      await db.store.delete('re-gone');
+
+      expect(await auth.recheck(changed!)).toBe(AUTH_MESSAGES.revoked);
+      expect(await auth.recheck(gone!)).toBe(AUTH_MESSAGES.revoked);
+      expect(await auth.recheck({ ...promoted!, isAdmin: true })).toBe(AUTH_MESSAGES.revoked);
+    });
+
+    it('when the token or the managed key has expired, then it is refused as expired', async () => {
+      let nowMs = Date.now();
+      const auth = createPassportAuth({ apiKeyHeader: 'X-API-Key', userStore: db.store, tokens, apiKeys: API_KEYS, now: () => nowMs });
+      const principal = await principalOf(await tokenFor('root'));
+
+      nowMs = principal.expiresAtMs!;
+
+      expect(await auth.recheck(principal)).toBe(AUTH_MESSAGES.expired);
+      expect(await auth.recheck({ username: 'api-key:k', isAdmin: false, kind: 'api-key', id: 'key:k', expiresAtMs: nowMs })).toBe(AUTH_MESSAGES.apiKeyExpired);
+    });
+
+    it('when a managed key was revoked, then it is refused as revoked; a key from API_KEYS always passes', async () => {
+      const live = new Set(['kept']);
+      const managedKeys = { verify: async () => undefined, exists: async (id: string) => live.has(id) };
+      const auth = createPassportAuth({ apiKeyHeader: 'X-API-Key', userStore: db.store, tokens, apiKeys: API_KEYS, managedKeys });
+      const key = (id: string): Principal => ({ username: `api-key:${id}`, isAdmin: false, kind: 'api-key', id: `key:${id}` });
+
+      expect(await auth.recheck(key('kept'))).toBeUndefined();
+      expect(await auth.recheck(key('gone'))).toBe(AUTH_MESSAGES.apiKeyRevoked);
+      expect(await auth.recheck({ ...API_KEY_PRINCIPAL, id: 'key:static:0123abcd' })).toBeUndefined();
     });
   });
 

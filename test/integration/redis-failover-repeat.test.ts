@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { USER_CHANGED_CHANNEL } from '../../src/services/revocation-cache.js';
+import { IDENTITY_CHANGED_CHANNEL } from '../../src/services/revocation-cache.js';
 import { createCache, RedisCacheStore } from '../../src/infra/cache/index.js';
 import { startLoad, summarize } from '../helpers/ha-load.js';
 import { captureLogs } from '../helpers/log-capture.js';
@@ -113,7 +113,7 @@ describe('Sentinel failover, repeated with two instances', () => {
       await waitFor(
         async () => {
           views = await Promise.all([a, b].map((svc) => cacheOf(svc, token)));
-          listening = await subscribers(after, USER_CHANGED_CHANNEL);
+          listening = await subscribers(after, IDENTITY_CHANGED_CHANNEL);
           return views.every((v) => v.mode === 'redis' && v.connected && v.node === after) && listening === 2;
         },
         { timeoutMs: BACK_WITHIN_MS, intervalMs: 50, message: `round ${round}: both instances in Redis mode on ${after}` },

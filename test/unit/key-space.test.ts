@@ -54,8 +54,7 @@ describe('key space', () => {
 
   it('when channels are named, then each keeps its shape', () => {
     expect(channels.invalidate).toBe('mds:v1:invalidate');
-    expect(channels.userChanged).toBe('mds:v1:auth:user-changed');
-    expect(channels.apiKeyRevoked).toBe('mds:v1:api-keys:revoked');
+    expect(channels.identityChanged).toBe('mds:v1:auth:identity-changed');
     expect(channels.quoteEvents('yahoo')).toBe('mds:v1:quote-events:yahoo');
   });
 

@@ -42,6 +42,11 @@ export function followQuotes(symbols: readonly string[], handlers: StreamHandler
               if (event.id && /^[0-9]{1,15}$/.test(event.id)) lastEventId = event.id;
               if (event.event === 'quote') handlers.quote(JSON.parse(event.data) as Quote);
               else if (event.event === 'missing') handlers.missing((JSON.parse(event.data) as { missing: string[] }).missing);
+              // The credentials that opened the stream were revoked or expired: the envelope says which; the stream ends next.
+              else if (event.event === 'error') {
+                const envelope = JSON.parse(event.data) as { code?: unknown; error?: unknown };
+                problem = new ApiError(typeof envelope.code === 'number' ? envelope.code : 401, typeof envelope.error === 'string' ? envelope.error : 'The stream was refused');
+              }
             },
             onRetry(ms) {
               retryMs = ms;

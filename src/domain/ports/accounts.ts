@@ -46,6 +46,29 @@ export interface Principal {
   id?: string;
   /** A managed key's own requests-per-minute limit; absent means the default for its kind. */
   rateLimitPerMinute?: number;
+  /**
+   * When the credential that identified the caller stops being accepted, epoch ms: a bearer token's
+   * `exp`, a managed key's `expires_at`. Absent when it never expires. A stream or session opened with
+   * it closes then (DESIGN 24).
+   */
+  expiresAtMs?: number;
+  /**
+   * For a user identified by a bearer token: the password version the token was issued under (its
+   * `pwv` claim, a keyed digest that reveals nothing), so a connection it opened can be checked again
+   * against the current password.
+   */
+  passwordVersion?: string;
+}
+
+/** Checks again, while a connection lives, the credential that identified its caller when it opened. */
+export interface CredentialRecheck {
+  /**
+   * `undefined` while a request with the credential behind `principal` would still be accepted with
+   * the same rights; else why not, in the words of `AUTH_MESSAGES` (the token or key expired, the
+   * user deleted or its password or rights changed, the key revoked), for a 401 refusal. Rejects
+   * when the store cannot answer: the connection stays and is asked about again later.
+   */
+  recheck(principal: Principal): Promise<string | undefined>;
 }
 
 /**

@@ -30,6 +30,8 @@ export interface ApiKeyStore {
   create(record: ApiKeyRecord): Promise<ApiKeyRecord>;
   /** The key whose digest is `digest`, or `undefined` (revoked keys are gone). */
   findByDigest(digest: string): Promise<ApiKeyRecord | undefined>;
+  /** The key whose id is `id`, or `undefined` (revoked keys are gone). */
+  findById(id: string): Promise<ApiKeyRecord | undefined>;
   /** Every key, newest first. */
   list(): Promise<ApiKeyRecord[]>;
   /** Removes the key; resolves to false when there was none with that id. */
@@ -49,4 +51,10 @@ export interface ApiKeyVerifier {
    * key, and any other error when the store cannot answer.
    */
   verify(key: string): Promise<Principal | undefined>;
+  /**
+   * Whether the managed key `id` still exists (was not revoked), asked of the store itself, never of
+   * a cache: what a connection opened with the key is checked against while it lives. Throws when
+   * the store cannot answer.
+   */
+  exists(id: string): Promise<boolean>;
 }

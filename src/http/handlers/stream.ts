@@ -2,6 +2,7 @@ import type { Response } from 'express';
 import { addressGroup } from '../../domain/address-group.js';
 import { parseSymbolList } from '../../domain/symbols.js';
 import type { QuoteStreamHub, StreamSink } from '../../services/quote-stream.js';
+import { toErrorResponse } from '../envelope.js';
 import type { Handler } from './types.js';
 
 /** Headers of an event stream: never stored or transformed, never buffered by a proxy (nginx honours X-Accel-Buffering). */
@@ -24,6 +25,8 @@ function sinkOf(res: Response): StreamSink {
     },
     end: () => res.end(),
     destroy: () => res.destroy(),
+    // The envelope the same refusal gets as an answer to a request (401 for credentials that ended).
+    refuse: (refusal) => res.end(`event: error\ndata: ${JSON.stringify(toErrorResponse(refusal).body)}\n\n`),
     onClose: (listener) => res.once('close', listener),
   };
 }
@@ -42,9 +45,9 @@ export function streamHandlers(hub: QuoteStreamHub): { streamQuotes: Handler<'st
       await hub.open({
         symbols: list,
         // A few streams per anonymous address (an IPv6 address's /64); an identified caller's own share
-        // of the instance wherever it connects from.
-        address: req.principal === undefined ? addressGroup(req.caller.address) : undefined,
-        caller: req.principal === undefined ? undefined : (req.principal.id ?? `${req.principal.kind}:${req.principal.username}`),
+        // of the instance wherever it connects from, for as long as its credentials stay good.
+        address: addressGroup(req.caller.address),
+        principal: req.principal,
         ...(typeof lastEventId === 'string' ? { lastEventId: Number(lastEventId) } : {}),
         sink: sinkOf(res),
       });

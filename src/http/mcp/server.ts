@@ -188,7 +188,14 @@ export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
     }
     const target = requestOf(tool, args);
     if ('missing' in target) return missingArguments(target.missing);
-    return toolResult(tool, args, await parts.dispatch(target.path, await caller.current()));
+    let acting: ToolCaller;
+    try {
+      acting = await caller.current();
+    } catch (err) {
+      // `mds mcp`'s key refused at this call (revoked, expired): the 401 as REST would answer it.
+      return refusal(err);
+    }
+    return toolResult(tool, args, await parts.dispatch(target.path, acting));
   });
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({

@@ -22,8 +22,9 @@ import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
 import { Strategy as JwtStrategy } from 'passport-jwt';
 import { AUTH_MESSAGES, readBearer } from '../../domain/credentials.js';
 import { InvalidCredentialsError, NotAuthenticatedError } from '../../domain/errors.js';
+import { apiKeyIdOf, identityOf, userIdentity } from '../../domain/identity.js';
 import type { ApiKeyVerifier } from '../../domain/ports/api-keys.js';
-import type { AuthCallback, Principal, User, UserStore } from '../../domain/ports/accounts.js';
+import type { AuthCallback, CredentialRecheck, Principal, User, UserStore } from '../../domain/ports/accounts.js';
 import { claimsOf, type TokenClaims, type TokenService } from './tokens.js';
 
 /** The service account an API key acts as. Every protected endpoint is an admin endpoint, so it is one. */
@@ -54,8 +55,11 @@ export interface PassportAuthOptions {
   now?: () => number;
 }
 
-/** Authenticates one request per call; the caller puts the principal on the request. */
-export interface PassportAuth {
+/**
+ * Authenticates one request per call; the caller puts the principal on the request. Checks again,
+ * while a connection lives, the credential that opened it (`recheck`): the same rules as a request.
+ */
+export interface PassportAuth extends CredentialRecheck {
   /**
    * Checks `Authorization: Bearer <jwt>`: signature (HS256 only), expiry, that the user still exists and
    * that the token was issued under the current password. Ends with `NotAuthenticatedError` when the
@@ -158,7 +162,7 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
       // A deleted user's tokens die with it; a changed password changes the hash they were tied to.
       if (!user || !tokens.isCurrent(claims, user.passwordHash)) done(null, false, { message: AUTH_MESSAGES.revoked });
       // Rights come from the database, not the token: a demoted administrator loses them at once.
-      else done(null, { username: user.username, isAdmin: user.isAdmin, kind: 'user', id: `user:${user.username}` });
+      else done(null, { username: user.username, isAdmin: user.isAdmin, kind: 'user', id: userIdentity(user.username), expiresAtMs: claims.exp * 1000, passwordVersion: claims.pwv });
     };
     let found: ReturnType<typeof findUser>;
     try {
@@ -219,6 +223,19 @@ export function createPassportAuth(options: PassportAuthOptions): PassportAuth {
       } else {
         admit(remembered, outcome(done, bearerFailureMessage));
       }
+    },
+    async recheck(principal) {
+      if (principal.expiresAtMs !== undefined && principal.expiresAtMs <= now()) return principal.kind === 'user' ? AUTH_MESSAGES.expired : AUTH_MESSAGES.apiKeyExpired;
+      if (principal.kind === 'user') {
+        const user = await findUser(principal.username);
+        if (!user || user.isAdmin !== principal.isAdmin) return AUTH_MESSAGES.revoked;
+        if (principal.passwordVersion !== undefined && !tokens.isCurrent({ pwv: principal.passwordVersion }, user.passwordHash)) return AUTH_MESSAGES.revoked;
+        return undefined;
+      }
+      // A key from API_KEYS lives as long as the configuration does.
+      const id = apiKeyIdOf(identityOf(principal));
+      if (id === undefined || !options.managedKeys) return undefined;
+      return (await options.managedKeys.exists(id)) ? undefined : AUTH_MESSAGES.apiKeyRevoked;
     },
     authenticateApiKey(req, done) {
       if (apiKeyHeader === undefined || req.headers[apiKeyHeader] === undefined) {

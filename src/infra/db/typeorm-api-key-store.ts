@@ -65,6 +65,14 @@ export class TypeormApiKeyStore implements ApiKeyStore {
     });
   }
 
+  /** The key with this id (the primary key), or `undefined`. */
+  findById(id: string): Promise<ApiKeyRecord | undefined> {
+    return this.#op(async () => {
+      const row = await this.#repo().findOne({ where: { id } });
+      return row ? toRecord(row) : undefined;
+    });
+  }
+
   /** Every key, newest first (ties by id, so the order is stable). */
   list(): Promise<ApiKeyRecord[]> {
     return this.#op(async () => {
