@@ -6,39 +6,12 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { describe, expect, it } from 'vitest';
+import { servicesOnOwnRedis } from '../helpers/own-redis.js';
+import type { TestService } from '../helpers/service.js';
 
 const API_KEY = 'mcp-doors-test-api-key-0123456789abcdef';
-let redis: RedisProcess;
-const services: TestService[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-});
-
-// Quotas count per address in Redis: each test starts from none.
-beforeEach(async () => {
-  const client = new Redis(redis.url);
-  await client.flushdb();
-  client.disconnect();
-});
-
-afterEach(async () => {
-  for (const s of services.splice(0)) await s.close();
-});
-
-afterAll(async () => {
-  await redis.stop();
-});
-
-async function start(env: Record<string, string> = {}): Promise<TestService> {
-  const svc = await startTestService({ CACHE_URL: redis.url, API_KEYS: API_KEY, MARKET_DATA_PROVIDER: 'simulated', ...env });
-  services.push(svc);
-  return svc;
-}
+const { start } = servicesOnOwnRedis({ API_KEYS: API_KEY, MARKET_DATA_PROVIDER: 'simulated' });
 
 let nextId = 1;
 

@@ -3,39 +3,12 @@
  * before any work (`x-mds-cost` in the contract, src/domain/prices.ts), `RateLimit` counts points, and a
  * caller who cannot pay gets 429 with nothing computed.
  */
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { priceOf } from '../../src/domain/prices.js';
-import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { servicesOnOwnRedis } from '../helpers/own-redis.js';
 
 const ADMIN_KEY = 'prices-test-admin-key-0123456789abcdef';
-let redis: RedisProcess;
-const services: TestService[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-});
-
-beforeEach(async () => {
-  const client = new Redis(redis.url);
-  await client.flushdb();
-  client.disconnect();
-});
-
-afterEach(async () => {
-  for (const s of services.splice(0)) await s.close();
-});
-
-afterAll(async () => {
-  await redis.stop();
-});
-
-async function start(env: Record<string, string> = {}): Promise<TestService> {
-  const svc = await startTestService({ CACHE_URL: redis.url, API_KEYS: ADMIN_KEY, MARKET_DATA_PROVIDER: 'simulated', ...env });
-  services.push(svc);
-  return svc;
-}
+const { start } = servicesOnOwnRedis({ API_KEYS: ADMIN_KEY, MARKET_DATA_PROVIDER: 'simulated' });
 
 /** The points left that a `RateLimit` header says. */
 function remaining(res: Response): number {
