@@ -3,17 +3,18 @@
  * history exports). A window's studies are computed from the history store, never asked upstream as
  * such: the window's bars and the warm-up bars before it (read from the store, which fetches what it
  * lacks), so the window's first value equals the one computed over the whole history (within 1e-12 of
- * the seed's weight for the recursive studies: docs/indicators.md). One answer per (symbol, interval,
- * window, basis, studies) is cached through the representation cache like history, filled once across
- * the fleet.
+ * the seed's weight for the recursive studies: docs/indicators.md). The studies and the answer's JSON
+ * are computed by the compute pool, off the event loop (DESIGN 24); this service reads the bars and
+ * hands them over as columns. One answer per (symbol, interval, window, basis, studies) is cached
+ * through the representation cache like history, filled once across the fleet.
  */
-import { columnsOf, computeStudy, parseStudies, warmupOf, type Study } from '../domain/indicators/catalogue.js';
-import type { Bars, Series } from '../domain/indicators/studies.js';
-import { isoInstant } from '../domain/instant.js';
+import { columnsOf, parseStudies, warmupOf, type Study } from '../domain/indicators/catalogue.js';
+import { studySpecs } from '../domain/indicators/answer.js';
+import { candleColumns } from '../domain/candle-columns.js';
 import { marketOf, type MarketCode } from '../domain/market-calendar.js';
-import { sessionKeys, sessionOpenAt } from '../domain/indicators/sessions.js';
+import { sessionOpenAt } from '../domain/indicators/sessions.js';
 import { UnknownSymbolError } from '../domain/errors.js';
-import { adjustCandles } from '../domain/history-adjustment.js';
+import type { ComputePool, ExportStudies } from '../domain/ports/compute.js';
 import type { StoredCandle } from '../domain/ports/history-store.js';
 import type { HistoryInterval } from '../domain/ports/market-data.js';
 import type { components } from '../generated/api.js';
@@ -25,7 +26,6 @@ import { TooManyCandlesError, type HistoryParams } from './market-data/history-r
 import { MAX_CANDLES, tooManyCandles } from '../domain/candle-limits.js';
 import type { CachedRepresentation, Loaded, RepresentationCache } from './representation-cache.js';
 
-type IndicatorsResponse = components['schemas']['IndicatorsResponse'];
 type Source = components['schemas']['Source'];
 
 /** Reads of the warm-up, each twice as far back as the last, while it has fewer bars than needed. */
@@ -48,25 +48,23 @@ export interface IndicatorServiceOptions {
   engine: RepresentationCache;
   market: MarketDataService;
   history: HistoryStore;
+  /** Where the studies are computed: off the event loop (DESIGN 24). */
+  compute: Pick<ComputePool, 'indicators'>;
   now?: () => number;
-}
-
-/** A study's columns for an export: one per output, values aligned to the window's bar times. */
-export interface StudyColumns {
-  times: string[];
-  columns: Array<{ column: string; values: Series }>;
 }
 
 export class IndicatorService {
   readonly #engine: RepresentationCache;
   readonly #market: MarketDataService;
   readonly #history: HistoryStore;
+  readonly #compute: Pick<ComputePool, 'indicators'>;
   readonly #now: () => number;
 
   constructor(options: IndicatorServiceOptions) {
     this.#engine = options.engine;
     this.#market = options.market;
     this.#history = options.history;
+    this.#compute = options.compute;
     this.#now = options.now ?? Date.now;
   }
 
@@ -92,22 +90,15 @@ export class IndicatorService {
   }
 
   /**
-   * The studies of a window as export columns (`sma_20`, `macd_12_26_9_signal`), from the cached
-   * answer, with that answer's ETag. Throws as `get` does.
+   * The studies of a window as export columns (`sma_20`, `macd_12_26_9_signal`): the cached answer,
+   * which series makes which column, and that answer's ETag. Throws as `get` does.
    */
-  async columns(params: IndicatorParams): Promise<StudyColumns & { etag: string }> {
+  async columns(params: IndicatorParams): Promise<ExportStudies & { etag: string }> {
     const window = await this.#market.historyWindow(params);
     const studies = parseStudies(params.studies, INTRADAY.has(window.query.interval));
     const rep = await this.#read(window, studies);
-    const { data } = JSON.parse(rep.value) as IndicatorsResponse;
-    const columns: StudyColumns['columns'] = [];
-    for (const study of studies) {
-      const values = data.studies[study.key];
-      if (values === undefined) continue;
-      if (Array.isArray(values)) columns.push({ column: columnsOf(study)[0]!.column, values });
-      else for (const { column, output } of columnsOf(study)) columns.push({ column, values: (values as Record<string, Series>)[output!] ?? [] });
-    }
-    return { etag: rep.etag, times: data.times, columns };
+    const columns = studies.flatMap((study) => columnsOf(study).map(({ column, output }) => ({ column, key: study.key, output })));
+    return { etag: rep.etag, body: rep.value, columns };
   }
 
   async #load(window: HistoryWindow, studies: readonly Study[]): Promise<Loaded> {
@@ -130,30 +121,19 @@ export class IndicatorService {
     // Warm-up bars the upstream failed to give now may come later: the answer lives as a partial one does.
     if (warmup.failed) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     const actions = warmup.actions.length >= read.actions.length ? warmup.actions : read.actions;
-    const candles = adjustCandles([...warmup.candles, ...read.candles], actions, window.adjust);
-    const bars = {
-      high: candles.map((c) => c.high),
-      low: candles.map((c) => c.low),
-      close: candles.map((c) => c.close),
-      volume: candles.map((c) => c.volume ?? 0),
-    };
-    const sessions = studies.some((s) => s.definition.intradayOnly) ? sessionKeys(market, candles.map((c) => c.timeMs)) : [];
-    const computed: Record<string, Series | Record<string, Series>> = {};
-    for (const study of studies) {
-      // Each study from its own warm-up, so its values do not depend on the studies asked with it (OBV
-      // starts at the window's first bar); VWAP reads back to its session's open, as far as the warm-up goes.
-      const own = study.definition.intradayOnly ? warmup.candles.length : Math.min(warmup.candles.length, study.definition.warmup(study.params));
-      const from = warmup.candles.length - own;
-      const input = from === 0 ? { bars, sessions } : { bars: sliceBars(bars, from), sessions: sessions.slice(from) };
-      computed[study.key] = computeStudy(study, input, own);
-    }
-    const body: IndicatorsResponse = {
-      success: true,
-      data: { symbol: query.symbol, interval: query.interval, times: read.candles.map((c) => isoInstant(c.timeMs)), studies: computed },
+    const value = await this.#compute.indicators({
+      candles: candleColumns(warmup.candles.length === 0 ? read.candles : [...warmup.candles, ...read.candles]),
+      warmupBars: warmup.candles.length,
+      actions,
+      adjust: window.adjust,
+      studies: studySpecs(studies),
+      market,
+      symbol: query.symbol,
+      interval: query.interval,
       source: (read.source as Source | undefined) ?? this.#market.source,
-      updated_at: new Date(this.#now()).toISOString(),
-    };
-    return { outcome: 'found', value: JSON.stringify(body), ttlMs };
+      updatedAt: new Date(this.#now()).toISOString(),
+    });
+    return { outcome: 'found', value, ttlMs };
   }
 
   /**
@@ -180,6 +160,3 @@ export class IndicatorService {
   }
 }
 
-function sliceBars(bars: Bars, from: number): Bars {
-  return { high: bars.high.slice(from), low: bars.low.slice(from), close: bars.close.slice(from), volume: bars.volume.slice(from) };
-}
