@@ -160,9 +160,11 @@ export class HistoryStore {
   /**
    * The bars of `symbol` in `span`, fetching what the store lacks. Resolves with `info` undefined when
    * the symbol is unknown upstream and nothing is stored; rejects with the upstream's failure only
-   * when nothing of the window could be served.
+   * when nothing of the window could be served. `sources: false` skips counting the bars by provider
+   * (`sources` stays absent): a reader that does not answer with them (indicators) spares the store a
+   * pass over every bar of the window.
    */
-  async read(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredHistory> {
+  async read(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number, options: { sources?: boolean } = {}): Promise<StoredHistory> {
     const now = this.#now();
     const window = { startMs: span.startMs, endMs: Math.min(span.endMs, now + INTERVAL_MS[interval]) };
     await this.#dropForeign(symbol, interval);
@@ -221,7 +223,7 @@ export class HistoryStore {
     if (beyondReach && !fetched && candles.length === 0 && this.#beyondReach !== undefined) throw this.#beyondReach(symbol, interval);
     const info = unknown && candles.length === 0 ? undefined : storedInfo;
     // Where the served bars came from more than one provider, the answer counts them by provider.
-    const sources = candles.length > 1 ? await this.#store.providerCounts(symbol, interval, { startMs: candles[0]!.timeMs, endMs: candles[candles.length - 1]!.timeMs + 1 }) : {};
+    const sources = candles.length > 1 && options.sources !== false ? await this.#store.providerCounts(symbol, interval, { startMs: candles[0]!.timeMs, endMs: candles[candles.length - 1]!.timeMs + 1 }) : {};
     const judged = quality !== undefined && quality.counts.repaired + quality.counts.dropped + quality.counts.suspect > 0;
     return {
       info,

@@ -103,7 +103,7 @@ export class IndicatorService {
 
   async #load(window: HistoryWindow, studies: readonly Study[]): Promise<Loaded> {
     const { query, span } = window;
-    const read: StoredHistory = await this.#history.read(query.symbol, query.interval, span, MAX_CANDLES + 1);
+    const read: StoredHistory = await this.#history.read(query.symbol, query.interval, span, MAX_CANDLES + 1, { sources: false });
     if (read.info === undefined) return { outcome: 'unknown' };
     let ttlMs = window.lifetimeMs();
     const refusal = tooManyCandles(read.candles.length, 'answer');
@@ -149,7 +149,7 @@ export class IndicatorService {
     for (let attempt = 0; attempt < WARMUP_READS; attempt++) {
       const startMs = Math.min(beforeMs - reachMs, fromMs ?? Infinity);
       const before = got?.candles.length ?? -1;
-      got = await this.#history.read(symbol, interval, { startMs, endMs: beforeMs });
+      got = await this.#history.read(symbol, interval, { startMs, endMs: beforeMs }, undefined, { sources: false });
       if (got.candles.length >= bars || got.candles.length === before) break;
       reachMs *= 2;
     }
