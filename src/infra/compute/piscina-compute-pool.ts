@@ -99,6 +99,8 @@ export class PiscinaComputePool implements ComputePool {
   /** Running mean of a task's run time on a thread, ms: what a full queue's Retry-After is priced from. */
   #meanRunMs = 100;
   #closed = false;
+  /** Tasks admitted or waiting, until they settle: `close` lets them finish before it stops the threads. */
+  readonly #inFlight = new Set<Promise<unknown>>();
 
   constructor(options: PiscinaComputePoolOptions) {
     if (!(Number.isInteger(options.threads) && options.threads >= 1)) throw new RangeError(`threads must be a whole number of at least 1, got ${options.threads}`);
@@ -137,21 +139,34 @@ export class PiscinaComputePool implements ComputePool {
   async close(): Promise<void> {
     this.#closed = true;
     for (const waiter of this.#waiting.splice(0)) waiter.refuse(new ServiceBusyError('The service is shutting down; retry on another instance', 1));
+    // The tasks admitted finish first: one admitted just now may not have reached piscina yet.
+    await Promise.allSettled([...this.#inFlight]);
     await this.#pool?.close();
   }
 
-  async #run<K extends TaskName>(name: K, input: TaskMessage<K>['input'], bars: number, transferList: ArrayBuffer[], options: ComputeOptions = {}): Promise<TaskOutput<K>> {
-    if (bars < this.#inlineBelowBars) return runTask({ name, input });
-    await this.#admit(options);
-    const startedMs = performance.now();
-    try {
-      // The columns move to the thread (the caller's arrays are left empty); no abort signal goes
-      // with the task, so piscina never terminates a thread for it (see the top of this file).
-      return (await this.#piscina().run({ name, input } satisfies TaskMessage<K>, { transferList })) as TaskOutput<K>;
-    } finally {
-      this.#meanRunMs += (performance.now() - startedMs - this.#meanRunMs) * RUN_TIME_WEIGHT;
-      this.#release();
+  #run<K extends TaskName>(name: K, input: TaskMessage<K>['input'], bars: number, transferList: ArrayBuffer[], options: ComputeOptions = {}): Promise<TaskOutput<K>> {
+    if (bars < this.#inlineBelowBars) {
+      try {
+        return Promise.resolve(runTask({ name, input }));
+      } catch (err) {
+        return Promise.reject(err);
+      }
     }
+    const admitted = this.#admit(options).then(async () => {
+      const startedMs = performance.now();
+      try {
+        // The columns move to the thread (the caller's arrays are left empty); no abort signal goes
+        // with the task, so piscina never terminates a thread for it (see the top of this file).
+        return (await this.#piscina().run({ name, input } satisfies TaskMessage<K>, { transferList })) as TaskOutput<K>;
+      } finally {
+        this.#meanRunMs += (performance.now() - startedMs - this.#meanRunMs) * RUN_TIME_WEIGHT;
+        this.#release();
+      }
+    });
+    this.#inFlight.add(admitted);
+    const forget = () => this.#inFlight.delete(admitted);
+    admitted.then(forget, forget);
+    return admitted;
   }
 
   /** Resolves when a thread is this task's; refuses it when the queue is full (unless it may wait) or its signal aborts while it waits. */
