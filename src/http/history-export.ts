@@ -6,7 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { candleColumns } from '../domain/candle-columns.js';
-import type { ComputePool, ExportFormat } from '../domain/ports/compute.js';
+import type { ComputePool, ComputeReservation, ExportFormat } from '../domain/ports/compute.js';
 import type { HistoryExport } from '../services/market-data/exports.js';
 
 export const CSV_CONTENT_TYPE = 'text/csv; charset=utf-8';
@@ -42,7 +42,8 @@ export function abortOnClose(res: ServerResponse): { signal: AbortSignal; stop: 
 /**
  * Writes `exported` to `res` as `format`, page by page, each page formatted by the compute pool.
  * `start` sets the status and headers; it is called once the first page is ready, so a refusal of
- * the first page (the pool's queue is full: 503) still goes out as an error answer. Later pages wait
+ * the first page (the pool's queue is full: 503) still goes out as an error answer; with the
+ * `reservation` taken before the export was opened, the first page waits for its thread. Later pages wait
  * for room in the pool instead: an export begun is never cut off for that. Ends `res`; returns quietly
  * when the client went away.
  */
@@ -52,12 +53,13 @@ export async function writeExport(
   exported: Pick<HistoryExport, 'pages' | 'actions' | 'adjust'>,
   format: ExportFormat,
   start: () => void,
+  reservation?: ComputeReservation,
 ): Promise<void> {
   const { signal, stop } = abortOnClose(res);
   let started = false;
   let end: string | Uint8Array = '';
   const write = async (candles: Parameters<typeof candleColumns>[0]) => {
-    const part = await compute.exportPage({ format, candles: candleColumns(candles), actions: exported.actions, adjust: exported.adjust, first: !started }, { signal, whenFull: started ? 'wait' : 'refuse' });
+    const part = await compute.exportPage({ format, candles: candleColumns(candles), actions: exported.actions, adjust: exported.adjust, first: !started }, { signal, whenFull: started ? 'wait' : 'refuse', reservation: started ? undefined : reservation });
     if (!started) start();
     started = true;
     end = part.end;

@@ -14,7 +14,7 @@ import { candleColumns } from '../domain/candle-columns.js';
 import { marketOf, type MarketCode } from '../domain/market-calendar.js';
 import { sessionOpenAt } from '../domain/indicators/sessions.js';
 import { UnknownSymbolError } from '../domain/errors.js';
-import type { ComputePool, ExportStudies } from '../domain/ports/compute.js';
+import type { ComputePool, ComputeReservation, ExportStudies } from '../domain/ports/compute.js';
 import type { StoredCandle } from '../domain/ports/history-store.js';
 import type { HistoryInterval } from '../domain/ports/market-data.js';
 import type { components } from '../generated/api.js';
@@ -49,7 +49,7 @@ export interface IndicatorServiceOptions {
   market: MarketDataService;
   history: HistoryStore;
   /** Where the studies are computed: off the event loop (DESIGN 24). */
-  compute: Pick<ComputePool, 'indicators'>;
+  compute: Pick<ComputePool, 'indicators' | 'reserve'>;
   now?: () => number;
 }
 
@@ -57,7 +57,7 @@ export class IndicatorService {
   readonly #engine: RepresentationCache;
   readonly #market: MarketDataService;
   readonly #history: HistoryStore;
-  readonly #compute: Pick<ComputePool, 'indicators'>;
+  readonly #compute: Pick<ComputePool, 'indicators' | 'reserve'>;
   readonly #now: () => number;
 
   constructor(options: IndicatorServiceOptions) {
@@ -102,6 +102,20 @@ export class IndicatorService {
   }
 
   async #load(window: HistoryWindow, studies: readonly Study[]): Promise<Loaded> {
+    // A place in the compute pool before the store is read: a full pool answers 503 before reading
+    // tens of thousands of bars it would not compute. Sized by the calendar (a market's closed hours
+    // count too, so a large window of a listed market may reserve for a task that then runs inline).
+    const { span, query } = window;
+    const bars = (Math.ceil((span.endMs - span.startMs) / INTERVAL_MS[query.interval]) + warmupOf(studies)) * studies.length;
+    const reservation = this.#compute.reserve(bars);
+    try {
+      return await this.#readAndCompute(window, studies, reservation);
+    } finally {
+      reservation?.release();
+    }
+  }
+
+  async #readAndCompute(window: HistoryWindow, studies: readonly Study[], reservation: ComputeReservation | undefined): Promise<Loaded> {
     const { query, span } = window;
     const read: StoredHistory = await this.#history.read(query.symbol, query.interval, span, MAX_CANDLES + 1, { sources: false });
     if (read.info === undefined) return { outcome: 'unknown' };
@@ -132,7 +146,7 @@ export class IndicatorService {
       interval: query.interval,
       source: (read.source as Source | undefined) ?? this.#market.source,
       updatedAt: new Date(this.#now()).toISOString(),
-    });
+    }, { reservation });
     return { outcome: 'found', value, ttlMs };
   }
 

@@ -84,7 +84,7 @@ describe('PiscinaComputePool', () => {
       expect(reason.retryAfterSeconds).toBeGreaterThanOrEqual(1);
       expect(reason.message).toMatch(/compute pool is full: retry in \d+ seconds/);
     }
-    expect(pool.load).toEqual({ running: 0, waiting: 0 });
+    expect(pool.load).toEqual({ running: 0, waiting: 0, reserved: 0 });
   });
 
   it('when the queue is full, then a task that may wait (a later export page) waits for room instead of failing', async () => {
@@ -93,7 +93,7 @@ describe('PiscinaComputePool', () => {
     const page = pool.exportPage({ format: 'csv', candles: candleColumns(bars(5000)), actions: [], adjust: 'splits', first: true }, { whenFull: 'wait' });
     const refused = pool.exportPage({ format: 'csv', candles: candleColumns(bars(5000)), actions: [], adjust: 'splits', first: true });
     await expect(refused).rejects.toBeInstanceOf(ServiceBusyError);
-    expect(pool.load).toEqual({ running: 1, waiting: 1 });
+    expect(pool.load).toEqual({ running: 1, waiting: 1, reserved: 0 });
     await running;
     expect(((await page).body as string).split('\r\n')[0]).toBe('time,open,high,low,close,adj_close,volume');
   });
@@ -104,12 +104,33 @@ describe('PiscinaComputePool', () => {
     const controller = new AbortController();
     const dropped = pool.indicators(indicatorTask(30_000, undefined, 2), { signal: controller.signal });
     const next = pool.indicators(indicatorTask(30_000, undefined, 3));
-    expect(pool.load).toEqual({ running: 1, waiting: 2 });
+    expect(pool.load).toEqual({ running: 1, waiting: 2, reserved: 0 });
     controller.abort(new Error('client gone'));
     await expect(dropped).rejects.toThrow('client gone');
-    expect(pool.load).toEqual({ running: 1, waiting: 1 });
+    expect(pool.load).toEqual({ running: 1, waiting: 1, reserved: 0 });
     await Promise.all([running, next]);
-    expect(pool.load).toEqual({ running: 0, waiting: 0 });
+    expect(pool.load).toEqual({ running: 0, waiting: 0, reserved: 0 });
+  });
+
+  it('when places are reserved before the input is read, then a full pool refuses the reservation itself, a reserved task waits for a thread, and a released place is room again', async () => {
+    pool = new PiscinaComputePool({ threads: 1, maxQueue: 1 });
+    expect(pool.reserve(100), 'a task that small runs inline and needs no place').toBeUndefined();
+    const first = pool.reserve(30_000)!;
+    const second = pool.reserve(30_000)!;
+    expect(() => pool!.reserve(30_000)).toThrow(ServiceBusyError);
+    expect(pool.load).toEqual({ running: 0, waiting: 0, reserved: 2 });
+    // A task without a place finds the thread free and runs; the reserved ones would wait for it.
+    const unreserved = pool.indicators(indicatorTask(30_000, undefined, 4));
+    await expect(pool.indicators(indicatorTask(30_000, undefined, 5)), 'the queue holds the two places').rejects.toBeInstanceOf(ServiceBusyError);
+    const a = pool.indicators(indicatorTask(30_000, undefined, 2), { reservation: first });
+    const b = pool.indicators(indicatorTask(30_000, undefined, 3), { reservation: second });
+    expect(pool.load).toEqual({ running: 1, waiting: 2, reserved: 0 });
+    first.release();
+    await Promise.all([unreserved, a, b]);
+    const third = pool.reserve(30_000)!;
+    third.release();
+    third.release();
+    expect(pool.load).toEqual({ running: 0, waiting: 0, reserved: 0 });
   });
 
   it('when a task is smaller than the inline bound, then it runs on the calling thread: a full pool does not refuse it', async () => {

@@ -98,6 +98,15 @@ export interface ExportPart {
   end: string | Uint8Array;
 }
 
+/**
+ * A place in the pool taken before a task's input is read (a long store read), so a full pool refuses
+ * the request before that work rather than after it. Handed to the task's call, which uses it; a
+ * request that ends without a task gives it back with `release` (calling it again does nothing).
+ */
+export interface ComputeReservation {
+  release(): void;
+}
+
 export interface ComputeOptions {
   /**
    * Aborts the task while it waits for a thread (the client went away): it then rejects with the
@@ -109,6 +118,8 @@ export interface ComputeOptions {
    * waits for room instead, for the later pages of an export already admitted.
    */
   whenFull?: 'refuse' | 'wait';
+  /** The place `reserve` gave this task: it is not refused, and waits for a thread when none is free. */
+  reservation?: ComputeReservation | undefined;
 }
 
 /**
@@ -117,6 +128,12 @@ export interface ComputeOptions {
  * with the task's own error when it fails. Small tasks may run on the calling thread.
  */
 export interface ComputePool {
+  /**
+   * Takes a place for a task of about `bars` bars (candles, times studies for indicators) before its
+   * input is read. Throws `ServiceBusyError` when the pool is full; undefined when a task that small
+   * runs on the calling thread and needs no place.
+   */
+  reserve(bars: number): ComputeReservation | undefined;
   /** The JSON of the indicators answer of one window. */
   indicators(task: IndicatorTask, options?: ComputeOptions): Promise<string>;
   /** The JSON of a history answer whose candles come from the store. */

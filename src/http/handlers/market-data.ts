@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import type { components } from '../../generated/api.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import { TooManyCandlesError, type HistoryParams } from '../../services/market-data/history-rules.js';
+import { EXPORT_PAGE_CANDLES } from '../../services/market-data/exports.js';
 import type { IndicatorService } from '../../services/indicators.js';
 import { InvalidRequestError } from '../../domain/errors.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
@@ -32,7 +33,7 @@ function historyFormat(req: Request, format: HistoryFormat | undefined): History
 }
 
 /** What formats an export: the compute pool (DESIGN 24). */
-export type ExportFormatter = Pick<ComputePool, 'exportAnswer' | 'exportPage'>;
+export type ExportFormatter = Pick<ComputePool, 'exportAnswer' | 'exportPage' | 'reserve'>;
 
 /**
  * History as CSV or Arrow, made from the cached JSON answer (and the cached indicators answer for
@@ -74,13 +75,26 @@ async function sendExport(req: Request, res: Response, exporter: ExportFormatter
  * upstream could not give, as ISO 8601 intervals.
  */
 async function streamExport(res: Response, market: MarketDataService, exporter: ExportFormatter, params: HistoryParams, format: 'csv' | 'arrow'): Promise<void> {
-  const exported = await market.exportHistory(params);
-  await writeExport(res, exporter, exported, format, () => {
-    res.status(200).set({ 'Cache-Control': 'no-store' });
-    varyByAccept(res);
-    if (exported.missing.length > 0) res.set('X-History-Missing', exported.missing.map((m) => `${new Date(m.startMs).toISOString()}/${new Date(m.endMs).toISOString()}`).join(', '));
-    res.type(format === 'csv' ? CSV_CONTENT_TYPE : ARROW_CONTENT_TYPE);
-  });
+  // A place in the compute pool before the store is read: a full pool answers 503 before the first page is read.
+  const reservation = exporter.reserve(EXPORT_PAGE_CANDLES);
+  try {
+    const exported = await market.exportHistory(params);
+    await writeExport(
+      res,
+      exporter,
+      exported,
+      format,
+      () => {
+        res.status(200).set({ 'Cache-Control': 'no-store' });
+        varyByAccept(res);
+        if (exported.missing.length > 0) res.set('X-History-Missing', exported.missing.map((m) => `${new Date(m.startMs).toISOString()}/${new Date(m.endMs).toISOString()}`).join(', '));
+        res.type(format === 'csv' ? CSV_CONTENT_TYPE : ARROW_CONTENT_TYPE);
+      },
+      reservation,
+    );
+  } finally {
+    reservation?.release();
+  }
 }
 
 export function marketDataHandlers(

@@ -9,6 +9,10 @@
  * for room instead of failing half-written, and makes an abort while waiting free: piscina aborts a
  * running task by terminating its thread, and a new thread then loads every module again, which costs
  * more than the rest of any one task, so a task that started runs to its end.
+ *
+ * A request whose task needs a long store read first (an indicators window and its warm-up) reserves
+ * its place before reading: when the pool is full it is refused before that read, not after it. A
+ * reserved place counts as waiting; the task that uses it waits for a thread and is never refused.
  */
 import { createRequire } from 'node:module';
 import { dirname, extname, join } from 'node:path';
@@ -20,6 +24,7 @@ import type {
   AnswerExportTask,
   ComputeOptions,
   ComputePool,
+  ComputeReservation,
   ExportPart,
   HistoryAnswerTask,
   IndicatorTask,
@@ -62,6 +67,10 @@ export interface PiscinaComputePoolOptions {
   inlineBelowBars?: number;
 }
 
+function shuttingDown(): ServiceBusyError {
+  return new ServiceBusyError('The service is shutting down; retry on another instance', 1);
+}
+
 /** A task waiting for a thread. */
 interface Waiter {
   admit: () => void;
@@ -101,6 +110,9 @@ export class PiscinaComputePool implements ComputePool {
   #closed = false;
   /** Tasks admitted or waiting, until they settle: `close` lets them finish before it stops the threads. */
   readonly #inFlight = new Set<Promise<unknown>>();
+  /** Places given by `reserve` and not yet used or released. */
+  #reserved = 0;
+  readonly #reservations = new WeakSet<ComputeReservation>();
 
   constructor(options: PiscinaComputePoolOptions) {
     if (!(Number.isInteger(options.threads) && options.threads >= 1)) throw new RangeError(`threads must be a whole number of at least 1, got ${options.threads}`);
@@ -111,9 +123,26 @@ export class PiscinaComputePool implements ComputePool {
     this.#inlineBelowBars = options.inlineBelowBars ?? INLINE_BELOW_BARS;
   }
 
-  /** Tasks on a thread now, and tasks waiting for one. */
-  get load(): { running: number; waiting: number } {
-    return { running: this.#running, waiting: this.#waiting.length };
+  /** Tasks on a thread now, tasks waiting for one, and places reserved for tasks whose input is being read. */
+  get load(): { running: number; waiting: number; reserved: number } {
+    return { running: this.#running, waiting: this.#waiting.length, reserved: this.#reserved };
+  }
+
+  reserve(bars: number): ComputeReservation | undefined {
+    if (bars < this.#inlineBelowBars) return undefined;
+    if (this.#closed) throw shuttingDown();
+    if (this.#running + this.#waiting.length + this.#reserved >= this.threads + this.maxQueue) throw this.#full();
+    this.#reserved++;
+    let held = true;
+    const reservation: ComputeReservation = {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.#reserved--;
+      },
+    };
+    this.#reservations.add(reservation);
+    return reservation;
   }
 
   indicators(task: IndicatorTask, options?: ComputeOptions): Promise<string> {
@@ -138,13 +167,20 @@ export class PiscinaComputePool implements ComputePool {
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const waiter of this.#waiting.splice(0)) waiter.refuse(new ServiceBusyError('The service is shutting down; retry on another instance', 1));
+    for (const waiter of this.#waiting.splice(0)) waiter.refuse(shuttingDown());
     // The tasks admitted finish first: one admitted just now may not have reached piscina yet.
     await Promise.allSettled([...this.#inFlight]);
     await this.#pool?.close();
   }
 
   #run<K extends TaskName>(name: K, input: TaskMessage<K>['input'], bars: number, transferList: ArrayBuffer[], options: ComputeOptions = {}): Promise<TaskOutput<K>> {
+    // A reservation of this pool becomes the task's place: it waits for a thread rather than being refused.
+    const reserved = options.reservation !== undefined && this.#reservations.has(options.reservation);
+    if (reserved) {
+      this.#reservations.delete(options.reservation!);
+      options.reservation!.release();
+      options = { ...options, whenFull: 'wait' };
+    }
     if (bars < this.#inlineBelowBars) {
       try {
         return Promise.resolve(runTask({ name, input }));
@@ -172,16 +208,14 @@ export class PiscinaComputePool implements ComputePool {
   /** Resolves when a thread is this task's; refuses it when the queue is full (unless it may wait) or its signal aborts while it waits. */
   #admit(options: ComputeOptions): Promise<void> {
     const { signal } = options;
-    if (this.#closed) return Promise.reject(new ServiceBusyError('The service is shutting down; retry on another instance', 1));
+    if (this.#closed) return Promise.reject(shuttingDown());
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#running < this.threads) {
       this.#running++;
       return Promise.resolve();
     }
-    if (this.#waiting.length >= this.maxQueue && options.whenFull !== 'wait') {
-      const seconds = this.#retryAfterSeconds();
-      return Promise.reject(new ServiceBusyError(`This instance's compute pool is full: retry in ${seconds} seconds`, seconds));
-    }
+    // Places reserved for tasks still reading their input count as waiting already.
+    if (this.#waiting.length + this.#reserved >= this.maxQueue && options.whenFull !== 'wait') return Promise.reject(this.#full());
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         const index = this.#waiting.indexOf(waiter);
@@ -210,10 +244,14 @@ export class PiscinaComputePool implements ComputePool {
     else this.#running--;
   }
 
-  /** When the queue has room again, by the running mean of a task's time: its length over the threads, whole seconds. */
-  #retryAfterSeconds(): number {
-    const ms = ((this.#waiting.length + this.#running) * this.#meanRunMs) / this.threads;
-    return Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(ms / 1000)));
+  /**
+   * The refusal of a full pool, with when the queue has room again by the running mean of a task's
+   * time: the tasks ahead over the threads, in whole seconds.
+   */
+  #full(): ServiceBusyError {
+    const ms = ((this.#running + this.#waiting.length + this.#reserved) * this.#meanRunMs) / this.threads;
+    const seconds = Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(ms / 1000)));
+    return new ServiceBusyError(`This instance's compute pool is full: retry in ${seconds} seconds`, seconds);
   }
 
   #piscina(): Piscina {

@@ -12,7 +12,7 @@ import { spanOf, TooManyCandlesError, type HistoryParams } from './history-rules
 import { overTheLimit, tooManyCandles, tooManyCandlesMessage } from '../../domain/candle-limits.js';
 
 /** Candles read from the store at a time while an export is written. */
-const EXPORT_PAGE_CANDLES = 10_000;
+export const EXPORT_PAGE_CANDLES = 10_000;
 
 /**
  * A history export: the instrument, the window's stored bars page by page (split-adjusted as stored:
