@@ -61,3 +61,22 @@ export function columnsLength(columns: CandleColumns): number {
 export function columnBuffers(columns: CandleColumns): ArrayBuffer[] {
   return [columns.timeMs, columns.open, columns.high, columns.low, columns.close, columns.adjClose, columns.volume].map((c) => c.buffer as ArrayBuffer);
 }
+
+const COLUMN_NAMES = ['timeMs', 'open', 'high', 'low', 'close', 'adjClose', 'volume'] as const;
+
+/** Bars `from` (included) to `to` (excluded) of `columns`, as views on the same buffers (no copy). */
+export function sliceColumns(columns: CandleColumns, from: number, to: number = columnsLength(columns)): CandleColumns {
+  return Object.fromEntries(COLUMN_NAMES.map((name) => [name, columns[name].subarray(from, to)])) as unknown as CandleColumns;
+}
+
+/** `parts` one after the other, in new buffers of their own (so they can be handed to another thread whole). */
+export function concatColumns(parts: readonly CandleColumns[]): CandleColumns {
+  const n = parts.reduce((sum, part) => sum + columnsLength(part), 0);
+  const out = Object.fromEntries(COLUMN_NAMES.map((name) => [name, new Float64Array(n)])) as unknown as CandleColumns;
+  let at = 0;
+  for (const part of parts) {
+    for (const name of COLUMN_NAMES) out[name].set(part[name], at);
+    at += columnsLength(part);
+  }
+  return out;
+}

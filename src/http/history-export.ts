@@ -5,8 +5,8 @@
  * page by page, so 200,000 candles are never held whole, and a slow reader holds the export back.
  */
 import type { ServerResponse } from 'node:http';
-import { candleColumns } from '../domain/candle-columns.js';
-import type { ComputePool, ComputeReservation, ExportFormat } from '../domain/ports/compute.js';
+import { candleColumns, columnsLength } from '../domain/candle-columns.js';
+import type { CandleColumns, ComputePool, ComputeReservation, ExportFormat } from '../domain/ports/compute.js';
 import type { HistoryExport } from '../services/market-data/exports.js';
 
 export const CSV_CONTENT_TYPE = 'text/csv; charset=utf-8';
@@ -58,8 +58,8 @@ export async function writeExport(
   const { signal, stop } = abortOnClose(res);
   let started = false;
   let end: string | Uint8Array = '';
-  const write = async (candles: Parameters<typeof candleColumns>[0]) => {
-    const part = await compute.exportPage({ format, candles: candleColumns(candles), actions: exported.actions, adjust: exported.adjust, first: !started }, { signal, whenFull: started ? 'wait' : 'refuse', reservation: started ? undefined : reservation });
+  const write = async (candles: CandleColumns) => {
+    const part = await compute.exportPage({ format, candles, actions: exported.actions, adjust: exported.adjust, first: !started }, { signal, whenFull: started ? 'wait' : 'refuse', reservation: started ? undefined : reservation });
     if (!started) start();
     started = true;
     end = part.end;
@@ -69,11 +69,11 @@ export async function writeExport(
   try {
     for await (const page of exported.pages) {
       if (res.destroyed) return;
-      if (page.length === 0 && started) continue;
+      if (columnsLength(page) === 0 && started) continue;
       await write(page);
     }
     // An empty history is still a file: the CSV header, or an Arrow stream with its schema (readers open it as an empty table).
-    if (!started) await write([]);
+    if (!started) await write(candleColumns([]));
     res.end(end);
   } catch (err) {
     if (signal.aborted) return;

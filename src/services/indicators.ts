@@ -10,12 +10,12 @@
  */
 import { columnsOf, parseStudies, warmupOf, type Study } from '../domain/indicators/catalogue.js';
 import { studySpecs } from '../domain/indicators/answer.js';
-import { candleColumns } from '../domain/candle-columns.js';
+import { columnsLength, concatColumns, sliceColumns } from '../domain/candle-columns.js';
 import { marketOf, type MarketCode } from '../domain/market-calendar.js';
 import { sessionOpenAt } from '../domain/indicators/sessions.js';
 import { UnknownSymbolError } from '../domain/errors.js';
 import type { ComputePool, ComputeReservation, ExportStudies } from '../domain/ports/compute.js';
-import type { StoredCandle } from '../domain/ports/history-store.js';
+import type { CandleColumns } from '../domain/ports/history-store.js';
 import type { HistoryInterval } from '../domain/ports/market-data.js';
 import type { components } from '../generated/api.js';
 import { INTERVAL_MS, type HistoryStore, type StoredHistory } from './history-store.js';
@@ -117,36 +117,41 @@ export class IndicatorService {
 
   async #readAndCompute(window: HistoryWindow, studies: readonly Study[], reservation: ComputeReservation | undefined): Promise<Loaded> {
     const { query, span } = window;
-    const read: StoredHistory = await this.#history.read(query.symbol, query.interval, span, MAX_CANDLES + 1, { sources: false });
+    // Bars as columns: no object per bar on the event loop, and they go to the pool as they are.
+    const read = await this.#history.readColumns(query.symbol, query.interval, span, MAX_CANDLES + 1, { sources: false });
     if (read.info === undefined) return { outcome: 'unknown' };
     let ttlMs = window.lifetimeMs();
-    const refusal = tooManyCandles(read.candles.length, 'answer');
+    const count = columnsLength(read.candles);
+    const refusal = tooManyCandles(count, 'answer');
     if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
     if (read.missing.length > 0) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
 
     const market: MarketCode = marketOf({ instrument_type: 'equity', timezone: read.info.timezone }) ?? 'CRYPTO';
-    const first = read.candles[0];
+    const firstMs = count === 0 ? undefined : read.candles.timeMs[0]!;
     let warmupFromMs: number | undefined;
-    if (first !== undefined && studies.some((s) => s.definition.intradayOnly)) {
+    if (firstMs !== undefined && studies.some((s) => s.definition.intradayOnly)) {
       // VWAP starts at the open of the session the window's first bar belongs to.
-      warmupFromMs = sessionOpenAt(market, first.timeMs);
+      warmupFromMs = sessionOpenAt(market, firstMs);
     }
-    const warmup = first === undefined ? { candles: [], actions: read.actions, failed: false } : await this.#warmup(query.symbol, query.interval, span.startMs, warmupOf(studies), warmupFromMs);
+    const warmup = firstMs === undefined ? { candles: undefined, actions: read.actions, failed: false } : await this.#warmup(query.symbol, query.interval, span.startMs, warmupOf(studies), warmupFromMs);
     // Warm-up bars the upstream failed to give now may come later: the answer lives as a partial one does.
     if (warmup.failed) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     const actions = warmup.actions.length >= read.actions.length ? warmup.actions : read.actions;
-    const value = await this.#compute.indicators({
-      candles: candleColumns(warmup.candles.length === 0 ? read.candles : [...warmup.candles, ...read.candles]),
-      warmupBars: warmup.candles.length,
-      actions,
-      adjust: window.adjust,
-      studies: studySpecs(studies),
-      market,
-      symbol: query.symbol,
-      interval: query.interval,
-      source: (read.source as Source | undefined) ?? this.#market.source,
-      updatedAt: new Date(this.#now()).toISOString(),
-    }, { reservation });
+    const value = await this.#compute.indicators(
+      {
+        candles: warmup.candles === undefined ? read.candles : concatColumns([warmup.candles, read.candles]),
+        warmupBars: warmup.candles === undefined ? 0 : columnsLength(warmup.candles),
+        actions,
+        adjust: window.adjust,
+        studies: studySpecs(studies),
+        market,
+        symbol: query.symbol,
+        interval: query.interval,
+        source: (read.source as Source | undefined) ?? this.#market.source,
+        updatedAt: new Date(this.#now()).toISOString(),
+      },
+      { reservation },
+    );
     return { outcome: 'found', value, ttlMs };
   }
 
@@ -156,21 +161,22 @@ export class IndicatorService {
    * calendar span is estimated, then doubled while it holds too few bars and reading further back
    * still finds more.
    */
-  async #warmup(symbol: string, interval: HistoryInterval, beforeMs: number, bars: number, fromMs: number | undefined): Promise<{ candles: StoredCandle[]; actions: StoredHistory['actions']; failed: boolean }> {
-    if (bars === 0 && (fromMs === undefined || fromMs >= beforeMs)) return { candles: [], actions: [], failed: false };
+  async #warmup(symbol: string, interval: HistoryInterval, beforeMs: number, bars: number, fromMs: number | undefined): Promise<{ candles: CandleColumns | undefined; actions: StoredHistory['actions']; failed: boolean }> {
+    if (bars === 0 && (fromMs === undefined || fromMs >= beforeMs)) return { candles: undefined, actions: [], failed: false };
     let reachMs = calendarSpanMs(interval, Math.max(bars, 1));
-    let got: StoredHistory | undefined;
+    let got: StoredHistory<CandleColumns> | undefined;
     for (let attempt = 0; attempt < WARMUP_READS; attempt++) {
       const startMs = Math.min(beforeMs - reachMs, fromMs ?? Infinity);
-      const before = got?.candles.length ?? -1;
-      got = await this.#history.read(symbol, interval, { startMs, endMs: beforeMs }, undefined, { sources: false });
-      if (got.candles.length >= bars || got.candles.length === before) break;
+      const before = got === undefined ? -1 : columnsLength(got.candles);
+      got = await this.#history.readColumns(symbol, interval, { startMs, endMs: beforeMs }, undefined, { sources: false });
+      const count = columnsLength(got.candles);
+      if (count >= bars || count === before) break;
       reachMs *= 2;
     }
-    const candles = got!.candles;
-    const fromIndex = fromMs === undefined ? candles.length : candles.findIndex((c) => c.timeMs >= fromMs);
-    const keep = Math.max(bars, fromIndex === -1 ? 0 : candles.length - fromIndex);
-    return { candles: candles.slice(Math.max(0, candles.length - keep)), actions: got!.actions, failed: got!.failure !== undefined };
+    const times = got!.candles.timeMs;
+    const fromIndex = fromMs === undefined ? times.length : times.findIndex((t) => t >= fromMs);
+    const keep = Math.max(bars, fromIndex === -1 ? 0 : times.length - fromIndex);
+    return { candles: sliceColumns(got!.candles, Math.max(0, times.length - keep)), actions: got!.actions, failed: got!.failure !== undefined };
   }
 }
 

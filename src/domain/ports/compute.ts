@@ -6,24 +6,11 @@
  * Adapters in `src/infra` implement it and translate their technology's errors into the errors of
  * `domain/errors.ts` at their own boundary.
  */
-import type { CorporateAction } from './history-store.js';
+import type { CandleColumns, CorporateAction } from './history-store.js';
 import type { HistoryInterval } from './market-data.js';
 import type { components } from '../../generated/api.js';
 
-/**
- * Stored candles as columns, oldest first, one entry per candle in every column. `adjClose` and
- * `volume` hold NaN where the stored value is null (no stored price or volume is ever NaN: the data
- * quality checks refuse them).
- */
-export interface CandleColumns {
-  timeMs: Float64Array;
-  open: Float64Array;
-  high: Float64Array;
-  low: Float64Array;
-  close: Float64Array;
-  adjClose: Float64Array;
-  volume: Float64Array;
-}
+export type { CandleColumns };
 
 /** The price basis of an answer (`history-adjustment.ts`). */
 export type AdjustMode = 'none' | 'splits' | 'all';

@@ -4,7 +4,7 @@
  */
 import { InvalidRequestError, UnknownSymbolError } from '../../domain/errors.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
-import type { CorporateAction, StoredCandle, TimeSpan } from '../../domain/ports/history-store.js';
+import type { CandleColumns, CorporateAction, TimeSpan } from '../../domain/ports/history-store.js';
 import type { Adjustment } from '../../domain/history-adjustment.js';
 import type { MarketDataContext } from './context.js';
 import type { HistoryReads } from './history.js';
@@ -15,13 +15,13 @@ import { overTheLimit, tooManyCandles, tooManyCandlesMessage } from '../../domai
 export const EXPORT_PAGE_CANDLES = 10_000;
 
 /**
- * A history export: the instrument, the window's stored bars page by page (split-adjusted as stored:
+ * A history export: the instrument, the window's stored bars page by page, as columns (split-adjusted as stored:
  * the writer puts them on the basis `adjust` with `actions`, off the event loop), and what is missing.
  */
 export interface HistoryExport {
   symbol: string;
   interval: HistoryInterval;
-  pages: AsyncIterable<StoredCandle[]>;
+  pages: AsyncIterable<CandleColumns>;
   actions: readonly CorporateAction[];
   adjust: Adjustment;
   missing: TimeSpan[];

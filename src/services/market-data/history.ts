@@ -7,9 +7,9 @@ import type { components } from '../../generated/api.js';
 import type { TimeSpan } from '../../domain/ports/history-store.js';
 import type { History, HistoryQuery } from '../../domain/ports/market-data.js';
 import type { Adjustment } from '../../domain/history-adjustment.js';
-import { candleColumns } from '../../domain/candle-columns.js';
+import { columnsLength } from '../../domain/candle-columns.js';
 import type { CachedRepresentation, Loaded } from '../representation-cache.js';
-import type { HistoryStore, StoredHistory } from '../history-store.js';
+import type { HistoryStore } from '../history-store.js';
 import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext, type Source } from './context.js';
 import { historyLifetime, PARTIAL_TTL_MS } from './lifetimes.js';
 import { eventsOf, historyQuery, spanOf, TooManyCandlesError, type HistoryParams } from './history-rules.js';
@@ -97,7 +97,7 @@ export class HistoryReads {
   /** History read through the store: what it holds, plus what it fetched of what it lacked. */
   async #loadStoredHistory(query: HistoryQuery, adjust: Adjustment, store: HistoryStore): Promise<Loaded> {
     const ctx = this.#ctx;
-    const read: StoredHistory = await store.read(query.symbol, query.interval, spanOf(query, ctx.now()), MAX_CANDLES + 1);
+    const read = await store.readColumns(query.symbol, query.interval, spanOf(query, ctx.now()), MAX_CANDLES + 1);
     let info = read.info;
     if (info === undefined && !read.fetched) {
       // Nothing to fetch (a window without a session, a weekend) and nothing stored: an empty window is
@@ -119,7 +119,7 @@ export class HistoryReads {
     };
     let ttlMs = historyLifetime(query, ctx.now());
     // The read stops one past the limit: only "more than the limit" is known.
-    const refusal = tooManyCandles(read.candles.length, 'answer', true);
+    const refusal = tooManyCandles(columnsLength(read.candles), 'answer', true);
     if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
     if (read.missing.length > 0) {
       history.partial = true;
@@ -132,7 +132,7 @@ export class HistoryReads {
     // The candles (basis, spelling, flags) and the JSON are written by the compute pool: 5,000 bars take ~10 ms.
     const value = await ctx.compute.historyAnswer({
       body,
-      candles: candleColumns(read.candles),
+      candles: read.candles,
       actions: read.actions,
       adjust,
       flags: read.flags === undefined ? undefined : [...read.flags],
