@@ -9,7 +9,13 @@ rmSync(LOGS_ROOT, { recursive: true, force: true });
 const runLogDir = join(LOGS_ROOT, `run-${Date.now()}`);
 
 /** Tests whose assertions are latency bounds (no request over 1 s while Redis fails over, ...). */
-const LATENCY_BOUND = ['test/e2e/chaos.test.ts', 'test/integration/redis-ha-load.test.ts', 'test/integration/shared-counters.test.ts', 'test/integration/ws-flood.test.ts'];
+const LATENCY_BOUND = [
+  'test/e2e/chaos.test.ts',
+  'test/integration/redis-ha-load.test.ts',
+  'test/integration/shared-counters.test.ts',
+  'test/integration/ws-flood.test.ts',
+  'test/integration/compute-pool-latency.test.ts',
+];
 
 const shared = {
   globalSetup: ['test/helpers/global-setup.ts'],

@@ -3,6 +3,7 @@
  * problem in one message naming the variables, and returns a frozen, nested, typed object.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { distance } from 'fastest-levenshtein';
@@ -17,6 +18,9 @@ export const PLACEHOLDERS = {
   secretKey: 'change-me-to-a-long-random-string',
   adminPassword: 'admin123456',
 } as const;
+
+/** Compute tasks that may wait per worker thread when WORKER_POOL_QUEUE is unset: about half a second of the worst request's computing per thread. */
+export const WORKER_POOL_QUEUE_PER_THREAD = 4;
 
 /** The shortest SECRET_KEY production accepts: 256 bits of HMAC key for HS256. */
 export const MIN_SECRET_BYTES = 32;
@@ -224,6 +228,12 @@ const schema = z.object({
   BCRYPT_ROUNDS: int(4, 15).default(12),
   /** Unset: four per hashing worker. Logins past it are answered 503 with Retry-After at once. */
   BCRYPT_MAX_QUEUE: int(1, 100_000).optional(),
+  /** Worker threads of the compute pool (indicators, exports, large history answers); unset: the cores this process may use. */
+  WORKER_POOL_THREADS: int(1, 256).optional(),
+  /** Compute tasks that may wait for a thread; unset: four per thread. Past it the request is answered 503 with Retry-After. */
+  WORKER_POOL_QUEUE: int(0, 100_000).optional(),
+  /** How much lower the worker threads' CPU priority is than the event loop's (a nice(2) increment, 0-19). */
+  WORKER_POOL_NICE: int(0, 19).default(10),
   LOGIN_MAX_FAILURES: int(1, 1000).default(5),
   /** Unset: four times LOGIN_MAX_FAILURES (one address may be many users behind one NAT). */
   LOGIN_MAX_FAILURES_PER_ADDRESS: int(1, 100_000).optional(),
@@ -445,6 +455,7 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
     throw new ConfigError(`Invalid configuration: METRICS_PORT=${v.METRICS_PORT} must differ from PORT (metrics have their own listener; 0 turns them off)`);
   }
 
+  const poolThreads = v.WORKER_POOL_THREADS ?? availableParallelism();
   const config = {
     env: v.NODE_ENV,
     /** Variables set but not read (unknown in the env file, or a likely typo in the environment): startup logs each. */
@@ -489,6 +500,14 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       userCacheTtlMs: v.AUTH_CACHE_SECONDS * 1000,
       /** Market-data operations need a token or key (the contract's security is adjusted at startup). */
       dataRequiresAuth: v.DATA_REQUIRES_AUTH,
+    },
+    /** The compute pool (DESIGN 24): CPU-heavy work off the event loop. */
+    workerPool: {
+      threads: poolThreads,
+      /** Tasks that may wait for a thread; one more is refused with 503. */
+      maxQueue: v.WORKER_POOL_QUEUE ?? poolThreads * WORKER_POOL_QUEUE_PER_THREAD,
+      /** The threads' nice(2) increment over the process: the event loop gets the cores first. */
+      niceIncrement: v.WORKER_POOL_NICE,
     },
     rateLimit: {
       anonymousPerMinute: v.RATE_LIMIT_ANONYMOUS_PER_MINUTE,

@@ -24,6 +24,7 @@ import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
 import { PasswordHasher } from './infra/auth/passwords.js';
 import { sharedBcryptPool } from './infra/auth/bcrypt-pool.js';
+import { PiscinaComputePool } from './infra/compute/piscina-compute-pool.js';
 import { RevocationCache } from './services/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
 import { createCache } from './infra/cache/index.js';
@@ -260,8 +261,11 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     logger: logger.child({ component: 'data-quality' }),
     now: options.now,
   });
-  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name });
-  const indicators = new IndicatorService({ engine, market, history, now: options.now });
+  // CPU-heavy work (indicators, exports, large history answers) runs on these threads, not the event loop (DESIGN 24).
+  const compute = new PiscinaComputePool(config.workerPool);
+  shutdown.add('compute pool', () => compute.close());
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name, compute });
+  const indicators = new IndicatorService({ engine, market, history, compute, now: options.now });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,
@@ -316,7 +320,9 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     // connection is up (a stalled or failing Redis, a cluster without all its slots).
     cache: () => cache.status().mode === 'redis',
     // A second-old answer is as true for a monitor; one query a second replaces one per request.
-    auth: recently(() => db.store.ping(), 1000),
+    // While the database queue is long (SQLite serves one operation at a time), health answers at once
+    // with the last ping's answer (at most 5 s old) instead of waiting its turn.
+    auth: recently(() => db.store.ping(), 1000, Date.now, { answerWithinMs: 20 }),
   });
   const status = new StatusService({
     version: contract.version,
@@ -360,7 +366,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
   app = createApp({
     contract,
-    handlers: createHandlers({ contract, docs: packageFile('dist', 'docs', 'index.html'), asyncApi: packageFile('asyncapi.yaml'), health, accounts, keys, audit, market, indicators, providers: provider, calendar, status, streams, backfill, usage, quality, ...(fastPath ? { rememberTarget: fastPath.remember } : {}) }),
+    handlers: createHandlers({ contract, docs: packageFile('dist', 'docs', 'index.html'), asyncApi: packageFile('asyncapi.yaml'), health, accounts, keys, audit, market, indicators, compute, providers: provider, calendar, status, streams, backfill, usage, quality, ...(fastPath ? { rememberTarget: fastPath.remember } : {}) }),
     authenticator: auth,
     logger,
     bodyLimitBytes: config.server.bodyLimitBytes,

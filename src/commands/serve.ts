@@ -46,7 +46,7 @@ export default class Serve extends MdsCommand {
         logger.fatal({ err }, 'startup failed');
         fail(this, `Metrics listener on ${config.metrics.host}:${config.metrics.port}: ${failure(err)} (set METRICS_PORT to a free port, or 0 to turn metrics off)`, 1);
       }
-      await superviseWorkers(flags.workers, logger);
+      await superviseWorkers(flags.workers, logger, config.workerPool.threads);
       await metrics?.close();
       return;
     }
@@ -108,14 +108,17 @@ async function primaryMetrics(config: Config, logger: Logger): Promise<MetricsSe
 
 /**
  * Forks `count` workers (the first one alone runs the scheduler), replaces a worker that dies, and on
- * SIGTERM/SIGINT stops them all and waits for them before exiting.
+ * SIGTERM/SIGINT stops them all and waits for them before exiting. `poolThreads` (WORKER_POOL_THREADS,
+ * by default the cores) are the instance's compute threads: each worker process gets its share.
  */
-async function superviseWorkers(count: number, logger: Logger): Promise<void> {
+async function superviseWorkers(count: number, logger: Logger, poolThreads: number): Promise<void> {
   let stopping = false;
   const roles = new Map<Worker, boolean>();
+  // Every process has a pool of its own: a pool as large as the machine in each would put N times the cores to work.
+  const threadsEach = String(Math.max(1, Math.floor(poolThreads / count)));
   const fork = (scheduler: boolean) => {
     // Only one worker refreshes on a timer; the others read what it stores.
-    const worker = cluster.fork(scheduler ? {} : { REFRESH_INTERVAL_SECONDS: '0' });
+    const worker = cluster.fork({ WORKER_POOL_THREADS: threadsEach, ...(scheduler ? {} : { REFRESH_INTERVAL_SECONDS: '0' }) });
     roles.set(worker, scheduler);
   };
   for (let i = 0; i < count; i += 1) fork(i === 0);

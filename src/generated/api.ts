@@ -2302,21 +2302,13 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The upstream data source failed and nothing cached can answer. */
+        /** @description The upstream data source failed and nothing cached can answer, or the work this answer needs (indicators, an export, a large history window) found this instance's compute pool full (`WORKER_POOL_QUEUE`); retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "success": false,
-                 *       "error": "Data source is temporarily unavailable, please retry later",
-                 *       "code": 503,
-                 *       "detail": "Data source is temporarily unavailable, please retry later"
-                 *     }
-                 */
                 "application/json": components["schemas"]["Error"];
             };
         };

@@ -12,7 +12,7 @@
  * stored bars before it that were fetched before it took effect (later-fetched ones already came on
  * the new basis), before the new bars are written, so no answer mixes the two.
  */
-import type { CandleStore, CorporateAction, InstrumentInfo, StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
+import type { CandleColumns, CandleStore, CorporateAction, InstrumentInfo, StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
 import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/market-data.js';
 import { tradingSessions } from '../domain/market-calendar.js';
 import { listedMarketOfSymbol } from '../domain/provider-symbols.js';
@@ -80,12 +80,14 @@ export interface HistoryStoreOptions {
 /** Series checked for bars of providers outside the chain, at most (then the memory starts over). */
 const CHECKED_SERIES_MAX = 50_000;
 
-/** A window of history as the store can give it. */
-export interface StoredHistory {
+/**
+ * A window of history as the store can give it, its bars an array (`read`) or columns (`readColumns`).
+ */
+export interface StoredHistory<Bars = StoredCandle[]> {
   /** Currency and exchange zone; `undefined` when neither the store nor the upstream knows the symbol. */
   info: InstrumentInfo | undefined;
   /** Split-adjusted bars in the window, oldest first (at most `limit` when one was given). */
-  candles: StoredCandle[];
+  candles: Bars;
   /** Dividends and splits known from the window's start until now, oldest first (splits after the window set the basis of `adjust=none`). */
   actions: CorporateAction[];
   /** Parts of the window the answer lacks because the upstream could not be asked or failed, oldest first. */
@@ -160,9 +162,37 @@ export class HistoryStore {
   /**
    * The bars of `symbol` in `span`, fetching what the store lacks. Resolves with `info` undefined when
    * the symbol is unknown upstream and nothing is stored; rejects with the upstream's failure only
-   * when nothing of the window could be served.
+   * when nothing of the window could be served. `sources: false` skips counting the bars by provider
+   * (`sources` stays absent): a reader that does not answer with them (indicators) spares the store a
+   * pass over every bar of the window.
    */
-  async read(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredHistory> {
+  read(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number, options: { sources?: boolean } = {}): Promise<StoredHistory> {
+    return this.#read(symbol, interval, span, options, (window) => this.#store.getCandles(symbol, interval, window, limit), (candles) => ({
+      count: candles.length,
+      firstMs: candles[0]?.timeMs,
+      lastMs: candles[candles.length - 1]?.timeMs,
+    }));
+  }
+
+  /**
+   * As `read`, the bars as columns: no object per bar, for a window read to be computed on (the
+   * indicators and their warm-up, the candles of a history answer).
+   */
+  readColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number, options: { sources?: boolean } = {}): Promise<StoredHistory<CandleColumns>> {
+    return this.#read(symbol, interval, span, options, (window) => this.#store.getCandleColumns(symbol, interval, window, limit), (columns) => {
+      const count = columns.timeMs.length;
+      return { count, firstMs: count === 0 ? undefined : columns.timeMs[0], lastMs: count === 0 ? undefined : columns.timeMs[count - 1] };
+    });
+  }
+
+  async #read<Bars>(
+    symbol: string,
+    interval: HistoryInterval,
+    span: TimeSpan,
+    options: { sources?: boolean },
+    select: (window: TimeSpan) => Promise<Bars>,
+    extent: (bars: Bars) => { count: number; firstMs: number | undefined; lastMs: number | undefined },
+  ): Promise<StoredHistory<Bars>> {
     const now = this.#now();
     const window = { startMs: span.startMs, endMs: Math.min(span.endMs, now + INTERVAL_MS[interval]) };
     await this.#dropForeign(symbol, interval);
@@ -211,17 +241,18 @@ export class HistoryStore {
       }
     }
     const [candles, actions, storedInfo, quality] = await Promise.all([
-      this.#store.getCandles(symbol, interval, window, limit),
+      select(window),
       this.#store.getActions(symbol, { startMs: window.startMs, endMs: Math.max(window.endMs, now + 1) }),
       fetchedInfo === undefined ? this.#store.getInstrument(symbol) : Promise.resolve(fetchedInfo),
       this.#quality?.window(symbol, interval, window),
     ]);
-    if (failure !== undefined && candles.length === 0 && storedInfo === undefined) throw failure;
+    const { count, firstMs, lastMs } = extent(candles);
+    if (failure !== undefined && count === 0 && storedInfo === undefined) throw failure;
     // Nothing of the window is stored and none of it is within reach: say how to reach it, never "unknown".
-    if (beyondReach && !fetched && candles.length === 0 && this.#beyondReach !== undefined) throw this.#beyondReach(symbol, interval);
-    const info = unknown && candles.length === 0 ? undefined : storedInfo;
+    if (beyondReach && !fetched && count === 0 && this.#beyondReach !== undefined) throw this.#beyondReach(symbol, interval);
+    const info = unknown && count === 0 ? undefined : storedInfo;
     // Where the served bars came from more than one provider, the answer counts them by provider.
-    const sources = candles.length > 1 ? await this.#store.providerCounts(symbol, interval, { startMs: candles[0]!.timeMs, endMs: candles[candles.length - 1]!.timeMs + 1 }) : {};
+    const sources = count > 1 && options.sources !== false ? await this.#store.providerCounts(symbol, interval, { startMs: firstMs!, endMs: lastMs! + 1 }) : {};
     const judged = quality !== undefined && quality.counts.repaired + quality.counts.dropped + quality.counts.suspect > 0;
     return {
       info,
@@ -289,14 +320,17 @@ export class HistoryStore {
     return this.#store.countCandles(symbol, interval, span);
   }
 
-  /** The stored bars of `span`, oldest first, `pageSize` at a time (for exports too large to hold whole). */
-  async *pages(symbol: string, interval: HistoryInterval, span: TimeSpan, pageSize: number): AsyncGenerator<StoredCandle[]> {
+  /** The stored bars of `span` as columns, oldest first, `pageSize` at a time (for exports too large to hold whole). */
+  async *pages(symbol: string, interval: HistoryInterval, span: TimeSpan, pageSize: number): AsyncGenerator<CandleColumns> {
     let from = span.startMs;
     while (from < span.endMs) {
-      const page = await this.#store.getCandles(symbol, interval, { startMs: from, endMs: span.endMs }, pageSize);
-      if (page.length > 0) yield page;
-      if (page.length < pageSize) return;
-      from = page[page.length - 1]!.timeMs + 1;
+      const page = await this.#store.getCandleColumns(symbol, interval, { startMs: from, endMs: span.endMs }, pageSize);
+      const count = page.timeMs.length;
+      // Read before the page is yielded: its columns may be handed to a compute thread, which empties them here.
+      const next = count === 0 ? span.endMs : page.timeMs[count - 1]! + 1;
+      if (count > 0) yield page;
+      if (count < pageSize) return;
+      from = next;
     }
   }
 

@@ -9,6 +9,7 @@
 import { DataSourceError, InvalidRequestError } from '../domain/errors.js';
 import type { components } from '../generated/api.js';
 import type { MarketDataProvider, Quote } from '../domain/ports/market-data.js';
+import type { ComputePool } from '../domain/ports/compute.js';
 import { allMarketStatuses } from '../domain/market-calendar.js';
 import type { CachedRepresentation, CacheStats, RepresentationCache } from './representation-cache.js';
 import type { HistoryStore } from './history-store.js';
@@ -46,6 +47,8 @@ export interface MarketDataServiceOptions {
    * the provider's name is not a source itself (a chain is named `polygon+yahoo`): its first provider.
    */
   source?: string | undefined;
+  /** Where history answers of stored bars are written, off the event loop (DESIGN 24); without it, on the calling thread. */
+  compute?: Pick<ComputePool, 'historyAnswer'> | undefined;
 }
 
 /** Market data for the handlers, the scheduler and the stream. */

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/domain/errors.js';
 import type { CandleStore, StoredCandle } from '../../src/domain/ports/history-store.js';
+import { candlesOf } from '../../src/domain/candle-columns.js';
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
 import { createTestSchema, findPostgres, shouldRunPostgres } from '../helpers/postgres.js';
 
@@ -97,6 +98,19 @@ function candleStoreContract(name: string, makeFixture: () => Promise<Fixture>):
       const { candles, bytes } = await store.footprint();
       expect(candles).toBe(20_000);
       expect(bytes).toBeGreaterThan(0);
+    });
+
+    it('getCandleColumns: when bars are read as columns, then they are getCandles\' bars (null as NaN), in the span and the limit, a window longer than a read chunk whole', async () => {
+      const many = Array.from({ length: 5_003 }, (_, i) => ({ ...bar(0), timeMs: T0 + i * 60_000, close: 100 + i / 1000, adjClose: i % 3 === 0 ? null : 100 + i / 1000, volume: i % 5 === 0 ? null : i }));
+      await store.putCandles('BTC-USD', '1m', many, YAHOO);
+      const span = { startMs: T0 + 60_000, endMs: T0 + 5_002 * 60_000 };
+      const columns = await store.getCandleColumns('BTC-USD', '1m', span);
+      expect(candlesOf(columns)).toEqual(await store.getCandles('BTC-USD', '1m', span));
+      expect(columns.timeMs.length).toBe(5_001);
+      expect(Number.isNaN(columns.adjClose[2]!)).toBe(true);
+      expect(Number.isNaN(columns.volume[4]!)).toBe(true);
+      expect(candlesOf(await store.getCandleColumns('BTC-USD', '1m', span, 4_500))).toEqual(many.slice(1, 4_501));
+      expect((await store.getCandleColumns('NOPE', '1m', span)).timeMs.length).toBe(0);
     });
 
     it('markCovered: when spans touch or overlap, then coverage merges them; disjoint ones stay apart; answers are clipped', async () => {

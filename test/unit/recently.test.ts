@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { recently } from '../../src/services/recently.js';
 
 describe('recently', () => {
@@ -41,5 +41,44 @@ describe('recently', () => {
     await expect(probe()).rejects.toThrow('down');
     expect(await probe()).toBe('up');
     expect(calls).toBe(2);
+  });
+
+  it('when a probe is slower than answerWithinMs, then the last answer stands in and the probe goes on; past lastAnswerMaxAgeMs the caller waits for the probe', async () => {
+    vi.useFakeTimers();
+    try {
+      let now = 1000;
+      let release: (v: string) => void = () => undefined;
+      let calls = 0;
+      const probe = recently(
+        () => {
+          calls++;
+          return calls === 1 ? Promise.resolve('first') : new Promise<string>((r) => (release = r));
+        },
+        1000,
+        () => now,
+        { answerWithinMs: 20, lastAnswerMaxAgeMs: 5000 },
+      );
+      expect(await probe()).toBe('first');
+
+      now += 1500;
+      const slow = probe();
+      await vi.advanceTimersByTimeAsync(20);
+      expect(await slow).toBe('first');
+      expect(calls).toBe(2);
+      release('second');
+      expect(await probe()).toBe('second');
+      expect(calls).toBe(2);
+
+      now += 6000;
+      let answered: string | undefined;
+      const waiting = probe().then((v) => (answered = v));
+      await vi.advanceTimersByTimeAsync(100);
+      expect(answered).toBeUndefined();
+      release('third');
+      await waiting;
+      expect(answered).toBe('third');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

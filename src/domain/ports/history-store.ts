@@ -18,6 +18,21 @@ export interface StoredCandle {
   volume: number | null;
 }
 
+/**
+ * Stored candles as columns, oldest first, one entry per candle in every column. `adjClose` and
+ * `volume` hold NaN where the stored value is null (no stored price or volume is ever NaN: the data
+ * quality checks refuse them).
+ */
+export interface CandleColumns {
+  timeMs: Float64Array;
+  open: Float64Array;
+  high: Float64Array;
+  low: Float64Array;
+  close: Float64Array;
+  adjClose: Float64Array;
+  volume: Float64Array;
+}
+
 /** A dividend (amount per share) or a split (numerator for denominator) effective at `timeMs` (ex-date, UTC). */
 export type CorporateAction =
   | { kind: 'dividend'; timeMs: number; amount: number }
@@ -47,6 +62,11 @@ export interface CandleStore {
   putCandles(symbol: string, interval: HistoryInterval, candles: readonly StoredCandle[], source: Provenance): Promise<number>;
   /** Candles with `startMs <= timeMs < endMs`, oldest first, at most `limit` (default: all). */
   getCandles(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<StoredCandle[]>;
+  /**
+   * The same bars as `getCandles`, as columns: no object per bar, so a long window neither fills the
+   * heap nor the garbage collector's work, and crosses to a compute thread as it is (`ports/compute.ts`).
+   */
+  getCandleColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<CandleColumns>;
   /** The candles in `span` by the provider that gave them (per-candle provenance where providers mix). */
   providerCounts(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<Record<string, number>>;
   /** How many candles `getCandles` would return for `span`. */

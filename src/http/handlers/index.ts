@@ -19,7 +19,7 @@ import { dataQualityHandlers } from './data-quality.js';
 import { healthHandlers } from './health.js';
 import { indicatorHandlers } from './indicators.js';
 import { marketCalendarHandlers } from './market-calendar.js';
-import { marketDataHandlers, type RememberTarget } from './market-data.js';
+import { marketDataHandlers, type ExportFormatter, type RememberTarget } from './market-data.js';
 import { metaHandlers } from './meta.js';
 import { streamHandlers } from './stream.js';
 import type { Handlers } from './types.js';
@@ -36,6 +36,8 @@ export interface HandlerDeps {
   market: MarketDataService;
   /** Technical indicators over stored history (and the study columns of history exports). */
   indicators: IndicatorService;
+  /** Formats the history exports (CSV, Arrow) off the event loop. */
+  compute: ExportFormatter;
   /** The chain of market-data providers, for GET /api/admin/providers. */
   providers: Pick<ProviderRouter, 'providers'>;
   /** The exchange calendars (sessions of a market). */
@@ -59,7 +61,7 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...metaHandlers(deps.contract, deps.docs, deps.asyncApi),
     ...authHandlers(deps.accounts),
     ...adminHandlers(deps),
-    ...marketDataHandlers(deps.market, deps.rememberTarget, deps.indicators),
+    ...marketDataHandlers(deps.market, deps.compute, deps.rememberTarget, deps.indicators),
     ...indicatorHandlers(deps.indicators, deps.rememberTarget),
     ...marketCalendarHandlers(deps.calendar),
     ...streamHandlers(deps.streams),

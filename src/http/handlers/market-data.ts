@@ -2,10 +2,12 @@ import type { Request, Response } from 'express';
 import type { components } from '../../generated/api.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import { TooManyCandlesError, type HistoryParams } from '../../services/market-data/history-rules.js';
+import { EXPORT_PAGE_CANDLES } from '../../services/market-data/exports.js';
 import type { IndicatorService } from '../../services/indicators.js';
 import { InvalidRequestError } from '../../domain/errors.js';
 import type { CachedRepresentation } from '../../services/representation-cache.js';
-import { ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, csvHeader, csvRows, writeArrow, writeCsv, type ExtraColumns } from '../history-export.js';
+import type { ComputePool, ExportStudies } from '../../domain/ports/compute.js';
+import { abortOnClose, ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, writeExport } from '../history-export.js';
 import { cacheScopeOf, setCacheControl } from '../cache-policy.js';
 import { acceptedFormat, etagMatches, varyByAccept, writeRepresentation, type Format } from './representation.js';
 import type { Handler, JsonResponse } from './types.js';
@@ -27,43 +29,41 @@ function historyFormat(req: Request, format: HistoryFormat | undefined): History
   return format ?? acceptedFormat(req);
 }
 
+/** What formats an export: the compute pool (DESIGN 24). */
+export type ExportFormatter = Pick<ComputePool, 'exportAnswer' | 'exportPage' | 'reserve'>;
+
 /**
- * History as CSV or Arrow, made from the cached JSON answer: same cache status and lifetime, its own
- * ETag (one per representation, derived from the JSON's so it changes with it), `Vary: Accept` for
- * HTTP caches. Never handed to the fast path, which answers JSON.
+ * History as CSV or Arrow, made from the cached JSON answer (and the cached indicators answer for
+ * study columns) by the compute pool: same cache status and lifetime, its own ETag (one per
+ * representation, derived from the JSON's so it changes with it), `Vary: Accept` for HTTP caches.
+ * Never handed to the fast path, which answers JSON.
  */
-async function sendExport(req: Request, res: Response, rep: CachedRepresentation, format: 'csv' | 'arrow', studies?: { etag: string; columns: () => Promise<ExtraColumns & { times: readonly string[] }> }): Promise<void> {
+async function sendExport(req: Request, res: Response, exporter: ExportFormatter, rep: CachedRepresentation, format: 'csv' | 'arrow', studies?: ExportStudies & { etag: string }): Promise<void> {
   // With studies, the ETag changes with the history and with the studies' answer.
   const etag = rep.etag.replace(/"$/, `${studies === undefined ? '' : `-${studies.etag.replaceAll('"', '')}`}-${format}"`);
-  res.set({ 'X-Cache': rep.cacheStatus, ETag: etag });
-  setCacheControl(req, res, rep.maxAgeSeconds);
-  varyByAccept(res);
+  const headers = () => {
+    res.set({ 'X-Cache': rep.cacheStatus, ETag: etag });
+    setCacheControl(req, res, rep.maxAgeSeconds);
+    varyByAccept(res);
+  };
   if (etagMatches(req.headers['if-none-match'], etag)) {
+    headers();
     res.status(304).end();
     return;
   }
-  const { candles } = (JSON.parse(rep.value) as HistoryResponse).data;
-  const extra = await studies?.columns();
-  const aligned = extra === undefined ? undefined : alignTo(candles, extra);
-  if (format === 'csv') {
-    res.status(200).type(CSV_CONTENT_TYPE).send(csvHeader(aligned) + csvRows(candles, aligned));
-    return;
+  const { signal, stop } = abortOnClose(res);
+  let file: string | Uint8Array;
+  try {
+    file = await exporter.exportAnswer({ format, history: rep.value, ...(studies === undefined ? {} : { studies: { body: studies.body, columns: studies.columns } }) }, { signal });
+  } catch (err) {
+    if (signal.aborted) return;
+    throw err;
+  } finally {
+    stop();
   }
-  res.status(200).type(ARROW_CONTENT_TYPE);
-  await writeArrow(
-    res,
-    (async function* () {
-      yield candles;
-    })(),
-    aligned,
-  );
-}
-
-/** Study columns (aligned to their own bar times) re-aligned to `candles` by time; null where a candle has no study bar. */
-function alignTo(candles: ReadonlyArray<{ time: string }>, extra: ExtraColumns & { times: readonly string[] }): ExtraColumns {
-  const at = new Map(extra.times.map((t, i) => [t, i]));
-  const rows = candles.map((c) => at.get(c.time));
-  return { names: extra.names, values: extra.values.map((column) => rows.map((i) => (i === undefined ? null : (column[i] ?? null)))) };
+  headers();
+  res.status(200).type(format === 'csv' ? CSV_CONTENT_TYPE : ARROW_CONTENT_TYPE);
+  res.send(typeof file === 'string' ? file : Buffer.from(file.buffer, file.byteOffset, file.byteLength));
 }
 
 /**
@@ -71,22 +71,32 @@ function alignTo(candles: ReadonlyArray<{ time: string }>, extra: ExtraColumns &
  * 200,000 candles): not cached as a whole, so no ETag; `X-History-Missing` lists the parts the
  * upstream could not give, as ISO 8601 intervals.
  */
-async function streamExport(res: Response, market: MarketDataService, params: HistoryParams, format: 'csv' | 'arrow'): Promise<void> {
-  const exported = await market.exportHistory(params);
-  res.status(200).set({ 'Cache-Control': 'no-store' });
-  varyByAccept(res);
-  if (exported.missing.length > 0) res.set('X-History-Missing', exported.missing.map((m) => `${new Date(m.startMs).toISOString()}/${new Date(m.endMs).toISOString()}`).join(', '));
-  if (format === 'csv') {
-    res.type(CSV_CONTENT_TYPE);
-    await writeCsv(res, exported.candles);
-  } else {
-    res.type(ARROW_CONTENT_TYPE);
-    await writeArrow(res, exported.candles);
+async function streamExport(res: Response, market: MarketDataService, exporter: ExportFormatter, params: HistoryParams, format: 'csv' | 'arrow'): Promise<void> {
+  // A place in the compute pool before the store is read: a full pool answers 503 before the first page is read.
+  const reservation = exporter.reserve(EXPORT_PAGE_CANDLES);
+  try {
+    const exported = await market.exportHistory(params);
+    await writeExport(
+      res,
+      exporter,
+      exported,
+      format,
+      () => {
+        res.status(200).set({ 'Cache-Control': 'no-store' });
+        varyByAccept(res);
+        if (exported.missing.length > 0) res.set('X-History-Missing', exported.missing.map((m) => `${new Date(m.startMs).toISOString()}/${new Date(m.endMs).toISOString()}`).join(', '));
+        res.type(format === 'csv' ? CSV_CONTENT_TYPE : ARROW_CONTENT_TYPE);
+      },
+      reservation,
+    );
+  } finally {
+    reservation?.release();
   }
 }
 
 export function marketDataHandlers(
   market: MarketDataService,
+  exporter: ExportFormatter,
   remember?: RememberTarget,
   indicators?: IndicatorService,
 ): {
@@ -126,16 +136,15 @@ export function marketDataHandlers(
           if (studies !== undefined) {
             throw new InvalidRequestError([{ path: 'query.studies', message: `studies are added to exports of at most 5000 candles: choose a larger interval or a shorter window` }]);
           }
-          return streamExport(res, market, params, format);
+          return streamExport(res, market, exporter, params, format);
         }
         throw err;
       }
       if (studies === undefined || indicators === undefined) {
-        await sendExport(req, res, rep, format);
+        await sendExport(req, res, exporter, rep, format);
         return;
       }
-      const { etag, times, columns } = await indicators.columns({ ...params, studies });
-      await sendExport(req, res, rep, format, { etag, columns: () => Promise.resolve({ times, names: columns.map((c) => c.column), values: columns.map((c) => c.values) }) });
+      await sendExport(req, res, exporter, rep, format, await indicators.columns({ ...params, studies }));
     },
     async searchSymbols(req, res) {
       const { q, limit } = req.query as unknown as { q: string; limit?: number };

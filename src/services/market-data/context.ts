@@ -1,9 +1,12 @@
 /**
  * What the parts of the market data service (quotes, history, exports) share: the one
- * representation cache, the provider, the memory of unknown symbols, the history store and the clock.
+ * representation cache, the provider, the memory of unknown symbols, the history store, the compute
+ * pool and the clock.
  */
 import type { components } from '../../generated/api.js';
 import type { MarketDataProvider } from '../../domain/ports/market-data.js';
+import type { ComputePool } from '../../domain/ports/compute.js';
+import { historyAnswer } from '../../domain/history-answer.js';
 import type { RepresentationCache, Unknown } from '../representation-cache.js';
 import type { HistoryStore } from '../history-store.js';
 import type { UnknownSymbols } from '../unknown-symbols.js';
@@ -21,7 +24,12 @@ export interface MarketDataParts {
   now?: () => number;
   /** The `source` of an answer no provider gave just now, when the provider's name is not a source itself. */
   source?: string | undefined;
+  /** Where history answers of stored bars are written (DESIGN 24); without it, on the calling thread. */
+  compute?: Pick<ComputePool, 'historyAnswer'> | undefined;
 }
+
+/** The history answer written on the calling thread, for a service built without a compute pool. */
+const ON_THIS_THREAD: Pick<ComputePool, 'historyAnswer'> = { historyAnswer: async (task) => historyAnswer(task) };
 
 /** The shared parts, with the few helpers every loader uses. */
 export class MarketDataContext {
@@ -30,6 +38,7 @@ export class MarketDataContext {
   readonly unknown: UnknownSymbols | undefined;
   readonly history: HistoryStore | undefined;
   readonly now: () => number;
+  readonly compute: Pick<ComputePool, 'historyAnswer'>;
   readonly #defaultSource: string | undefined;
 
   constructor(parts: MarketDataParts) {
@@ -38,6 +47,7 @@ export class MarketDataContext {
     this.unknown = parts.unknown;
     this.history = parts.history;
     this.now = parts.now ?? Date.now;
+    this.compute = parts.compute ?? ON_THIS_THREAD;
     this.#defaultSource = parts.source;
   }
 

@@ -3,25 +3,27 @@
  * from the history store page by page and written as they are read.
  */
 import { InvalidRequestError, UnknownSymbolError } from '../../domain/errors.js';
-import type { components } from '../../generated/api.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
-import type { TimeSpan } from '../../domain/ports/history-store.js';
-import { adjustCandles } from '../../domain/history-adjustment.js';
+import type { CandleColumns, CorporateAction, TimeSpan } from '../../domain/ports/history-store.js';
+import type { Adjustment } from '../../domain/history-adjustment.js';
 import type { MarketDataContext } from './context.js';
 import type { HistoryReads } from './history.js';
-import { spanOf, toCandle, TooManyCandlesError, type HistoryParams } from './history-rules.js';
+import { spanOf, TooManyCandlesError, type HistoryParams } from './history-rules.js';
 import { overTheLimit, tooManyCandles, tooManyCandlesMessage } from '../../domain/candle-limits.js';
 
-type Candle = components['schemas']['Candle'];
-
 /** Candles read from the store at a time while an export is written. */
-const EXPORT_PAGE_CANDLES = 10_000;
+export const EXPORT_PAGE_CANDLES = 10_000;
 
-/** A history export: the instrument, the window's candles page by page, and what is missing. */
+/**
+ * A history export: the instrument, the window's stored bars page by page, as columns (split-adjusted as stored:
+ * the writer puts them on the basis `adjust` with `actions`, off the event loop), and what is missing.
+ */
 export interface HistoryExport {
   symbol: string;
   interval: HistoryInterval;
-  candles: AsyncIterable<Candle[]>;
+  pages: AsyncIterable<CandleColumns>;
+  actions: readonly CorporateAction[];
+  adjust: Adjustment;
   missing: TimeSpan[];
 }
 
@@ -40,15 +42,12 @@ export async function exportHistory(ctx: MarketDataContext, reads: HistoryReads,
   const count = await history.count(query.symbol, query.interval, span);
   const refusal = tooManyCandles(count, 'export');
   if (refusal !== undefined) throw new InvalidRequestError([{ path: 'query.interval', message: tooManyCandlesMessage(refusal) }]);
-  const adjust = params.adjust ?? 'splits';
-  const actions = read.actions;
-  const pages = history.pages(query.symbol, query.interval, span, EXPORT_PAGE_CANDLES);
   return {
     symbol: query.symbol,
     interval: query.interval,
     missing: read.missing,
-    candles: (async function* () {
-      for await (const page of pages) yield adjustCandles(page, actions, adjust).map(toCandle);
-    })(),
+    pages: history.pages(query.symbol, query.interval, span, EXPORT_PAGE_CANDLES),
+    actions: read.actions,
+    adjust: params.adjust ?? 'splits',
   };
 }

@@ -5,18 +5,17 @@
 import { rangeStartMs } from '../../domain/history-ranges.js';
 import { snapWindow } from '../../domain/history-grid.js';
 import { marketOfSymbol } from '../../domain/provider-symbols.js';
-import { isoInstant, parseInstant } from '../../domain/instant.js';
+import { parseInstant } from '../../domain/instant.js';
 import { InvalidRequestError, type Violation } from '../../domain/errors.js';
 import { canonicalSymbol } from '../../domain/symbols.js';
 import type { components } from '../../generated/api.js';
 import type { History, HistoryInterval, HistoryQuery, HistoryRange } from '../../domain/ports/market-data.js';
-import type { CorporateAction, StoredCandle, TimeSpan } from '../../domain/ports/history-store.js';
+import type { CorporateAction, TimeSpan } from '../../domain/ports/history-store.js';
 import type { Adjustment } from '../../domain/history-adjustment.js';
 import { INTERVAL_MS } from '../history-store.js';
 import { DAY_MS, INTRADAY } from './lifetimes.js';
 import { tooManyCandlesMessage, type TooManyCandles } from '../../domain/candle-limits.js';
 
-type Candle = components['schemas']['Candle'];
 
 /** A window with more candles than one JSON answer carries (an export may carry it). */
 export class TooManyCandlesError extends InvalidRequestError {
@@ -91,11 +90,6 @@ export async function historyQuery(
 export function spanOf(query: HistoryQuery, now: number): TimeSpan {
   if (query.range === undefined) return { startMs: query.startMs!, endMs: Math.min(query.endMs ?? now + INTERVAL_MS[query.interval], now + INTERVAL_MS[query.interval]) };
   return { startMs: rangeStartMs(query.range, now), endMs: now + INTERVAL_MS[query.interval] };
-}
-
-/** A stored bar as the contract spells it. */
-export function toCandle(c: StoredCandle): Candle {
-  return { time: isoInstant(c.timeMs), open: c.open, high: c.high, low: c.low, close: c.close, adj_close: c.adjClose, volume: c.volume === null ? null : Math.round(c.volume) };
 }
 
 /** The dividends and splits of `span`, as the contract spells them. */

@@ -4,14 +4,15 @@
  */
 import { UnknownSymbolError } from '../../domain/errors.js';
 import type { components } from '../../generated/api.js';
-import type { StoredCandle, TimeSpan } from '../../domain/ports/history-store.js';
-import type { Candle, History, HistoryQuery } from '../../domain/ports/market-data.js';
-import { adjustCandles, type Adjustment } from '../../domain/history-adjustment.js';
+import type { TimeSpan } from '../../domain/ports/history-store.js';
+import type { History, HistoryQuery } from '../../domain/ports/market-data.js';
+import type { Adjustment } from '../../domain/history-adjustment.js';
+import { columnsLength } from '../../domain/candle-columns.js';
 import type { CachedRepresentation, Loaded } from '../representation-cache.js';
-import type { HistoryStore, StoredHistory } from '../history-store.js';
+import type { HistoryStore } from '../history-store.js';
 import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext, type Source } from './context.js';
 import { historyLifetime, PARTIAL_TTL_MS } from './lifetimes.js';
-import { eventsOf, historyQuery, spanOf, toCandle, TooManyCandlesError, type HistoryParams } from './history-rules.js';
+import { eventsOf, historyQuery, spanOf, TooManyCandlesError, type HistoryParams } from './history-rules.js';
 import { MAX_CANDLES, tooManyCandles } from '../../domain/candle-limits.js';
 
 type HistoryResponse = components['schemas']['HistoryResponse'];
@@ -96,7 +97,7 @@ export class HistoryReads {
   /** History read through the store: what it holds, plus what it fetched of what it lacked. */
   async #loadStoredHistory(query: HistoryQuery, adjust: Adjustment, store: HistoryStore): Promise<Loaded> {
     const ctx = this.#ctx;
-    const read: StoredHistory = await store.read(query.symbol, query.interval, spanOf(query, ctx.now()), MAX_CANDLES + 1);
+    const read = await store.readColumns(query.symbol, query.interval, spanOf(query, ctx.now()), MAX_CANDLES + 1);
     let info = read.info;
     if (info === undefined && !read.fetched) {
       // Nothing to fetch (a window without a session, a weekend) and nothing stored: an empty window is
@@ -118,10 +119,8 @@ export class HistoryReads {
     };
     let ttlMs = historyLifetime(query, ctx.now());
     // The read stops one past the limit: only "more than the limit" is known.
-    const refusal = tooManyCandles(read.candles.length, 'answer', true);
+    const refusal = tooManyCandles(columnsLength(read.candles), 'answer', true);
     if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
-    history.candles = adjustCandles(read.candles, read.actions, adjust).map(toCandle);
-    if (read.flags !== undefined) flagCandles(history.candles, read.candles, read.flags);
     if (read.missing.length > 0) {
       history.partial = true;
       history.missing = read.missing.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString() }));
@@ -130,15 +129,14 @@ export class HistoryReads {
     if (read.quality !== undefined) history.quality = read.quality;
     if (read.sources !== undefined) history.sources = read.sources;
     const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? ctx.source, updated_at: ctx.iso() };
-    return { outcome: 'found', value: JSON.stringify(body), ttlMs };
+    // The candles (basis, spelling, flags) and the JSON are written by the compute pool: 5,000 bars take ~10 ms.
+    const value = await ctx.compute.historyAnswer({
+      body,
+      candles: read.candles,
+      actions: read.actions,
+      adjust,
+      flags: read.flags === undefined ? undefined : [...read.flags],
+    });
+    return { outcome: 'found', value, ttlMs };
   }
-}
-
-/** Gives each served candle the flags the data-quality checks left on its stored bar (candles and stored bars align one to one). */
-function flagCandles(candles: Candle[], stored: readonly StoredCandle[], flags: ReadonlyMap<number, readonly string[]>): void {
-  stored.forEach((bar, i) => {
-    const found = flags.get(bar.timeMs);
-    const candle = candles[i];
-    if (found !== undefined && candle !== undefined) candle.flags = [...found] as Candle['flags'];
-  });
 }

@@ -1,0 +1,29 @@
+/**
+ * The compute tasks by name: what a worker thread of the pool runs, and what the pool runs on the
+ * calling thread when a task is too small to hand over. Each takes plain data and gives a string or bytes.
+ */
+import { historyAnswer } from '../../domain/history-answer.js';
+import { indicatorsAnswer } from '../../domain/indicators/answer.js';
+import { answerFile, pageFile } from './export-files.js';
+
+export const TASKS = {
+  indicators: indicatorsAnswer,
+  historyAnswer,
+  exportAnswer: answerFile,
+  exportPage: pageFile,
+} as const;
+
+export type TaskName = keyof typeof TASKS;
+export type TaskInput<K extends TaskName> = Parameters<(typeof TASKS)[K]>[0];
+export type TaskOutput<K extends TaskName> = ReturnType<(typeof TASKS)[K]>;
+
+/** What the pool posts to a worker. */
+export interface TaskMessage<K extends TaskName = TaskName> {
+  name: K;
+  input: TaskInput<K>;
+}
+
+/** Runs `message` on this thread. */
+export function runTask<K extends TaskName>(message: TaskMessage<K>): TaskOutput<K> {
+  return (TASKS[message.name] as (input: TaskInput<K>) => TaskOutput<K>)(message.input);
+}
