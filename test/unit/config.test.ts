@@ -1,5 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
@@ -54,6 +54,14 @@ describe('config', () => {
     // A bound below one stream's first events (up to 50 quotes, written at once) would drop readers that keep up.
     expect(() => loadConfig({ STREAM_MAX_BUFFER_BYTES: '4096' }, noFile)).toThrow(/STREAM_MAX_BUFFER_BYTES="4096"/);
     expect(loadConfig({ STREAM_MAX_BUFFER_BYTES: '65536' }, noFile).stream).toMatchObject({ maxBufferedBytes: 65536 });
+  });
+
+  it('when no WORKER_POOL_* variable is set, then the compute pool has a thread per core, 4 waiting tasks per thread and nice 10; when bad, loading names them', () => {
+    const cores = availableParallelism();
+    expect(loadConfig({}, noFile).workerPool).toEqual({ threads: cores, maxQueue: 4 * cores, niceIncrement: 10 });
+    expect(loadConfig({ WORKER_POOL_THREADS: '3' }, noFile).workerPool).toEqual({ threads: 3, maxQueue: 12, niceIncrement: 10 });
+    expect(loadConfig({ WORKER_POOL_THREADS: '3', WORKER_POOL_QUEUE: '0', WORKER_POOL_NICE: '0' }, noFile).workerPool).toEqual({ threads: 3, maxQueue: 0, niceIncrement: 0 });
+    expect(() => loadConfig({ WORKER_POOL_THREADS: '0', WORKER_POOL_QUEUE: '-1', WORKER_POOL_NICE: '20' }, noFile)).toThrow(/WORKER_POOL_THREADS="0".*WORKER_POOL_QUEUE="-1".*WORKER_POOL_NICE="20"/);
   });
 
   it('when CACHE_PORT is not a number, then loading fails with one message naming it', () => {
