@@ -7,10 +7,9 @@
 import type { CandleColumns } from './ports/compute.js';
 import type { StoredCandle } from './ports/history-store.js';
 
-/** `candles` as columns; a null `adjClose` or `volume` becomes NaN. */
-export function candleColumns(candles: readonly StoredCandle[]): CandleColumns {
-  const n = candles.length;
-  const columns: CandleColumns = {
+/** Columns for `n` candles, every value 0 until filled. */
+export function emptyCandleColumns(n: number): CandleColumns {
+  return {
     timeMs: new Float64Array(n),
     open: new Float64Array(n),
     high: new Float64Array(n),
@@ -19,6 +18,12 @@ export function candleColumns(candles: readonly StoredCandle[]): CandleColumns {
     adjClose: new Float64Array(n),
     volume: new Float64Array(n),
   };
+}
+
+/** `candles` as columns; a null `adjClose` or `volume` becomes NaN. */
+export function candleColumns(candles: readonly StoredCandle[]): CandleColumns {
+  const n = candles.length;
+  const columns = emptyCandleColumns(n);
   for (let i = 0; i < n; i++) {
     const c = candles[i]!;
     columns.timeMs[i] = c.timeMs;

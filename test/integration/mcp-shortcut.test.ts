@@ -4,39 +4,12 @@
  * both read the same cached answers), and their JSON-RPC answers compared. The shortcut still counts
  * each call as its operation (quota, usage) and refuses bad credentials at the transport.
  */
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { describe, expect, it } from 'vitest';
+import { servicesOnOwnRedis } from '../helpers/own-redis.js';
+import type { TestService } from '../helpers/service.js';
 
 const API_KEY = 'mcp-shortcut-test-api-key-0123456789';
-let redis: RedisProcess;
-const services: TestService[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-});
-
-// Quotas count per address in Redis: each test starts from none.
-beforeEach(async () => {
-  const client = new Redis(redis.url);
-  await client.flushdb();
-  client.disconnect();
-});
-
-afterEach(async () => {
-  for (const s of services.splice(0)) await s.close();
-});
-
-afterAll(async () => {
-  await redis.stop();
-});
-
-async function start(env: Record<string, string>, options: Parameters<typeof startTestService>[1] = {}): Promise<TestService> {
-  const svc = await startTestService({ CACHE_URL: redis.url, API_KEYS: API_KEY, ...env }, options);
-  services.push(svc);
-  return svc;
-}
+const { start } = servicesOnOwnRedis({ API_KEYS: API_KEY });
 
 let nextId = 1;
 

@@ -14,6 +14,7 @@ import type { HistoryInterval } from '../../domain/ports/market-data.js';
 import { mergeSpans } from '../../domain/time-spans.js';
 import { storeOperations } from './serial-queue.js';
 import { retryingWhileBusy } from './sqlite-busy.js';
+import { emptyCandleColumns } from '../../domain/candle-columns.js';
 
 /**
  * Rows of one SQLite read between two turns of the event loop: about 5 ms of reading here (a window
@@ -39,15 +40,7 @@ function arrayToCandle(row: ArrayRow): StoredCandle {
 /** Rows as columns (a null adjusted close or volume as NaN), with no object per row. */
 function rowsToColumns(rows: readonly ArrayRow[]): CandleColumns {
   const n = rows.length;
-  const columns: CandleColumns = {
-    timeMs: new Float64Array(n),
-    open: new Float64Array(n),
-    high: new Float64Array(n),
-    low: new Float64Array(n),
-    close: new Float64Array(n),
-    adjClose: new Float64Array(n),
-    volume: new Float64Array(n),
-  };
+  const columns = emptyCandleColumns(n);
   for (let i = 0; i < n; i++) {
     const row = rows[i]!;
     columns.timeMs[i] = Number(row[0]);
