@@ -263,6 +263,9 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   });
   // CPU-heavy work (indicators, exports, large history answers) runs on these threads, not the event loop (DESIGN 24).
   const compute = new PiscinaComputePool(config.workerPool);
+  // The threads load while the rest starts; the server listens once they have (below).
+  const computeWarm = compute.warm();
+  computeWarm.catch(() => undefined); // awaited below; a startup that fails before then must not leave it unhandled
   shutdown.add('compute pool', () => compute.close());
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name, compute });
   const indicators = new IndicatorService({ engine, market, history, compute, now: options.now });
@@ -407,6 +410,9 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     shutdown.add('metrics listener', () => listening.close());
     logger.info({ url: listening.url }, `metrics on ${listening.url}`);
   } else logger.info('metrics off (METRICS_PORT=0)');
+  await computeWarm.catch((err: unknown) => {
+    throw new StartupError(`The compute threads did not start: ${err instanceof Error ? err.message : String(err)}`);
+  });
   await new Promise<void>((resolveListen, reject) => {
     const refused = (err: NodeJS.ErrnoException) =>
       reject(err.code === 'EADDRINUSE' ? new StartupError(`${config.server.host}:${config.server.port} is already in use (EADDRINUSE: another mds on this machine?): set PORT (or serve --port) to a free port`) : err);

@@ -121,6 +121,12 @@ export interface ComputePool {
    * runs on the calling thread and needs no place.
    */
   reserve(bars: number): ComputeReservation | undefined;
+  /**
+   * Starts the threads and resolves once each has loaded its modules: a serving process awaits it
+   * before it listens, so that its first large task does not wait for a thread to start (and the
+   * threads do not load while the first requests are served).
+   */
+  warm(): Promise<void>;
   /** The JSON of the indicators answer of one window. */
   indicators(task: IndicatorTask, options?: ComputeOptions): Promise<string>;
   /** The JSON of a history answer whose candles come from the store. */

@@ -6,7 +6,8 @@
  * off the event loop. A streamed export is written page by page: each page is a task, and the parts
  * it gives are written one after the other, the end marker once after the last.
  */
-import { Float64, Int64, RecordBatch, RecordBatchStreamWriter, Table, TimestampMillisecond, vectorFromArray } from 'apache-arrow';
+import { createRequire } from 'node:module';
+import type * as Arrow from 'apache-arrow';
 import { candlesOf } from '../../domain/candle-columns.js';
 import { adjustCandles } from '../../domain/history-adjustment.js';
 import { toCandle } from '../../domain/history-answer.js';
@@ -17,6 +18,16 @@ import type { components } from '../../generated/api.js';
 type HistoryResponse = components['schemas']['HistoryResponse'];
 type IndicatorsResponse = components['schemas']['IndicatorsResponse'];
 type Series = Array<number | null>;
+
+let arrowModule: typeof Arrow | undefined;
+/**
+ * apache-arrow, loaded with the first Arrow export: it takes ~150 ms to load, which every worker
+ * thread (and the event loop) would otherwise pay at startup for a format most callers never ask.
+ */
+function arrow(): typeof Arrow {
+  arrowModule ??= createRequire(import.meta.url)('apache-arrow') as typeof Arrow;
+  return arrowModule;
+}
 
 /** The columns of both formats, in the order of the JSON schema. */
 export const HISTORY_EXPORT_COLUMNS = ['time', 'open', 'high', 'low', 'close', 'adj_close', 'volume'] as const satisfies ReadonlyArray<keyof Candle>;
@@ -55,7 +66,8 @@ export function csvRows(candles: readonly Candle[], extra?: ExtraColumns): strin
 }
 
 /** One Arrow record batch of `candles`. */
-export function arrowBatch(candles: readonly Candle[], extra?: ExtraColumns): RecordBatch {
+export function arrowBatch(candles: readonly Candle[], extra?: ExtraColumns): Arrow.RecordBatch {
+  const { Float64, Int64, RecordBatch, Table, TimestampMillisecond, vectorFromArray } = arrow();
   const column = (pick: (c: Candle) => number | null) => vectorFromArray(candles.map(pick), new Float64());
   const table = new Table({
     time: vectorFromArray(
@@ -77,8 +89,8 @@ export function arrowBatch(candles: readonly Candle[], extra?: ExtraColumns): Re
 }
 
 /** An Arrow IPC stream of one batch: the schema, the batch, the end-of-stream marker. */
-function arrowStream(batch: RecordBatch): Uint8Array {
-  const writer = new RecordBatchStreamWriter();
+function arrowStream(batch: Arrow.RecordBatch): Uint8Array {
+  const writer = new (arrow().RecordBatchStreamWriter)();
   writer.write(batch);
   writer.finish();
   return writer.toUint8Array(true);

@@ -102,7 +102,7 @@ export class PiscinaComputePool implements ComputePool {
   readonly maxQueue: number;
   readonly #niceIncrement: number;
   readonly #inlineBelowBars: number;
-  /** Created with the first task handed over: a process that never computes starts no thread. */
+  /** Created by `warm` or the first task handed over: a process that does neither starts no thread. */
   #pool: Piscina | undefined;
   #running = 0;
   readonly #waiting: Waiter[] = [];
@@ -127,6 +127,14 @@ export class PiscinaComputePool implements ComputePool {
   /** Tasks on a thread now, tasks waiting for one, and places reserved for tasks whose input is being read. */
   get load(): { running: number; waiting: number; reserved: number } {
     return { running: this.#running, waiting: this.#waiting.length, reserved: this.#reserved };
+  }
+
+  async warm(): Promise<void> {
+    if (this.#closed) return;
+    const pool = this.#piscina();
+    // One task per thread at once: piscina gives each to a thread with none, and a thread answers
+    // once it has loaded the worker module.
+    await Promise.all(Array.from({ length: this.threads }, () => pool.run({ name: 'warm', input: null } satisfies TaskMessage<'warm'>)));
   }
 
   reserve(bars: number): ComputeReservation | undefined {

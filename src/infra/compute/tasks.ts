@@ -7,6 +7,8 @@ import { indicatorsAnswer } from '../../domain/indicators/answer.js';
 import { answerFile, pageFile } from './export-files.js';
 
 export const TASKS = {
+  /** Nothing: answered once a thread has loaded every module above (`ComputePool.warm`). */
+  warm: (_input: null) => 'warm',
   indicators: indicatorsAnswer,
   historyAnswer,
   exportAnswer: answerFile,
