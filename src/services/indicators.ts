@@ -137,7 +137,7 @@ export class IndicatorService {
     // Warm-up bars the upstream failed to give now may come later: the answer lives as a partial one does.
     if (warmup.failed) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     const actions = warmup.actions.length >= read.actions.length ? warmup.actions : read.actions;
-    const value = await this.#compute.indicators(
+    const { value, sent } = await this.#compute.indicators(
       {
         candles: warmup.candles === undefined ? read.candles : concatColumns([warmup.candles, read.candles]),
         warmupBars: warmup.candles === undefined ? 0 : columnsLength(warmup.candles),
@@ -152,7 +152,7 @@ export class IndicatorService {
       },
       { reservation },
     );
-    return { outcome: 'found', value, ttlMs };
+    return { outcome: 'found', value, ttlMs, sent };
   }
 
   /**

@@ -13,8 +13,8 @@
  * for `lockWaitMs` (500 ms) at most, and no longer once the cache changes mode (Redis lost or back):
  * a lock left by a dead instance, or stranded by a failover, never holds a read for seconds.
  */
-import { createHash } from 'node:crypto';
 import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
+import { sentBodyOf, type SentBody } from '../domain/sent-json.js';
 import { channels, keys } from '../domain/key-space.js';
 import { LocalMemory, type MemoryEntry } from './local-memory.js';
 import { decodeEntry, encodeEntry, type BodyParts, type Refusal, type StoredEntry } from './stored-entry.js';
@@ -53,6 +53,8 @@ export interface Found {
   fetched?: boolean;
   /** Where the body's data lies and what it says of it, for answers assembled from this one (a quote in a batch). */
   parts?: BodyParts | undefined;
+  /** The bytes and ETag of `value`, when the loader made them (the compute pool does, off the event loop). */
+  sent?: SentBody | undefined;
 }
 
 /**
@@ -437,7 +439,7 @@ export class RepresentationCache {
       // The last good copy of this very key says the same with the bytes and ETag clients already have.
       const own = this.#staleIfErrorMs > 0 ? await this.#get(this.#staleKey(key)) : undefined;
       if (own?.entry.outcome === 'found') return this.#represent(read.kind, key, own.entry.body, own.entry.parts, 'STALE', 0);
-      return this.#represent(read.kind, key, loaded.value, loaded.parts, 'STALE', 0);
+      return this.#represent(read.kind, key, loaded.value, loaded.parts, 'STALE', 0, loaded.sent);
     }
     const entry: StoredEntry = loaded.outcome === 'found' ? { outcome: 'found', body: loaded.value, parts: loaded.parts } : { outcome: 'refused', refusal: loaded.refusal };
     const value = encodeEntry(entry);
@@ -454,7 +456,7 @@ export class RepresentationCache {
         this.#logger.error({ err, key }, 'a cache fill listener failed');
       }
     }
-    return this.#represent(read.kind, key, loaded.value, loaded.parts, cacheStatus, ttlMs);
+    return this.#represent(read.kind, key, loaded.value, loaded.parts, cacheStatus, ttlMs, loaded.sent);
   }
 
   /**
@@ -497,15 +499,12 @@ export class RepresentationCache {
 
   /**
    * The value as sent: bytes and ETag are reused while the cached string is unchanged, so hits do no
-   * hashing. `ttlMs` is what the store says the entry has left; a STALE answer is never kept as the
-   * local copy.
+   * hashing, and taken from `sent` when the loader made them. `ttlMs` is what the store says the entry
+   * has left; a STALE answer is never kept as the local copy.
    */
-  #represent(kind: CacheKind, key: string, value: string, parts: BodyParts | undefined, cacheStatus: CacheStatusHeader, ttlMs: number): CachedRepresentation {
+  #represent(kind: CacheKind, key: string, value: string, parts: BodyParts | undefined, cacheStatus: CacheStatusHeader, ttlMs: number, sent?: SentBody): CachedRepresentation {
     let copy = this.#local.peek(key)?.value;
-    if (copy === undefined || copy.value !== value) {
-      const body = Buffer.from(value, 'utf8');
-      copy = { kind, value, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, parts };
-    }
+    if (copy === undefined || copy.value !== value) copy = { kind, value, ...(sent ?? sentBodyOf(value)), parts };
     if (cacheStatus !== 'STALE') this.#local.set(key, copy, ttlMs);
     const left = cacheStatus === 'STALE' ? 0 : ttlMs;
     return { outcome: 'found', kind, key, value, body: copy.body, etag: copy.etag, cacheStatus, ttlMs: left, maxAgeSeconds: Math.max(0, Math.floor(left / 1000)), parts: copy.parts };

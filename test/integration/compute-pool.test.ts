@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { candleColumns } from '../../src/domain/candle-columns.js';
 import { parseStudies } from '../../src/domain/indicators/catalogue.js';
-import { studySpecs } from '../../src/domain/indicators/answer.js';
+import { indicatorsAnswer, studySpecs } from '../../src/domain/indicators/answer.js';
+import { etagOf } from '../../src/domain/sent-json.js';
 import { ServiceBusyError } from '../../src/domain/errors.js';
 import type { IndicatorTask, PageExportTask } from '../../src/domain/ports/compute.js';
 import type { StoredCandle } from '../../src/domain/ports/history-store.js';
@@ -55,8 +56,12 @@ describe('PiscinaComputePool', () => {
   it('when tasks run on worker threads, then each answer equals the same task run on this thread, and the columns were moved, not copied', async () => {
     pool = new PiscinaComputePool({ threads: 2, maxQueue: 4 });
     const sent = indicatorTask(20_000);
-    const expected = runTask({ name: 'indicators', input: indicatorTask(20_000) });
-    expect(await pool.indicators(sent)).toBe(expected);
+    const expected = indicatorsAnswer(indicatorTask(20_000));
+    const answer = await pool.indicators(sent);
+    expect(answer.value === expected, 'the JSON equals the one written on this thread').toBe(true);
+    // Encoded and hashed on the thread: the bytes are the JSON's, the ETag theirs.
+    expect(answer.sent.body.equals(Buffer.from(expected, 'utf8'))).toBe(true);
+    expect(answer.sent.etag).toBe(etagOf(Buffer.from(expected, 'utf8')));
     // Transferred to the thread: the caller's arrays are left empty.
     expect(sent.candles.close.length).toBe(0);
 

@@ -51,6 +51,18 @@ export interface HistoryAnswerTask {
   flags?: ReadonlyArray<[number, readonly string[]]> | undefined;
 }
 
+/** A body's UTF-8 bytes and its ETag, as sent. */
+export interface SentBody {
+  body: Buffer;
+  etag: string;
+}
+
+/** A JSON answer a task wrote: the string to cache, and the bytes and ETag to send, made on the task's thread. */
+export interface ComputedJson {
+  value: string;
+  sent: SentBody;
+}
+
 export type ExportFormat = 'csv' | 'arrow';
 
 /** Study columns added to an export: the cached indicators answer, and which of its series is which column. */
@@ -128,9 +140,9 @@ export interface ComputePool {
    */
   warm(): Promise<void>;
   /** The JSON of the indicators answer of one window. */
-  indicators(task: IndicatorTask, options?: ComputeOptions): Promise<string>;
+  indicators(task: IndicatorTask, options?: ComputeOptions): Promise<ComputedJson>;
   /** The JSON of a history answer whose candles come from the store. */
-  historyAnswer(task: HistoryAnswerTask, options?: ComputeOptions): Promise<string>;
+  historyAnswer(task: HistoryAnswerTask, options?: ComputeOptions): Promise<ComputedJson>;
   /** A cached history answer (and its study columns) as a CSV text or an Arrow IPC stream. */
   exportAnswer(task: AnswerExportTask, options?: ComputeOptions): Promise<string | Uint8Array>;
   /** One page of a streamed export. */

@@ -22,6 +22,7 @@ import { columnBuffers, columnsLength } from '../../domain/candle-columns.js';
 import { ServiceBusyError } from '../../domain/errors.js';
 import type {
   AnswerExportTask,
+  ComputedJson,
   ComputeOptions,
   ComputePool,
   ComputeReservation,
@@ -31,7 +32,7 @@ import type {
   PageExportTask,
 } from '../../domain/ports/compute.js';
 import { exportPart } from './export-files.js';
-import { runTask, type TaskMessage, type TaskName, type TaskOutput } from './tasks.js';
+import { runTask, type EncodedJson, type TaskMessage, type TaskName, type TaskOutput } from './tasks.js';
 
 /**
  * Tasks smaller than this (in bars: candles, times studies for indicators) run on the calling thread.
@@ -66,6 +67,12 @@ export interface PiscinaComputePoolOptions {
   niceIncrement?: number;
   /** Tasks smaller than this many bars run on the calling thread (default `INLINE_BELOW_BARS`; 0 hands every task over, for tests). */
   inlineBelowBars?: number;
+}
+
+/** The answer of an encoded JSON task: the bytes as sent, and the string the cache stores (decoded once). */
+function computedJson({ bytes, etag }: EncodedJson): ComputedJson {
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { value: body.toString('utf8'), sent: { body, etag } };
 }
 
 function shuttingDown(): ServiceBusyError {
@@ -154,13 +161,13 @@ export class PiscinaComputePool implements ComputePool {
     return reservation;
   }
 
-  indicators(task: IndicatorTask, options?: ComputeOptions): Promise<string> {
+  async indicators(task: IndicatorTask, options?: ComputeOptions): Promise<ComputedJson> {
     const bars = columnsLength(task.candles) * Math.max(1, task.studies.length);
-    return this.#run('indicators', task, bars, columnBuffers(task.candles), options);
+    return computedJson(await this.#run('indicators', task, bars, columnBuffers(task.candles), options));
   }
 
-  historyAnswer(task: HistoryAnswerTask, options?: ComputeOptions): Promise<string> {
-    return this.#run('historyAnswer', task, columnsLength(task.candles), columnBuffers(task.candles), options);
+  async historyAnswer(task: HistoryAnswerTask, options?: ComputeOptions): Promise<ComputedJson> {
+    return computedJson(await this.#run('historyAnswer', task, columnsLength(task.candles), columnBuffers(task.candles), options));
   }
 
   exportAnswer(task: AnswerExportTask, options?: ComputeOptions): Promise<string | Uint8Array> {

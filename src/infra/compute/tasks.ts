@@ -4,13 +4,28 @@
  */
 import { historyAnswer } from '../../domain/history-answer.js';
 import { indicatorsAnswer } from '../../domain/indicators/answer.js';
+import { etagOf } from '../../domain/sent-json.js';
 import { answerFile, pageFile } from './export-files.js';
+
+/** A JSON answer as written on its thread: its UTF-8 bytes (moved, not copied, to the event loop) and ETag. */
+export interface EncodedJson {
+  bytes: Uint8Array;
+  etag: string;
+}
+
+const UTF8 = new TextEncoder();
+
+/** `json` encoded and hashed where it was written. */
+function encoded(json: string): EncodedJson {
+  const bytes = UTF8.encode(json);
+  return { bytes, etag: etagOf(bytes) };
+}
 
 export const TASKS = {
   /** Nothing: answered once a thread has loaded every module above (`ComputePool.warm`). */
   warm: (_input: null) => 'warm',
-  indicators: indicatorsAnswer,
-  historyAnswer,
+  indicators: (input: Parameters<typeof indicatorsAnswer>[0]) => encoded(indicatorsAnswer(input)),
+  historyAnswer: (input: Parameters<typeof historyAnswer>[0]) => encoded(historyAnswer(input)),
   exportAnswer: answerFile,
   exportPage: pageFile,
 } as const;

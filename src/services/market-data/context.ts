@@ -7,6 +7,7 @@ import type { components } from '../../generated/api.js';
 import type { MarketDataProvider } from '../../domain/ports/market-data.js';
 import type { ComputePool } from '../../domain/ports/compute.js';
 import { historyAnswer } from '../../domain/history-answer.js';
+import { sentBodyOf } from '../../domain/sent-json.js';
 import type { RepresentationCache, Unknown } from '../representation-cache.js';
 import type { HistoryStore } from '../history-store.js';
 import type { UnknownSymbols } from '../unknown-symbols.js';
@@ -29,7 +30,12 @@ export interface MarketDataParts {
 }
 
 /** The history answer written on the calling thread, for a service built without a compute pool. */
-const ON_THIS_THREAD: Pick<ComputePool, 'historyAnswer'> = { historyAnswer: async (task) => historyAnswer(task) };
+const ON_THIS_THREAD: Pick<ComputePool, 'historyAnswer'> = {
+  historyAnswer: async (task) => {
+    const value = historyAnswer(task);
+    return { value, sent: sentBodyOf(value) };
+  },
+};
 
 /** The shared parts, with the few helpers every loader uses. */
 export class MarketDataContext {
