@@ -75,4 +75,30 @@ describe('mcp text', () => {
     expect(text).toContain('mds://history/AAPL/1d?range=1y');
     expect(text.split('\n').filter((l) => l.startsWith('2026-'))).toHaveLength(HISTORY_TEXT_ROWS);
   });
+
+  it('when an indicators answer is read, then the text is a table of the last bars like history, a column per series named as the exports, numbers rounded', () => {
+    const count = HISTORY_TEXT_ROWS + 20;
+    const times = Array.from({ length: count }, (_, i) => new Date(Date.UTC(2026, 0, 1 + i)).toISOString());
+    const series = (value: (i: number) => number | null) => Array.from({ length: count }, (_, i) => value(i));
+    const data = {
+      symbol: 'AAPL',
+      interval: '1d',
+      times,
+      studies: {
+        'macd:12:26:9': { macd: series(() => 0.00123456789), signal: series(() => -1.23456789), histogram: series(() => 2) },
+        'rsi:14': series((i) => (i === count - 1 ? null : 55.5)),
+        'sma:20': series(() => 238.96300000000002),
+      },
+    };
+    const text = answerText({ success: true, data, source: 'simulated', updated_at: '2026-11-29T00:00:00.000Z' });
+    const lines = text.split('\n');
+    expect(lines[0]).toBe(`AAPL 1d indicators (times UTC): ${count} bars, ${times[0]} to ${times.at(-1)}.`);
+    expect(lines[1]).toBe(`Showing the last ${HISTORY_TEXT_ROWS}. All ${count} are in the structured content (data.times, data.studies).`);
+    expect(lines[2]).toBe('time macd_12_26_9_macd macd_12_26_9_signal macd_12_26_9_histogram rsi_14 sma_20');
+    const rows = lines.filter((l) => l.startsWith('2026-'));
+    expect(rows).toHaveLength(HISTORY_TEXT_ROWS);
+    expect(rows[0]).toBe(`${times[20]} 0.001235 -1.2346 2 55.5 238.963`);
+    expect(rows.at(-1)).toBe(`${times.at(-1)} 0.001235 -1.2346 2 - 238.963`);
+    expect(text).not.toContain('238.96300000000002');
+  });
 });
