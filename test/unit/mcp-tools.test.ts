@@ -20,7 +20,7 @@ describe('mcp tools from the contract', () => {
         get: {
           operationId: 'getIndicators',
           summary: 'Get indicators',
-          description: 'Studies over the stored candles.',
+          description: 'Studies over the stored candles. The rest of the reference, for people, which a model need not read at every start.',
           tags: ['Market data'],
           security: [{}, { apiKeyAuth: [] }],
           parameters: [{ $ref: '#/components/parameters/Symbol' }, { name: 'studies', in: 'query', required: true, description: 'The studies.', schema: { type: 'string', maxLength: 200 } }],
@@ -45,6 +45,10 @@ describe('mcp tools from the contract', () => {
     expect(names).not.toContain('create_user');
     expect(names).not.toContain('flush_cache');
     expect(names).not.toContain('get_health');
+  });
+
+  it('when a tool is listed, then it carries no output schema: the answers are the contract\'s, and their schemas would triple the list', () => {
+    for (const tool of generateTools(contract)) expect(Object.keys(tool), tool.name).not.toContain('outputSchema');
   });
 
   it('when DATA_REQUIRES_AUTH closes the data, then market tools need credentials and admin tools an administrator', () => {

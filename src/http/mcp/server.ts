@@ -164,7 +164,7 @@ export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
     const principal: Principal | undefined = (await caller.current()).caller.principal;
     const tools: Tool[] = parts.tools
       .filter((tool) => mayCall(tool, principal))
-      .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, annotations: { readOnlyHint: true, openWorldHint: true } }));
+      .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema, annotations: { readOnlyHint: true, openWorldHint: true } }));
     return { tools };
   });
 
