@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
 import { contractFromYaml, loadContract, withSecurityPolicy } from '../../src/http/contract.js';
 import { SYMBOL_PATTERN } from '../../src/domain/symbols.js';
-import { generateTools, mayCall, requestOf, snakeCase } from '../../src/http/mcp/tools.js';
+import { argumentsProblem, generateTools, mayCall, requestOf, snakeCase } from '../../src/http/mcp/tools.js';
 import { answerText, HISTORY_TEXT_ROWS } from '../../src/http/mcp/text.js';
 
 const contract = loadContract();
@@ -49,6 +49,13 @@ describe('mcp tools from the contract', () => {
 
   it('when a tool is listed, then it carries no output schema: the answers are the contract\'s, and their schemas would triple the list', () => {
     for (const tool of generateTools(contract)) expect(Object.keys(tool), tool.name).not.toContain('outputSchema');
+  });
+
+  it('when an argument is not one of its enum, then the problem names the parameter as REST does and lists the allowed values', () => {
+    const history = generateTools(contract).find((t) => t.name === 'get_history')!;
+    expect(argumentsProblem(history, { symbol: 'AAPL', range: 'last month' })).toBe('query.range must be equal to one of the allowed values (1d, 5d, 1mo, 3mo, 6mo, 1y, 2y, 5y, 10y, ytd, max)');
+    expect(argumentsProblem(history, { symbol: 'AAPL', range: '1y', interval: '1d' })).toBeUndefined();
+    expect(argumentsProblem(history, { symbol: 'AA PL' })).toMatch(/^path\.symbol must match pattern "/);
   });
 
   it('when DATA_REQUIRES_AUTH closes the data, then market tools need credentials and admin tools an administrator', () => {

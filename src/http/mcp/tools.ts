@@ -227,7 +227,13 @@ export function argumentsProblem(tool: ToolSpec, args: Record<string, unknown>):
   }
   const result = validate(args);
   if (result.valid) return undefined;
-  // Named as REST names a parameter (`query.interval`, `path.symbol`), so a tool error reads like the REST one.
-  const located = result.errorMessage.replace(/data\/([A-Za-z0-9_]+)/g, (_, name: string) => `${tool.parameters.find((p) => p.name === name)?.in ?? 'query'}.${name}`);
+  // Named as REST names a parameter (`query.interval`, `path.symbol`), so a tool error reads like the
+  // REST one; an enum's values are named, since Ajv's words alone leave an agent guessing them.
+  const located = result.errorMessage.replace(/data\/([A-Za-z0-9_]+)( must be equal to one of the allowed values)?/g, (_, name: string, enumerated: string | undefined) => {
+    const where = `${tool.parameters.find((p) => p.name === name)?.in ?? 'query'}.${name}`;
+    const allowed = tool.inputSchema.properties[name]?.enum;
+    if (enumerated === undefined) return where;
+    return Array.isArray(allowed) ? `${where}${enumerated} (${allowed.join(', ')})` : `${where}${enumerated}`;
+  });
   return located.replaceAll('data ', 'arguments ');
 }
