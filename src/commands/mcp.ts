@@ -1,13 +1,30 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { pino } from 'pino';
 import { MdsCommand } from '../cli/command.js';
 import { fail, failure, loadCliConfig } from '../cli/context.js';
+import { parseDatabaseUrl } from '../infra/db/data-source.js';
 import { createLogger, logFormatFor } from '../infra/logger.js';
 import { startService } from '../main.js';
 
+/**
+ * Why `mds mcp` may not open `databaseUrl`: a SQLite file that does not exist, which opening would
+ * create empty. A desktop client starts the command in a folder of its own choosing, where the default
+ * relative path names no database, and an empty one knows no key. PostgreSQL URLs are not files.
+ */
+function missingDatabase(databaseUrl: string): string | undefined {
+  const target = parseDatabaseUrl(databaseUrl);
+  if (target.kind !== 'sqlite' || target.path === ':memory:') return undefined;
+  const file = resolve(target.path);
+  if (existsSync(file)) return undefined;
+  const from = isAbsolute(target.path) ? '' : ` (DATABASE_URL=${databaseUrl}, relative to the working directory ${process.cwd()})`;
+  return `DATABASE_URL: no database at ${file}${from}; mds mcp never creates one. Set DATABASE_URL to the database \`mds init\` created, as an absolute path (sqlite:/path/to/mds/data/mds.sqlite)`;
+}
+
 export default class Mcp extends MdsCommand {
   static override description =
-    'Serve the Model Context Protocol over stdio, for desktop MCP clients (Claude Desktop, VS Code, Cursor): the same service as `mds serve`, with the same configuration, whose tools and resources are its REST operations. Tool calls are made with the key in MCP_API_KEY (anonymous without it). Logs go to stderr; stdout carries the protocol.';
+    'Serve the Model Context Protocol over stdio, for desktop MCP clients (Claude Desktop, VS Code, Cursor): the same service as `mds serve`, with the same configuration, whose tools and resources are its REST operations. Tool calls are made with the key in MCP_API_KEY (anonymous without it). It opens the database `mds init` created and never creates one: a desktop client gives DATABASE_URL as an absolute path. Logs go to stderr; stdout carries the protocol.';
 
   static override examples = ['<%= config.bin %> <%= command.id %>', 'MCP_API_KEY=mds_... <%= config.bin %> <%= command.id %>'];
 
@@ -16,6 +33,13 @@ export default class Mcp extends MdsCommand {
     // The service listens on a loopback port of its own choosing (nothing calls it there: tool calls
     // are made in-process); metrics and the refresh timer belong to `mds serve`.
     const config = loadCliConfig(this, { PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0', REFRESH_INTERVAL_SECONDS: '0' });
+    let missing: string | undefined;
+    try {
+      missing = missingDatabase(config.database.url);
+    } catch (err) {
+      missing = failure(err);
+    }
+    if (missing !== undefined) fail(this, missing, 1);
     // stdout is the protocol's: every log line goes to stderr.
     const logger = createLogger({ level: config.log.level, format: logFormatFor(config.log.format, 2) }, pino.destination(2));
     let service;

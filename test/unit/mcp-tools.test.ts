@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
 import { contractFromYaml, loadContract, withSecurityPolicy } from '../../src/http/contract.js';
 import { SYMBOL_PATTERN } from '../../src/domain/symbols.js';
-import { generateTools, mayCall, requestOf, snakeCase } from '../../src/http/mcp/tools.js';
+import { argumentsProblem, generateTools, mayCall, requestOf, snakeCase } from '../../src/http/mcp/tools.js';
 import { answerText, HISTORY_TEXT_ROWS } from '../../src/http/mcp/text.js';
 
 const contract = loadContract();
@@ -20,7 +20,7 @@ describe('mcp tools from the contract', () => {
         get: {
           operationId: 'getIndicators',
           summary: 'Get indicators',
-          description: 'Studies over the stored candles.',
+          description: 'Studies over the stored candles. The rest of the reference, for people, which a model need not read at every start.',
           tags: ['Market data'],
           security: [{}, { apiKeyAuth: [] }],
           parameters: [{ $ref: '#/components/parameters/Symbol' }, { name: 'studies', in: 'query', required: true, description: 'The studies.', schema: { type: 'string', maxLength: 200 } }],
@@ -45,6 +45,17 @@ describe('mcp tools from the contract', () => {
     expect(names).not.toContain('create_user');
     expect(names).not.toContain('flush_cache');
     expect(names).not.toContain('get_health');
+  });
+
+  it('when a tool is listed, then it carries no output schema: the answers are the contract\'s, and their schemas would triple the list', () => {
+    for (const tool of generateTools(contract)) expect(Object.keys(tool), tool.name).not.toContain('outputSchema');
+  });
+
+  it('when an argument is not one of its enum, then the problem names the parameter as REST does and lists the allowed values', () => {
+    const history = generateTools(contract).find((t) => t.name === 'get_history')!;
+    expect(argumentsProblem(history, { symbol: 'AAPL', range: 'last month' })).toBe('query.range must be equal to one of the allowed values (1d, 5d, 1mo, 3mo, 6mo, 1y, 2y, 5y, 10y, ytd, max)');
+    expect(argumentsProblem(history, { symbol: 'AAPL', range: '1y', interval: '1d' })).toBeUndefined();
+    expect(argumentsProblem(history, { symbol: 'AA PL' })).toMatch(/^path\.symbol must match pattern "/);
   });
 
   it('when DATA_REQUIRES_AUTH closes the data, then market tools need credentials and admin tools an administrator', () => {
@@ -74,5 +85,31 @@ describe('mcp text', () => {
     expect(text).toContain(`Showing the last ${HISTORY_TEXT_ROWS}`);
     expect(text).toContain('mds://history/AAPL/1d?range=1y');
     expect(text.split('\n').filter((l) => l.startsWith('2026-'))).toHaveLength(HISTORY_TEXT_ROWS);
+  });
+
+  it('when an indicators answer is read, then the text is a table of the last bars like history, a column per series named as the exports, numbers rounded', () => {
+    const count = HISTORY_TEXT_ROWS + 20;
+    const times = Array.from({ length: count }, (_, i) => new Date(Date.UTC(2026, 0, 1 + i)).toISOString());
+    const series = (value: (i: number) => number | null) => Array.from({ length: count }, (_, i) => value(i));
+    const data = {
+      symbol: 'AAPL',
+      interval: '1d',
+      times,
+      studies: {
+        'macd:12:26:9': { macd: series(() => 0.00123456789), signal: series(() => -1.23456789), histogram: series(() => 2) },
+        'rsi:14': series((i) => (i === count - 1 ? null : 55.5)),
+        'sma:20': series(() => 238.96300000000002),
+      },
+    };
+    const text = answerText({ success: true, data, source: 'simulated', updated_at: '2026-11-29T00:00:00.000Z' });
+    const lines = text.split('\n');
+    expect(lines[0]).toBe(`AAPL 1d indicators (times UTC): ${count} bars, ${times[0]} to ${times.at(-1)}.`);
+    expect(lines[1]).toBe(`Showing the last ${HISTORY_TEXT_ROWS}. All ${count} are in the structured content (data.times, data.studies).`);
+    expect(lines[2]).toBe('time macd_12_26_9_macd macd_12_26_9_signal macd_12_26_9_histogram rsi_14 sma_20');
+    const rows = lines.filter((l) => l.startsWith('2026-'));
+    expect(rows).toHaveLength(HISTORY_TEXT_ROWS);
+    expect(rows[0]).toBe(`${times[20]} 0.001235 -1.2346 2 55.5 238.963`);
+    expect(rows.at(-1)).toBe(`${times.at(-1)} 0.001235 -1.2346 2 - 238.963`);
+    expect(text).not.toContain('238.96300000000002');
   });
 });

@@ -145,11 +145,16 @@ export interface Study {
   key: string;
 }
 
+/** The column of a study's key (`sma:20`), or of one of its outputs (`macd:12:26:9`, `signal`): `sma_20`, `macd_12_26_9_signal`. */
+export function columnName(key: string, output?: string): string {
+  const base = key.replaceAll(':', '_');
+  return output === undefined ? base : `${base}_${output}`;
+}
+
 /** A key's column names in exports: `sma_20`, `macd_12_26_9_signal`. */
 export function columnsOf(study: Study): Array<{ column: string; output: string | undefined }> {
-  const base = study.key.replaceAll(':', '_');
-  if (study.definition.outputs === undefined) return [{ column: base, output: undefined }];
-  return study.definition.outputs.map((output) => ({ column: `${base}_${output}`, output }));
+  if (study.definition.outputs === undefined) return [{ column: columnName(study.key), output: undefined }];
+  return study.definition.outputs.map((output) => ({ column: columnName(study.key, output), output }));
 }
 
 /** The name of a study in a violation: what was asked, cut short (the contract bounds it anyway). */

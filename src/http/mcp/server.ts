@@ -25,7 +25,7 @@ import type { Principal } from '../../domain/ports/accounts.js';
 import { toErrorResponse } from '../envelope.js';
 import type { Answer, Dispatch, ToolCaller } from './dispatch.js';
 import { answerText, errorText } from './text.js';
-import { argumentsProblem, mayCall, pathSegment, requestOf, type ToolSpec } from './tools.js';
+import { argumentsProblem, mayCall, requestOf, type ToolSpec } from './tools.js';
 
 /** What every caller's server shares: built once at startup. */
 export interface McpParts {
@@ -43,11 +43,16 @@ export interface McpCaller {
   charge(operation: string): Promise<void>;
 }
 
-/** A refusal before any operation ran (the quota), as a tool error with the envelope. */
-function refusal(err: unknown): CallToolResult {
-  const response = toErrorResponse(err);
+/** A refusal before any operation ran (the quota, a key refused), as the answer REST gives it; `request` names the operation's request in the log. */
+export function refusedAnswer(err: unknown, request?: Parameters<typeof toErrorResponse>[1]): Answer {
+  const response = toErrorResponse(err, request);
   const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name.toLowerCase(), value]));
-  return toolError({ status: response.status, headers, body: JSON.stringify(response.body) });
+  return { status: response.status, headers, body: JSON.stringify(response.body) };
+}
+
+/** A refusal before any operation ran, as a tool error with the envelope. */
+function refusal(err: unknown): CallToolResult {
+  return toolError(refusedAnswer(err));
 }
 
 const INSTRUCTIONS =
@@ -88,9 +93,13 @@ function toolError(answer: Answer): CallToolResult {
   };
 }
 
-/** Arguments the tool's schema refuses, refused as REST would refuse the parameters (422), in the schema's words. */
+/** Arguments the tool's schema refuses, said as REST would refuse the parameters (422), in the schema's words. */
+function invalidText(problem: string): string {
+  return `Invalid request parameters: ${problem} (code 422).`;
+}
+
 function invalidArguments(problem: string): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text: `Invalid request parameters: ${problem} (code 422).` }], _meta: { 'mds/status': 422 } };
+  return { isError: true, content: [{ type: 'text', text: invalidText(problem) }], _meta: { 'mds/status': 422 } };
 }
 
 /** A tool call without a path parameter its operation needs, refused as REST would (422). */
@@ -118,8 +127,19 @@ function resourceError(answer: Answer): McpError {
   return new McpError(code, errorText(answer.status, envelope, retryAfter(answer)), { status: answer.status, ...(envelope ? { envelope } : {}) });
 }
 
-/** `mds://markets`, `mds://markets/US/sessions?start=...&end=...`, `mds://history/AAPL/1d?range=1y`: the REST path it reads, and its type. */
-function resourceRequest(uri: string): { path: string; accept: string; mimeType: string } | undefined {
+/** A resource read as the tool call it is: the operation, its arguments, and whether it reads the CSV export. */
+interface ResourceCall {
+  operationId: 'getMarkets' | 'listMarketSessions' | 'getHistory';
+  args: Record<string, string>;
+  csv: boolean;
+}
+
+/**
+ * `mds://markets`, `mds://markets/US/sessions?start=...&end=...`, `mds://history/AAPL/1d?range=1y` as
+ * the tool call it reads (the query's members are its arguments, checked against that tool's schema
+ * as a tool call's are); undefined for any other URI.
+ */
+function resourceCall(uri: string): ResourceCall | undefined {
   let url: URL;
   try {
     url = new URL(uri);
@@ -134,16 +154,10 @@ function resourceRequest(uri: string): { path: string; accept: string; mimeType:
   } catch {
     return undefined;
   }
-  const query = new URLSearchParams(url.search);
-  if (url.host === 'markets' && decoded.length === 0 && [...query.keys()].length === 0) return { path: '/api/markets', accept: 'application/json', mimeType: 'application/json' };
-  if (url.host === 'markets' && decoded.length === 2 && decoded[1] === 'sessions') {
-    return { path: `/api/markets/${pathSegment(decoded[0]!)}/sessions?${query.toString()}`, accept: 'application/json', mimeType: 'application/json' };
-  }
-  if (url.host === 'history' && decoded.length === 2) {
-    query.set('interval', decoded[1]!);
-    query.set('format', 'csv');
-    return { path: `/api/history/${pathSegment(decoded[0]!)}?${query.toString()}`, accept: 'text/csv', mimeType: 'text/csv' };
-  }
+  const query = Object.fromEntries(new URLSearchParams(url.search));
+  if (url.host === 'markets' && decoded.length === 0) return { operationId: 'getMarkets', args: query, csv: false };
+  if (url.host === 'markets' && decoded.length === 2 && decoded[1] === 'sessions') return { operationId: 'listMarketSessions', args: { ...query, market: decoded[0]! }, csv: false };
+  if (url.host === 'history' && decoded.length === 2) return { operationId: 'getHistory', args: { ...query, symbol: decoded[0]!, interval: decoded[1]! }, csv: true };
   return undefined;
 }
 
@@ -159,12 +173,13 @@ export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
   sharedValidator ??= new AjvJsonSchemaValidator();
   const server = new Server({ name: 'mds', version: parts.version }, { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator });
   const byName = new Map(parts.tools.map((tool) => [tool.name, tool]));
+  const byOperation = new Map(parts.tools.map((tool) => [tool.operationId, tool]));
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const principal: Principal | undefined = (await caller.current()).caller.principal;
     const tools: Tool[] = parts.tools
       .filter((tool) => mayCall(tool, principal))
-      .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, annotations: { readOnlyHint: true, openWorldHint: true } }));
+      .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema, annotations: { readOnlyHint: true, openWorldHint: true } }));
     return { tools };
   });
 
@@ -223,14 +238,28 @@ export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
 
   server.setRequestHandler(ReadResourceRequestSchema, async (request): Promise<ReadResourceResult> => {
     const uri = request.params.uri;
-    const target = resourceRequest(uri);
-    if (target === undefined) {
+    const call = resourceCall(uri);
+    const tool = call === undefined ? undefined : byOperation.get(call.operationId);
+    if (call === undefined || tool === undefined) {
       await caller.charge('mcp:resources/read');
       throw new McpError(ErrorCode.InvalidParams, `Unknown resource '${uri.slice(0, 200)}': mds://markets, mds://markets/{market}/sessions?start=&end=, mds://history/{symbol}/{interval}?range=`);
     }
-    const answer = await parts.dispatch(target.path, await caller.current(), target.accept);
+    // The tool's schema, as for a tool call: `range=last month` is refused in its words, not the REST validator's.
+    const problem = argumentsProblem(tool, call.args);
+    const target = problem === undefined ? requestOf(tool, call.args) : undefined;
+    if (target === undefined || 'missing' in target) {
+      try {
+        await caller.charge(tool.operationId);
+      } catch (err) {
+        throw resourceError(refusedAnswer(err));
+      }
+      throw new McpError(ErrorCode.InvalidParams, invalidText(problem ?? 'a path parameter is empty'), { status: 422 });
+    }
+    const mimeType = call.csv ? 'text/csv' : 'application/json';
+    const path = call.csv ? `${target.path}${target.path.includes('?') ? '&' : '?'}format=csv` : target.path;
+    const answer = await parts.dispatch(path, await caller.current(), mimeType);
     if (answer.status !== 200) throw resourceError(answer);
-    return { contents: [{ uri, mimeType: target.mimeType, text: answer.body }] };
+    return { contents: [{ uri, mimeType, text: answer.body }] };
   });
 
   return server;

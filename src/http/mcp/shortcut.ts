@@ -14,10 +14,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import { toErrorResponse } from '../envelope.js';
 import type { FastPath } from '../fast-path.js';
 import type { Answer } from './dispatch.js';
-import { toolResult } from './server.js';
+import { refusedAnswer, toolResult } from './server.js';
 import { argumentsProblem, requestOf, type ToolSpec } from './tools.js';
 
 /** The longest body the shortcut takes (a tool call is a few hundred bytes); a longer one goes the SDK's way. */
@@ -94,13 +93,7 @@ export class ToolCallShortcut {
     const path = (target as { path: string }).path;
     const answer = (refusal: unknown) => {
       try {
-        let result: string;
-        if (refusal === undefined) result = this.#cachedResult(tool!, call!.args, hit.rep.body);
-        else {
-          const response = toErrorResponse(refusal, { method: 'GET', path });
-          const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name.toLowerCase(), value]));
-          result = JSON.stringify(toolResult(tool!, call!.args, { status: response.status, headers, body: JSON.stringify(response.body) }));
-        }
+        const result = refusal === undefined ? this.#cachedResult(tool!, call!.args, hit.rep.body) : JSON.stringify(toolResult(tool!, call!.args, refusedAnswer(refusal, { method: 'GET', path })));
         // Logged at debug, as a hit of the cached-answer shortcut is (request-log.ts).
         req.caller.shortcut = true;
         const body = `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call!.id)}}`;

@@ -1,16 +1,17 @@
 /**
  * The short text beside a tool's structured content, for the agent to read: a quote as one line, a
- * list as one line per item, candles and sessions as compact tables (at most `HISTORY_TEXT_ROWS`
- * rows, saying how many there are and where the rest is), anything else as compact JSON. Chosen by
- * the shape of the answer's `data`, not per operation, so an operation added to the contract gets a
- * readable text too.
+ * list as one line per item, candles, indicators and sessions as compact tables of rounded numbers
+ * (at most `HISTORY_TEXT_ROWS` rows, saying how many there are and where the rest is), anything else
+ * as compact JSON. Chosen by the shape of the answer's `data`, not per operation, so an operation
+ * added to the contract gets a readable text too.
  */
+import { columnName } from '../../domain/indicators/catalogue.js';
 import type { components } from '../../generated/api.js';
 
 type Quote = components['schemas']['Quote'];
 type Candle = components['schemas']['Candle'];
 
-/** Rows of candles (or sessions) a tool's text shows; the structured content and the CSV resource carry all. */
+/** Rows of candles (or indicators, or sessions) a tool's text shows; the structured content and the CSV resource carry all. */
 export const HISTORY_TEXT_ROWS = 100;
 
 /** Longest generic (JSON) text; the structured content carries the whole answer. */
@@ -20,9 +21,11 @@ type Row = Record<string, unknown>;
 
 const isRow = (value: unknown): value is Row => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** A number rounded for reading: `digits` decimals, or `digits` significant digits below 1 (a MACD of 0.00123 is not 0). */
 function num(value: unknown, digits = 4): string {
   if (typeof value !== 'number') return value === null || value === undefined ? '-' : String(value);
-  return Number.isInteger(value) ? String(value) : String(Number(value.toFixed(digits)));
+  if (Number.isInteger(value)) return String(value);
+  return String(Number(Math.abs(value) >= 1 ? value.toFixed(digits) : value.toPrecision(digits)));
 }
 
 /** `AAPL (Apple Inc.) 227.48 USD, +1.23 (+0.54%), market open, at 2026-11-26T15:59:00.000Z`. */
@@ -35,19 +38,40 @@ function table(rows: readonly Row[], columns: readonly string[]): string {
   return [columns.join(' '), ...rows.map((row) => columns.map((c) => num(row[c])).join(' '))].join('\n');
 }
 
+/** `, <first> to <last>` of a table's times; nothing when it has none. */
+function span(times: readonly unknown[]): string {
+  return times.length > 0 ? `, ${String(times[0])} to ${String(times.at(-1))}` : '';
+}
+
+/** What a table of the last `shown` of `count` rows says about the rest: where all of them are (`members` of the structured content, the CSV `resource`). */
+function restNote(shown: number, count: number, members: string, resource: string | undefined): string {
+  if (shown < count) return `\nShowing the last ${shown}. All ${count} are in the structured content (${members})${resource ? `, and as CSV in the resource ${resource}` : ''}.`;
+  return resource ? `\nAs CSV: the resource ${resource}.` : '';
+}
+
 /** The last `HISTORY_TEXT_ROWS` candles as a table, saying how many there are and where the rest is. */
 function historyText(data: Row, resource: string | undefined): string {
   const candles = (data.candles as Candle[] | undefined) ?? [];
   const shown = candles.slice(-HISTORY_TEXT_ROWS);
-  const head = `${String(data.symbol)} ${String(data.interval)} candles (${String(data.currency ?? '')}, times UTC): ${candles.length} in all`;
-  const span = candles.length > 0 ? `, ${candles[0]!.time} to ${candles.at(-1)!.time}` : '';
-  const rest =
-    shown.length < candles.length
-      ? `\nShowing the last ${shown.length}. All ${candles.length} are in the structured content (data.candles)${resource ? `, and as CSV in the resource ${resource}` : ''}.`
-      : resource
-        ? `\nAs CSV: the resource ${resource}.`
-        : '';
-  return `${head}${span}.${rest}\n${table(shown as unknown as Row[], ['time', 'open', 'high', 'low', 'close', 'adj_close', 'volume'])}`;
+  const head = `${String(data.symbol)} ${String(data.interval)} candles (${String(data.currency ?? '')}, times UTC): ${candles.length} in all${span(candles.map((c) => c.time))}`;
+  return `${head}.${restNote(shown.length, candles.length, 'data.candles', resource)}\n${table(shown as unknown as Row[], ['time', 'open', 'high', 'low', 'close', 'adj_close', 'volume'])}`;
+}
+
+/**
+ * The studies of the last `HISTORY_TEXT_ROWS` bars as a table like history's: a row per bar time, a
+ * column per series, named as the exports name them (`sma_20`, `macd_12_26_9_signal`).
+ */
+function indicatorsText(data: Row): string {
+  const times = data.times as unknown[];
+  const series: Array<[string, unknown[]]> = [];
+  for (const [key, value] of Object.entries(data.studies as Row)) {
+    if (Array.isArray(value)) series.push([columnName(key), value]);
+    else if (isRow(value)) for (const [output, values] of Object.entries(value)) if (Array.isArray(values)) series.push([columnName(key, output), values]);
+  }
+  const from = Math.max(0, times.length - HISTORY_TEXT_ROWS);
+  const rows = times.slice(from).map((time, i) => Object.fromEntries([['time', time], ...series.map(([name, values]) => [name, values[from + i]])]) as Row);
+  const head = `${String(data.symbol)} ${String(data.interval)} indicators (times UTC): ${times.length} bars${span(times)}`;
+  return `${head}.${restNote(rows.length, times.length, 'data.times, data.studies', undefined)}\n${table(rows, ['time', ...series.map(([name]) => name)])}`;
 }
 
 function sessionsText(data: Row): string {
@@ -83,6 +107,7 @@ export function answerText(body: unknown, resource?: string): string {
   if (isRow(body) && typeof body.source === 'string') notes.push(`Source: ${body.source}.`);
   let main: string;
   if (isRow(data) && Array.isArray(data.candles)) main = historyText(data, resource);
+  else if (isRow(data) && Array.isArray(data.times) && isRow(data.studies)) main = indicatorsText(data);
   else if (isRow(data) && Array.isArray(data.sessions)) main = sessionsText(data);
   else if (isRow(data) && typeof data.price === 'number') main = quoteLine(data as unknown as Quote);
   else if (Array.isArray(data)) {

@@ -1,9 +1,12 @@
 /**
  * The MCP tools, generated from the contract at startup (DESIGN 22): every GET operation tagged
  * `Market data` or `Admin` that answers JSON becomes one tool. Nothing here is written per operation:
- * the name is the operationId in snake_case, the description its summary and description, the input
- * schema its path and query parameters (their own JSON Schemas, `$ref`s inlined), the output schema
- * its 200 JSON schema. A tool call becomes the operation's own HTTP request (see `requestOf`).
+ * the name is the operationId in snake_case, the description its summary and the first sentence of
+ * its description, the input schema its path and query parameters (their own JSON Schemas, `$ref`s
+ * inlined). No output schema is given: the 200 answers' schemas were four fifths of an admin's
+ * tools/list (51 of 64 KB), read by a model at every session's start; the structured content
+ * is still the REST answer, which the contract describes. A tool call becomes the operation's own
+ * HTTP request (see `requestOf`).
  */
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
@@ -36,9 +39,7 @@ export interface ToolSpec {
   description: string;
   /** A JSON Schema object: one property per parameter, `additionalProperties: false`. */
   inputSchema: Schema & { type: 'object'; properties: Record<string, Schema> };
-  /** The 200 answer's JSON Schema; an array answer is wrapped as `{data: [...]}` (structured content is an object). */
-  outputSchema: Schema & { type: 'object' };
-  /** The REST answer is a JSON array, carried as `{data: [...]}`. */
+  /** The REST answer is a JSON array, carried as `{data: [...]}` (structured content is an object). */
   wrapsArray: boolean;
   parameters: ToolParameter[];
   /** Which callers may call it, from the operation's security: anyone, anyone with credentials, or administrators. */
@@ -110,6 +111,15 @@ export function toolOperations(contract: Contract): Array<{ operation: Operation
   return chosen;
 }
 
+/**
+ * `Get the quote of one symbol. Returns ...`: the summary and the description's first sentence (the
+ * rest is for people reading the reference; a model reads every tool's description at every start).
+ */
+function toolDescription(object: OperationObject): string {
+  const first = object.description?.match(/^[\s\S]*?\.(?=\s|$)/)?.[0] ?? object.description;
+  return [object.summary, first].filter((text): text is string => typeof text === 'string' && text.length > 0).join('. ').replace(/\.\./g, '.');
+}
+
 /** The tools of `contract`; throws when one cannot be made (a parameter a tool cannot carry, a cyclic schema). */
 export function generateTools(contract: Contract): ToolSpec[] {
   const document = contract.document;
@@ -129,16 +139,13 @@ export function generateTools(contract: Contract): ToolSpec[] {
       parameters.push({ name: parameter.name, in: parameter.in, required: isRequired });
     }
     const answer = inline(document, object.responses?.['200']?.content?.['application/json']?.schema ?? {}) as Schema;
-    const wrapsArray = answer.type === 'array';
-    const outputSchema = (wrapsArray ? { type: 'object', properties: { data: answer }, required: ['data'] } : answer) as ToolSpec['outputSchema'];
     return {
       name: snakeCase(operation.operationId),
       operationId: operation.operationId,
       path: operation.path,
-      description: [object.summary, object.description].filter((text): text is string => typeof text === 'string' && text.length > 0).join('. ').replace(/\.\./g, '.'),
+      description: toolDescription(object),
       inputSchema: { type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false },
-      outputSchema,
-      wrapsArray,
+      wrapsArray: answer.type === 'array',
       parameters,
       audience: audienceOf(operation),
     };
@@ -220,7 +227,13 @@ export function argumentsProblem(tool: ToolSpec, args: Record<string, unknown>):
   }
   const result = validate(args);
   if (result.valid) return undefined;
-  // Named as REST names a parameter (`query.interval`, `path.symbol`), so a tool error reads like the REST one.
-  const located = result.errorMessage.replace(/data\/([A-Za-z0-9_]+)/g, (_, name: string) => `${tool.parameters.find((p) => p.name === name)?.in ?? 'query'}.${name}`);
+  // Named as REST names a parameter (`query.interval`, `path.symbol`), so a tool error reads like the
+  // REST one; an enum's values are named, since Ajv's words alone leave an agent guessing them.
+  const located = result.errorMessage.replace(/data\/([A-Za-z0-9_]+)( must be equal to one of the allowed values)?/g, (_, name: string, enumerated: string | undefined) => {
+    const where = `${tool.parameters.find((p) => p.name === name)?.in ?? 'query'}.${name}`;
+    const allowed = tool.inputSchema.properties[name]?.enum;
+    if (enumerated === undefined) return where;
+    return Array.isArray(allowed) ? `${where}${enumerated} (${allowed.join(', ')})` : `${where}${enumerated}`;
+  });
   return located.replaceAll('data ', 'arguments ');
 }
