@@ -461,8 +461,16 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
     /** Variables set but not read (unknown in the env file, or a likely typo in the environment): startup logs each. */
     warnings,
     server: { host: v.HOST, port: v.PORT, bodyLimitBytes: v.BODY_LIMIT_BYTES, trustProxy: v.TRUST_PROXY, corsOrigins: v.CORS_ORIGINS },
-    /** `format` `auto` (LOG_FORMAT unset): pretty where the log goes to a terminal, JSON elsewhere. */
-    log: { level: v.LOG_LEVEL, format: v.LOG_FORMAT ?? ('auto' as const) },
+    log: {
+      level: v.LOG_LEVEL,
+      /** `auto` (LOG_FORMAT unset): pretty where the log goes to a terminal, JSON elsewhere. */
+      format: v.LOG_FORMAT ?? ('auto' as const),
+      /**
+       * LOG_LEVEL is set in the environment itself, not only in the env file (a copy of `.env.example`
+       * sets it for the server): a CLI command then shows its log without `--verbose`.
+       */
+      levelInEnvironment: (env.LOG_LEVEL ?? '') !== '',
+    },
     database: { url: v.DATABASE_URL },
     /** Data quality (DESIGN 20): how far apart two providers' closes may be (basis points) before they diverge. */
     quality: { divergenceBps: v.QUALITY_DIVERGENCE_BPS },

@@ -6,8 +6,9 @@
  *
  * Nothing in a CLI listens: it only publishes, and connects to Redis on its first announcement, so a
  * command that changes nothing never touches Redis. When Redis cannot be reached, one warning says
- * so and the command carries on: the instances then notice the change when their caches expire
- * (AUTH_CACHE_SECONDS for users, a second for keys) and close its streams at their next check.
+ * so (a log line, or a plain line when the command's log is not shown) and the command carries on:
+ * the instances then notice the change when their caches expire (AUTH_CACHE_SECONDS for users, a
+ * second for keys) and close its streams at their next check.
  */
 import type { Config } from '../config.js';
 import type { Broadcast } from '../domain/ports/cache.js';
@@ -21,12 +22,15 @@ const CONNECT_TIMEOUT_MS = 1000;
 export class CliAnnouncements implements Broadcast {
   readonly #cacheConfig: Config['cache'];
   readonly #logger: Logger;
+  readonly #warn: ((text: string) => void) | undefined;
   #cache: Promise<ResilientCache> | undefined;
   #warned = false;
 
-  constructor(cacheConfig: Config['cache'], logger: Logger) {
+  /** `warn` says the one warning instead of `logger` (a CLI whose log is not shown); default `logger.warn`. */
+  constructor(cacheConfig: Config['cache'], logger: Logger, warn?: (text: string) => void) {
     this.#cacheConfig = cacheConfig;
     this.#logger = logger;
+    this.#warn = warn;
   }
 
   /** Sends `message` to every running instance when Redis answers; never throws. */
@@ -44,10 +48,10 @@ export class CliAnnouncements implements Broadcast {
     }
     if (this.#warned) return;
     this.#warned = true;
-    this.#logger.warn(
-      { channel, message },
-      'Could not reach Redis to tell running instances of this change: they refuse old credentials once their caches expire (AUTH_CACHE_SECONDS for users, a second for API keys) and close their streams within 5 s more',
-    );
+    const text =
+      'Could not reach Redis to tell running instances of this change: they refuse old credentials once their caches expire (AUTH_CACHE_SECONDS for users, a second for API keys) and close their streams within 5 s more';
+    if (this.#warn !== undefined) this.#warn(text);
+    else this.#logger.warn({ channel, message }, text);
   }
 
   /** Nothing in a CLI listens: returns a function that does nothing. */

@@ -4,7 +4,7 @@
  * printed it over three lines, boxed, followed by the usage. A missing argument is said as a sentence
  * naming it and what it is.
  */
-import { Command, Errors } from '@oclif/core';
+import { Command, Errors, Flags, type Interfaces } from '@oclif/core';
 import { fail } from './context.js';
 
 // oclif dims part of some messages when stderr is a terminal.
@@ -41,7 +41,31 @@ export function missingArgsLine(command: string, args: readonly MissingArg[]): s
   return `${command} needs ${what.join('; and ')} (see --help)`;
 }
 
+/** What oclif's parser gives for flags and arguments (its FlagOutput and ArgOutput, which it does not export). */
+type ParsedValues = Record<string, unknown>;
+
 export abstract class MdsCommand extends Command {
+  /**
+   * Every command but the long-running ones takes `--verbose`: without it (and without LOG_LEVEL in
+   * the environment) stderr holds no log line, only what the command tells its user. (Typed as any
+   * flags, so that `serve` and `mcp` can take none.)
+   */
+  static override baseFlags: Interfaces.FlagInput = {
+    verbose: Flags.boolean({ description: 'Show the log lines (audit lines included) on stderr; LOG_LEVEL set in the environment does the same.', helpGroup: 'GLOBAL' }),
+  };
+
+  /** Whether `--verbose` was given, once the command has parsed its flags. */
+  verbose = false;
+
+  protected override async parse<F extends ParsedValues, B extends ParsedValues, A extends ParsedValues>(
+    options?: Interfaces.Input<F, B, A>,
+    argv?: string[],
+  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+    const parsed = await super.parse(options, argv);
+    this.verbose = (parsed.flags as { verbose?: boolean }).verbose === true;
+    return parsed;
+  }
+
   protected override async catch(err: Errors.CLIError & { exitCode?: number; args?: unknown }): Promise<unknown> {
     if (err instanceof Errors.CLIError && 'parse' in err && err.message.startsWith('Missing ') && Array.isArray(err.args)) {
       fail(this, missingArgsLine(`${this.config.bin} ${this.id?.replaceAll(':', ' ') ?? ''}`.trim(), err.args as MissingArg[]), err.oclif.exit ?? 2);

@@ -1,4 +1,4 @@
-/** What every command shares: config from the environment with flag overrides, a quiet logger, one-line errors. */
+/** What every command shares: config from the environment with flag overrides, a log shown only when asked for, one-line errors. */
 import type { Command } from '@oclif/core';
 import { pino } from 'pino';
 import { loadConfig, type Config } from '../config.js';
@@ -50,25 +50,45 @@ export function failure(err: unknown): string {
   return String(err);
 }
 
-/** A logger on stderr, in LOG_FORMAT: readable on a terminal, JSON lines when stderr is piped or a file. */
-function stderrLogger(config: Config, level: 'warn' | 'info'): Logger {
-  const format = logFormatFor(config.log.format, 2);
-  return createLogger({ level: config.log.level === 'silent' ? 'silent' : level, format, colorize: process.stderr.isTTY }, pino.destination(2));
+/** A command as the helpers see it: oclif's, and whether it was asked for its log (`--verbose`). */
+export interface CliCommand extends Command {
+  readonly verbose: boolean;
 }
 
-/** Operator commands keep stdout for their answer: log lines (warnings and up) go to stderr. */
-export function cliLogger(config: Config): Logger {
-  return stderrLogger(config, 'warn');
+/**
+ * Whether a command shows its log: with `--verbose`, or when LOG_LEVEL is set in the environment (a
+ * script or a journal that wants the trail says so). Otherwise stderr holds only what the command
+ * tells its user (errors, warnings about its effect).
+ */
+export function showsLog(command: CliCommand, config: Config): boolean {
+  return command.verbose || config.log.levelInEnvironment;
+}
+
+/** A logger on stderr, in LOG_FORMAT: readable on a terminal, JSON lines when stderr is piped or a file; silent unless the log is asked for. */
+function stderrLogger(command: CliCommand, config: Config, level: 'warn' | 'info'): Logger {
+  const format = logFormatFor(config.log.format, 2);
+  const shown = showsLog(command, config) && config.log.level !== 'silent';
+  return createLogger({ level: shown ? level : 'silent', format, colorize: process.stderr.isTTY }, pino.destination(2));
+}
+
+/** Operator commands keep stdout for their answer: log lines (warnings and up), when asked for, go to stderr. */
+export function cliLogger(command: CliCommand, config: Config): Logger {
+  return stderrLogger(command, config, 'warn');
 }
 
 /**
  * Audit lines of operator actions (actor `cli`) are part of the CLI's log on stderr, at info whatever
- * the CLI's own log level, so a CLI change leaves the same trail as one made through the API: JSON
- * lines for a script or a journal that keeps stderr, one readable line on an operator's terminal.
- * LOG_LEVEL=silent mutes them.
+ * the CLI's own log level, so a CLI change asked to leave a trail (`--verbose`, LOG_LEVEL in the
+ * environment) leaves the same one as a change made through the API: JSON lines for a script or a
+ * journal that keeps stderr, one readable line on an operator's terminal. LOG_LEVEL=silent mutes them.
  */
-export function cliAuditLogger(config: Config): Logger {
-  return stderrLogger(config, 'info');
+export function cliAuditLogger(command: CliCommand, config: Config): Logger {
+  return stderrLogger(command, config, 'info');
+}
+
+/** Says one warning line on stderr (`Warning: ...`), for what the user must know when the log is not shown. */
+export function warnLine(text: string): void {
+  process.stderr.write(`Warning: ${text.replace(/\s*\n\s*/g, ' ')}\n`);
 }
 
 /**
@@ -76,7 +96,7 @@ export function cliAuditLogger(config: Config): Logger {
  * becomes one line on stderr and a non-zero exit.
  */
 export async function withAccounts<T>(
-  command: Command,
+  command: CliCommand,
   work: (accounts: Awaited<ReturnType<typeof openAccounts>>['accounts'], config: Config) => Promise<T>,
   inputs: Record<string, string> = {},
 ): Promise<T> {
@@ -89,7 +109,7 @@ export async function withAccounts<T>(
  * `inputs` names request fields the command spells differently (`rate_limit_per_minute` -> `--rate-limit`).
  */
 export async function withKeys<T>(
-  command: Command,
+  command: CliCommand,
   work: (keys: Awaited<ReturnType<typeof openAccounts>>['keys'], config: Config) => Promise<T>,
   inputs: Record<string, string> = {},
 ): Promise<T> {
@@ -97,14 +117,17 @@ export async function withKeys<T>(
 }
 
 async function withServices<T>(
-  command: Command,
+  command: CliCommand,
   work: (opened: Awaited<ReturnType<typeof openAccounts>>, config: Config) => Promise<T>,
   inputs: Record<string, string>,
 ): Promise<T> {
   const config = loadCliConfig(command);
   let opened: Awaited<ReturnType<typeof openAccounts>> | undefined;
   try {
-    opened = await openAccounts(config, cliLogger(config), { auditLogger: cliAuditLogger(config) });
+    opened = await openAccounts(config, cliLogger(command, config), {
+      auditLogger: cliAuditLogger(command, config),
+      ...(showsLog(command, config) ? {} : { warn: warnLine }),
+    });
     return await work(opened, config);
   } catch (err) {
     if (err instanceof InvalidRequestError) return fail(command, invalidInputLine(command, err, inputs), 2);

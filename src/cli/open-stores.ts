@@ -31,12 +31,17 @@ import { CliAnnouncements } from './announcements.js';
 export async function openAccounts(
   config: Config,
   logger: Logger,
-  options: { /** Where audit lines go; default `logger`. */ auditLogger?: Logger } = {},
+  options: {
+    /** Where audit lines go; default `logger`. */
+    auditLogger?: Logger;
+    /** Says a warning about the command's effect when `logger` is not shown (Redis unreachable); default `logger.warn`. */
+    warn?: (text: string) => void;
+  } = {},
 ): Promise<{ accounts: AccountService; keys: ApiKeyService; description: string; close(): Promise<void> }> {
   const shutdown = new ShutdownList(logger);
   const db = await openUserStore(config.database.url, { runMigrations: true });
   shutdown.add('database', () => db.close());
-  const announcements = new CliAnnouncements(config.cache, logger);
+  const announcements = new CliAnnouncements(config.cache, logger, options.warn);
   shutdown.add('announcements', () => announcements.close());
   // Nothing is remembered here (a lifetime of 0): the memory only announces each write to a user.
   const revocation = new RevocationCache({ store: db.store, ttlMs: 0, broadcast: announcements });

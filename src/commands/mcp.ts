@@ -28,6 +28,9 @@ export default class Mcp extends MdsCommand {
 
   static override examples = ['<%= config.bin %> <%= command.id %>', 'MCP_API_KEY=mds_... <%= config.bin %> <%= command.id %>'];
 
+  // A long-running service: its log on stderr is always shown, so no --verbose.
+  static override baseFlags = {};
+
   async run(): Promise<void> {
     await this.parse(Mcp);
     // The service listens on a loopback port of its own choosing (nothing calls it there: tool calls

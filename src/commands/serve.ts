@@ -19,6 +19,9 @@ export default class Serve extends MdsCommand {
     'CACHE_URL=redis://127.0.0.1:6379/0 <%= config.bin %> <%= command.id %>',
   ];
 
+  // The log is what a running service says: always shown, so no --verbose.
+  static override baseFlags = {};
+
   static override flags = {
     port: Flags.integer({ char: 'p', description: 'Port to listen on (overrides PORT; 0 picks a free one).', min: 0, max: 65535 }),
     host: Flags.string({ char: 'H', description: 'Address to listen on (overrides HOST).' }),

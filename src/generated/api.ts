@@ -201,7 +201,7 @@ export interface paths {
         };
         /**
          * List the data issues the quality checks recorded
-         * @description Every bar of an upstream history answer the data-quality checks repaired, dropped or suspect, newest record first: the symbol, interval, bar time, the rule that judged it, the bar before and after (the raw value is in `before`), and the providers involved. See docs/data-quality.md.
+         * @description Every bar of an upstream history answer the data-quality checks repaired, dropped or suspect, newest record first: the symbol, interval, bar time, the rule that judged it, the bar before and after (the raw value is in `before`), the providers involved and, for a divergence, both sides' closes. See docs/data-quality.md.
          */
         get: operations["listDataIssues"];
         put?: never;
@@ -1217,12 +1217,32 @@ export interface components {
             after: components["schemas"]["IssueBar"] | null;
             /** @description The provider that gave the bar, then any other consulted. */
             providers: string[];
+            closes?: components["schemas"]["DivergentCloses"];
             /**
              * Format: date-time
              * @description When the issue was recorded.
              * @example 2026-11-26T16:40:00.000Z
              */
             recorded_at: string;
+        };
+        /** @description For a `divergent` record only: the closes compared, the stored bar's and each disagreeing provider's, each with the provider that gave it. */
+        DivergentCloses: {
+            stored: components["schemas"]["ProviderClose"];
+            /** @description Each provider whose close lies beyond QUALITY_DIVERGENCE_BPS from the stored one. */
+            others: components["schemas"]["ProviderClose"][];
+        };
+        /** @description One provider's close of the bar. */
+        ProviderClose: {
+            /**
+             * @description The provider.
+             * @example polygon
+             */
+            provider: string;
+            /**
+             * @description Its close.
+             * @example 125.02
+             */
+            close: number;
         };
         /** @description A bar's prices as a quality rule saw them. */
         IssueBar: {

@@ -15,7 +15,7 @@ import { marketOf } from '../domain/market-calendar.js';
 import type { StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/market-data.js';
-import type { DataIssue, DataIssueStore, QualityCounts, QualityFlag, QualityIssue } from '../domain/quality/data-issues.js';
+import { divergentCloses, type DataIssue, type DataIssueStore, type QualityCounts, type QualityFlag, type QualityIssue } from '../domain/quality/data-issues.js';
 import { validateHistory, type ValidationInput, type ValidationResult } from '../domain/quality/validate-history.js';
 
 /** Counts of findings, by rule, action and the provider that gave the bar (Prometheus). */
@@ -138,8 +138,8 @@ export class DataQuality {
    * The cross-check (DESIGN 20): the daily closes of `answer` (already through `check`) compared with
    * every other provider of the chain that serves the window, session by session (the exchange's
    * calendar day). A close further than the divergence bound from another provider's is recorded as a
-   * suspect `divergent` finding naming both providers, with the other provider's bar as `before` and
-   * the stored one as `after`; where three or more answer and a majority agree against `answer`'s bar,
+   * suspect `divergent` finding naming both providers and both closes (`closes`), the stored bar as
+   * `before` and `after`; where three or more answer and a majority agree against `answer`'s bar,
    * the bar is replaced by the majority's (recorded as repaired, the raw bar as `before`). Resolves to
    * the bars to store. Called for background work only (backfill, keep-current), whose upstream calls
    * count against the background share of each provider's budget.
@@ -170,21 +170,19 @@ export class DataQuality {
       const diverging = seen.filter((o) => !near(o.bar.close, bar.close));
       if (diverging.length === 0) return bar;
       const { timeMs: _t, ...stored } = bar;
+      const compared = divergentCloses(answer.provider, bar.close, diverging.map((d) => ({ provider: d.provider, close: d.bar.close })));
       // Three or more sources and a majority of them agreeing on another close: the outlier is replaced.
       const answered = seen.length + 1;
       const majority = answered >= 3 ? diverging.find((d) => diverging.filter((o) => near(o.bar.close, d.bar.close)).length * 2 > answered) : undefined;
       if (majority !== undefined) {
         const replacement = { ...majority.bar, timeMs: bar.timeMs };
         const { timeMs: _r, ...after } = replacement;
-        findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'repaired', before: stored, after, flag: `filled_from_${majority.provider}`, providers: [answer.provider, ...diverging.map((d) => d.provider)] });
+        findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'repaired', before: stored, after, flag: `filled_from_${majority.provider}`, ...compared });
         return replacement;
       }
-      // The stored bar is flagged unless a majority of the sources vouch for it (then only the outlier is on record).
+      // The stored bar is flagged unless a majority of the sources vouch for it (then only the outliers are on record).
       const vouched = answered >= 3 && (answered - diverging.length) * 2 > answered;
-      for (const d of diverging) {
-        const { timeMs: _o, ...theirs } = d.bar;
-        findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'suspect', before: theirs, after: stored, ...(vouched ? {} : { flag: 'divergent' as const }), providers: [answer.provider, d.provider] });
-      }
+      findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'suspect', before: stored, after: stored, ...(vouched ? {} : { flag: 'divergent' as const }), ...compared });
       return bar;
     });
     if (findings.length > 0) await this.#record(answer.symbol, answer.interval, findings, this.#now());

@@ -2,13 +2,14 @@
  * `mds history verify` (DESIGN 20): re-reads a stored window from every provider of the chain that
  * serves it, passes each answer through the same validator, and compares the stored closes with what
  * each provider says now. A close further than the divergence bound from a provider's is reported
- * (recorded as a suspect `divergent` finding); with `repair`, the stored bar is replaced by the one the
+ * (recorded as a suspect `divergent` finding naming the stored bar's provider and each one that
+ * disagrees, with both sides' closes); with `repair`, the stored bar is replaced by the one the
  * providers agree on (its own provider's, or the majority's when three or more answer) and the raw
  * stored bar is kept in the record.
  */
 import type { CandleStore, StoredCandle, TimeSpan } from '../domain/ports/history-store.js';
 import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/market-data.js';
-import type { QualityIssue } from '../domain/quality/data-issues.js';
+import { divergentCloses, type QualityIssue } from '../domain/quality/data-issues.js';
 import type { DataQuality } from './data-quality.js';
 
 /** One stored bar a provider disagrees with. */
@@ -74,12 +75,15 @@ export class HistoryVerify {
       const fix = repair && replacement !== undefined;
       divergences.push({ timeMs: bar.timeMs, stored: bar.close, fetched, repaired: fix });
       const { timeMs: _t, ...before } = bar;
+      // Who gave the stored bar, read before a repair replaces it.
+      const [storedBy = 'unknown'] = Object.keys(await store.providerCounts(symbol, interval, { startMs: bar.timeMs, endMs: bar.timeMs + 1 }));
+      const compared = divergentCloses(storedBy, bar.close, disagreeing.map((provider) => ({ provider, close: fetched[provider] as number })));
       if (fix) {
         await store.putCandles(symbol, interval, [replacement], { provider: disagreeing[0] as string, fetchedAtMs: Date.now() });
         const { timeMs: _r, ...after } = replacement;
-        findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'repaired', before, after, providers: disagreeing });
+        findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'repaired', before, after, ...compared });
       } else {
-        findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'suspect', before, after: before, flag: 'divergent', providers: disagreeing });
+        findings.push({ timeMs: bar.timeMs, rule: 'divergent', action: 'suspect', before, after: before, flag: 'divergent', ...compared });
       }
     }
     await quality.record(symbol, interval, findings);

@@ -176,17 +176,17 @@ describe('CLI conventions', () => {
   it('when LOG_FORMAT is pretty, then audit lines of a CLI action are readable log lines on stderr, not JSON', () => {
     expect(mds(['init']).code).toBe(0);
     env.LOG_FORMAT = 'pretty';
-    const r = mds(['keys', 'create', 'dashboard']);
+    const r = mds(['keys', 'create', 'dashboard', '--verbose']);
     expect(r.code).toBe(0);
     const lines = r.stderr.trimEnd().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(mds\): audit: api_key\.created .*"actor":"cli"/);
   });
 
-  it('when stderr is a terminal and LOG_FORMAT is unset, then audit lines are pretty', () => {
+  it('when stderr is a terminal and LOG_FORMAT is unset, then audit lines (asked for) are pretty', () => {
     expect(mds(['init']).code).toBe(0);
     // util-linux `script` runs the command on a pseudo-terminal, as an operator's shell would.
-    const r = spawnSync('script', ['-qec', `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} keys create dashboard`, '/dev/null'], { cwd: dir, env, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync('script', ['-qec', `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} keys create dashboard --verbose`, '/dev/null'], { cwd: dir, env, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(0);
     const text = r.stdout.replace(/\u001B\[[0-9;]*m/g, '');
     expect(text).toMatch(/\] INFO \(mds\): audit: api_key\.created /);

@@ -55,7 +55,8 @@ afterAll(async () => {
 
 describe('mds keys', () => {
   it('create prints the key once; list shows it without secret or digest; the key works over HTTP; revoke makes the service answer 401 within a second', async () => {
-    const created = mds(['keys', 'create', 'robot', '--role', 'admin', '--rate-limit', '120']);
+    // --verbose: the audit lines (checked at the end) are the CLI's log, shown only when asked for.
+    const created = mds(['keys', 'create', 'robot', '--role', 'admin', '--rate-limit', '120', '--verbose']);
     expect(created.code).toBe(0);
     const [headline, key, warning, ...rest] = created.stdout.split('\n');
     expect(headline).toMatch(/^API key 'robot' created \(id [0-9a-f-]{36}, role admin\)$/);
@@ -80,7 +81,7 @@ describe('mds keys', () => {
 
     expect((await adminStatus(secret)).status).toBe(200);
 
-    const revoked = mds(['keys', 'revoke', id]);
+    const revoked = mds(['keys', 'revoke', id, '--verbose']);
     const revokedAt = Date.now();
     expect(revoked.code).toBe(0);
     expect(revoked.stdout).toBe(`API key '${id}' revoked\n`);

@@ -4,7 +4,7 @@
  * answer in Yahoo's own format built from the same recorded values (the recordings' windows do not
  * overlap), one close moved. A backfill (background work) compares the overlapping closes: 2 % apart
  * is recorded in GET /api/admin/data-issues with both values and both providers; 0.1 % apart is not.
- * POST /api/admin/history/verify runs the same comparison as a job. And two repairs a second provider
+ * POST /api/admin/history/verify runs the same comparison as a job, and records what it finds the same way. And two repairs a second provider
  * settles on a caller's read: a 4:1 step with no split event in Polygon's answer, confirmed by Yahoo's
  * unstepped bars, and a session Polygon lacks and Yahoo has.
  */
@@ -53,6 +53,7 @@ interface Issue {
   before: { close: number } | null;
   after: { close: number } | null;
   providers: string[];
+  closes?: { stored: { provider: string; close: number }; others: Array<{ provider: string; close: number }> };
 }
 
 let polygon: ReplayUpstream;
@@ -79,8 +80,8 @@ describe('the cross-check of daily closes, Polygon and Yahoo replayed', () => {
   });
 
   let auth: Record<string, string> = {};
-  /** Backfills AAPL from 2023-01-03 with Yahoo answering closes scaled by `factor` on one day; the data issues recorded after. */
-  async function backfillWith(factor: number): Promise<{ issues: Issue[]; yahooAsked: number; history: { source: string; data: { candles: Array<{ time: string; close: number; flags?: string[] }> } } }> {
+  /** Starts the service over the chain `polygon,yahoo`, Yahoo answering closes scaled by `factor` on one day, and signs in as the administrator. */
+  async function startWith(factor: number): Promise<TestService> {
     yahoo = await startReplayUpstream({ routes: [{ path: '/v8/finance/chart/AAPL', status: 200, contentType: JSON_TYPE, body: yahooChart(factor) }] });
     svc = await startTestService(
       { MARKET_DATA_PROVIDERS: 'polygon,yahoo', POLYGON_API_KEYS: 'polygon-cross-key-0001', POLYGON_BASE_URL: polygon.baseUrl, POLYGON_PLAN: 'developer', YAHOO_BASE_URL: yahoo.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' },
@@ -88,18 +89,28 @@ describe('the cross-check of daily closes, Polygon and Yahoo replayed', () => {
     );
     const token = await svc.login(ADMIN.username, ADMIN.password);
     auth = { authorization: `Bearer ${token}` };
-    const res = await svc.fetch('/api/admin/history/backfill', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ symbols: ['AAPL'], interval: '1d', since: '2023-01-03' }) });
+    return svc;
+  }
+  /** The data issues of AAPL recorded so far, newest first. */
+  async function dataIssues(): Promise<Issue[]> {
+    const listed = await svc!.fetch('/api/admin/data-issues?symbol=AAPL&since=2020-01-01', { headers: auth });
+    expect(listed.status).toBe(200);
+    return ((await listed.json()) as { data: Issue[] }).data;
+  }
+  /** Backfills AAPL from 2023-01-03 with Yahoo answering closes scaled by `factor` on one day; the data issues recorded after. */
+  async function backfillWith(factor: number): Promise<{ issues: Issue[]; yahooAsked: number; history: { source: string; data: { candles: Array<{ time: string; close: number; flags?: string[] }> } } }> {
+    await startWith(factor);
+    const res = await svc!.fetch('/api/admin/history/backfill', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ symbols: ['AAPL'], interval: '1d', since: '2023-01-03' }) });
     expect(res.status).toBe(202);
     const { job_id } = (await res.json()) as { job_id: string };
     let job: { data: { state: string; candles: number; failures: unknown[] } } | undefined;
     await waitFor(async () => (job = (await (await svc!.fetch(`/api/admin/history/jobs/${job_id}`, { headers: auth })).json()) as typeof job)!.data.state === 'done', { timeoutMs: 15_000, message: 'the backfill to finish' });
     expect(job!.data.failures).toEqual([]);
     expect(job!.data.candles).toBe(BARS.length);
-    const listed = await svc.fetch('/api/admin/data-issues?symbol=AAPL&since=2020-01-01', { headers: auth });
-    expect(listed.status).toBe(200);
-    const history = await svc.fetch('/api/history/AAPL?interval=1d&start=2023-01-03&end=2023-01-11');
+    const issues = await dataIssues();
+    const history = await svc!.fetch('/api/history/AAPL?interval=1d&start=2023-01-03&end=2023-01-11');
     expect(history.status).toBe(200);
-    return { issues: ((await listed.json()) as { data: Issue[] }).data, yahooAsked: yahoo.requests.filter((r) => r.path.startsWith('/v8/finance/chart/AAPL')).length, history: (await history.json()) as never };
+    return { issues, yahooAsked: yahoo!.requests.filter((r) => r.path.startsWith('/v8/finance/chart/AAPL')).length, history: (await history.json()) as never };
   }
 
   it('when Yahoo gives one close 2 % above Polygon, then the backfill records the divergence with both values and both providers, and the stored bar is flagged divergent', async () => {
@@ -110,8 +121,9 @@ describe('the cross-check of daily closes, Polygon and Yahoo replayed', () => {
     const time = new Date(moved.t + 9.5 * 3_600_000).toISOString();
     expect(issues).toHaveLength(1);
     expect(issues[0]).toMatchObject({ symbol: 'AAPL', time, rule: 'divergent', action: 'suspect', flag: 'divergent', providers: ['polygon', 'yahoo'] });
-    expect(issues[0]!.after!.close).toBe(moved.c);
-    expect(issues[0]!.before!.close).toBe(Math.round(moved.c * 1.02 * 100) / 100);
+    expect(issues[0]!.closes).toEqual({ stored: { provider: 'polygon', close: moved.c }, others: [{ provider: 'yahoo', close: Math.round(moved.c * 1.02 * 100) / 100 }] });
+    // The stored bar, as Polygon gave it and as it is served.
+    expect([issues[0]!.before!.close, issues[0]!.after!.close]).toEqual([moved.c, moved.c]);
     expect(history.source).toBe('polygon');
     const flagged = history.data.candles.filter((c) => c.flags !== undefined);
     expect(flagged).toEqual([expect.objectContaining({ time, close: moved.c, flags: ['divergent'] })]);
@@ -142,11 +154,38 @@ describe('the cross-check of daily closes, Polygon and Yahoo replayed', () => {
     // The job asked the providers again (Yahoo among them).
     expect(yahoo!.requests.length).toBeGreaterThan(asked);
 
+    // The divergence is on record once, from the backfill's cross-check; the job found the same.
+    expect(await dataIssues()).toEqual([expect.objectContaining({ rule: 'divergent', providers: ['polygon', 'yahoo'] })]);
+
     const future = await post({ symbols: ['AAPL'], since: '2999-01-01' });
     expect(future.status).toBe(422);
     expect(((await future.json()) as { error: string }).error).toContain('body.since must not be in the future');
     const anonymous = await post({ symbols: ['AAPL'] }, {});
     expect(anonymous.status).toBe(401);
+  });
+
+  it("when a caller's read stored Polygon's bars and a verify job finds Yahoo's close 2 % away, then the data issue names both providers and both closes", async () => {
+    const service = await startWith(1.02);
+    const moved = BARS[MOVED]!;
+    const read = await service.fetch('/api/history/AAPL?interval=1d&start=2023-01-03&end=2023-01-11');
+    expect(read.status).toBe(200);
+    expect(((await read.json()) as { source: string }).source).toBe('polygon');
+    // A caller's read is never cross-checked: what is on record comes from the verify job.
+    expect(await dataIssues()).toEqual([]);
+
+    const res = await service.fetch('/api/admin/history/verify', { method: 'POST', headers: { ...auth, 'content-type': JSON_TYPE }, body: JSON.stringify({ symbols: ['AAPL'], interval: '1d', since: '2023-01-03' }) });
+    expect(res.status).toBe(202);
+    const { job_id } = (await res.json()) as { job_id: string };
+    type Job = { data: { state: string; divergences: unknown[] } };
+    let job: Job | undefined;
+    await waitFor(async () => (job = (await (await service.fetch(`/api/admin/history/jobs/${job_id}`, { headers: auth })).json()) as Job).data.state === 'done', { timeoutMs: 15_000, message: 'the verify job to finish' });
+    expect(job!.data.divergences).toHaveLength(1);
+
+    const issues = await dataIssues();
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({ time: new Date(moved.t + 9.5 * 3_600_000).toISOString(), rule: 'divergent', action: 'suspect', flag: 'divergent', providers: ['polygon', 'yahoo'] });
+    expect(issues[0]!.closes).toEqual({ stored: { provider: 'polygon', close: moved.c }, others: [{ provider: 'yahoo', close: Math.round(moved.c * 1.02 * 100) / 100 }] });
+    expect([issues[0]!.before!.close, issues[0]!.after!.close]).toEqual([moved.c, moved.c]);
   });
 });
 

@@ -2,7 +2,8 @@
  * The cross-check of daily closes (DataQuality.crossCheck, DESIGN 20) with three sources: a majority
  * agreeing against the stored provider's close replaces it (recorded, the raw bar kept); a stored close
  * the majority vouches for stays unflagged while the outlier is on record; with two sources a divergence
- * is only suspect. The issue store is a plain array behind the port.
+ * is only suspect. Every record names the stored bar's provider and each one that disagrees, with their
+ * closes. The issue store is a plain array behind the port.
  */
 import { describe, expect, it } from 'vitest';
 import type { History } from '../../src/domain/ports/market-data.js';
@@ -46,6 +47,7 @@ describe('the cross-check of daily closes', () => {
     expect(recorded[0]).toMatchObject({ rule: 'divergent', action: 'repaired', flag: 'filled_from_yahoo', providers: ['polygon', 'yahoo', 'tiingo'] });
     expect(recorded[0]!.before!.close).toBe(100);
     expect(recorded[0]!.after!.close).toBe(102);
+    expect(recorded[0]!.closes).toEqual({ stored: { provider: 'polygon', close: 100 }, others: [{ provider: 'yahoo', close: 102 }, { provider: 'tiingo', close: 102.1 }] });
   });
 
   it('when one of three providers is the outlier, then the stored close stays, unflagged, and the outlier is on record', async () => {
@@ -55,12 +57,23 @@ describe('the cross-check of daily closes', () => {
     expect(recorded).toHaveLength(1);
     expect(recorded[0]).toMatchObject({ rule: 'divergent', action: 'suspect', providers: ['polygon', 'tiingo'] });
     expect(recorded[0]!.flag).toBeUndefined();
-    expect(recorded[0]!.before!.close).toBe(110);
+    expect(recorded[0]!.closes).toEqual({ stored: { provider: 'polygon', close: 100 }, others: [{ provider: 'tiingo', close: 110 }] });
+    expect(recorded[0]!.before!.close).toBe(100);
   });
 
   it('when two providers disagree, then nothing is replaced and the divergence is suspect, flagged', async () => {
     const { dq, recorded } = quality([answer('yahoo', 102)]);
     expect((await check(dq, 100))[0]!.close).toBe(100);
-    expect(recorded[0]).toMatchObject({ action: 'suspect', flag: 'divergent', providers: ['polygon', 'yahoo'] });
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).toMatchObject({ action: 'suspect', flag: 'divergent', providers: ['polygon', 'yahoo'], closes: { stored: { provider: 'polygon', close: 100 }, others: [{ provider: 'yahoo', close: 102 }] } });
+    expect([recorded[0]!.before!.close, recorded[0]!.after!.close]).toEqual([100, 100]);
+  });
+
+  it('when two other providers both disagree with the stored close, then one record names all three providers with their closes', async () => {
+    const { dq, recorded } = quality([answer('yahoo', 102), answer('tiingo', 95)]);
+    expect((await check(dq, 100))[0]!.close).toBe(100);
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).toMatchObject({ action: 'suspect', flag: 'divergent', providers: ['polygon', 'yahoo', 'tiingo'] });
+    expect(recorded[0]!.closes).toEqual({ stored: { provider: 'polygon', close: 100 }, others: [{ provider: 'yahoo', close: 102 }, { provider: 'tiingo', close: 95 }] });
   });
 });

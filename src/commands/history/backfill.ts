@@ -34,7 +34,7 @@ export default class HistoryBackfillCommand extends MdsCommand {
     let opened: Awaited<ReturnType<typeof openHistory>> | undefined;
     let failed = 0;
     try {
-      opened = await openHistory(config, cliLogger(config));
+      opened = await openHistory(config, cliLogger(this, config));
       const { backfill } = opened;
       let request;
       try {

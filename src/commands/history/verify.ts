@@ -39,7 +39,7 @@ export default class HistoryVerifyCommand extends MdsCommand {
     let opened: Awaited<ReturnType<typeof openHistory>> | undefined;
     let unrepaired = 0;
     try {
-      opened = await openHistory(config, cliLogger(config));
+      opened = await openHistory(config, cliLogger(this, config));
       const bar = process.stdout.isTTY ? new SingleBar({ format: '{bar} {value}/{total} symbols | {symbol}', hideCursor: true }) : undefined;
       bar?.start(symbols.length, 0, { symbol: symbols[0] });
       const lines: string[] = [];

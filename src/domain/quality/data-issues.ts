@@ -41,6 +41,20 @@ export type QualityFlag = 'repaired_unit' | 'repaired_currency' | 'repaired_spli
 /** A bar's prices as recorded (before or after a rule). */
 export type BarValues = Omit<StoredCandle, 'timeMs'>;
 
+/** One provider's close of a bar. */
+export interface ProviderClose {
+  provider: string;
+  close: number;
+}
+
+/** The closes a `divergent` finding compared: the stored bar's and each provider's that disagrees with it. */
+export interface DivergentCloses {
+  /** The stored bar's close and the provider that gave it. */
+  stored: ProviderClose;
+  /** Each provider whose close lies beyond the divergence bound, in the order they were asked. */
+  others: ProviderClose[];
+}
+
 /** One finding on one bar of one answer. */
 export interface QualityIssue {
   /** The bar's start, epoch ms. */
@@ -55,6 +69,20 @@ export interface QualityIssue {
   flag?: QualityFlag;
   /** Providers involved: the one that gave the bar first, then any other consulted. */
   providers: string[];
+  /** For a `divergent` finding: both sides' closes, each with its provider. */
+  closes?: DivergentCloses;
+}
+
+/**
+ * What a `divergent` finding says of who disagrees: the stored bar's provider first, then each other
+ * provider (once: a provider re-read by verify may disagree with its own stored bar), and both sides'
+ * closes, each with its provider.
+ */
+export function divergentCloses(storedProvider: string, storedClose: number, others: readonly ProviderClose[]): Pick<QualityIssue, 'providers' | 'closes'> {
+  return {
+    providers: [...new Set([storedProvider, ...others.map((o) => o.provider)])],
+    closes: { stored: { provider: storedProvider, close: storedClose }, others: others.map((o) => ({ provider: o.provider, close: o.close })) },
+  };
 }
 
 /** A recorded issue, as the store keeps it. */

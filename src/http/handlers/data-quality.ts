@@ -28,6 +28,7 @@ export function dataQualityHandlers(quality: Pick<DataQuality, 'list'>): { listD
           before: barBody(i.before),
           after: barBody(i.after),
           providers: i.providers,
+          ...(i.closes !== undefined ? { closes: i.closes } : {}),
           recorded_at: isoInstant(i.recordedAtMs),
         })),
       };

@@ -5,7 +5,7 @@
 import type { DataSource } from 'typeorm';
 import { AppError } from '../../domain/errors.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
-import type { BarValues, DataIssue, DataIssueStore, QualityAction, QualityFlag, QualityRule } from '../../domain/quality/data-issues.js';
+import type { BarValues, DataIssue, DataIssueStore, DivergentCloses, QualityAction, QualityFlag, QualityRule } from '../../domain/quality/data-issues.js';
 import { reasonOf } from './db-errors.js';
 
 interface Row {
@@ -19,10 +19,11 @@ interface Row {
   after_bar: string | null;
   providers: string;
   recorded_at: number | string;
+  closes: string | null;
 }
 
-const COLUMNS = 'symbol, bar_interval, t, rule, action, flag, before_bar, after_bar, providers, recorded_at';
-/** Rows per INSERT: ten parameters each, well under SQLite's 32,766 and PostgreSQL's 65,535. */
+const COLUMNS = 'symbol, bar_interval, t, rule, action, flag, before_bar, after_bar, providers, recorded_at, closes';
+/** Rows per INSERT: eleven parameters each, well under SQLite's 32,766 and PostgreSQL's 65,535. */
 const BATCH = 500;
 
 function unavailable(err: unknown): never {
@@ -44,6 +45,7 @@ function toIssue(row: Row): DataIssue {
     before: bar(row.before_bar),
     after: bar(row.after_bar),
     providers: row.providers.split(',').filter((p) => p.length > 0),
+    ...(row.closes !== null ? { closes: JSON.parse(row.closes) as DivergentCloses } : {}),
     recordedAtMs: Number(row.recorded_at),
   };
 }
@@ -69,8 +71,8 @@ export class TypeormDataIssueStore implements DataIssueStore {
       const params: unknown[] = [];
       const values = issues.slice(start, start + BATCH).map((i) => {
         const at = params.length;
-        params.push(i.symbol, i.interval, i.timeMs, i.rule, i.action, i.flag ?? null, i.before === null ? null : JSON.stringify(i.before), i.after === null ? null : JSON.stringify(i.after), i.providers.join(','), i.recordedAtMs);
-        return `(${Array.from({ length: 10 }, (_, k) => this.#param(at + k + 1)).join(', ')})`;
+        params.push(i.symbol, i.interval, i.timeMs, i.rule, i.action, i.flag ?? null, i.before === null ? null : JSON.stringify(i.before), i.after === null ? null : JSON.stringify(i.after), i.providers.join(','), i.recordedAtMs, i.closes === undefined ? null : JSON.stringify(i.closes));
+        return `(${Array.from({ length: 11 }, (_, k) => this.#param(at + k + 1)).join(', ')})`;
       });
       await this.#dataSource.query(`INSERT INTO ${this.#table} (${COLUMNS}) VALUES ${values.join(', ')}`, params).catch(unavailable);
     }

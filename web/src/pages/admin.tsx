@@ -389,6 +389,12 @@ function closeOf(bar: { close: number } | null | undefined): string {
   return bar ? formatNumber(bar.close) : '\u2014';
 }
 
+/** Who gave the bar and who else was consulted; for a divergence, each provider with its close. */
+function providersOf(issue: components['schemas']['DataIssue']): string {
+  if (issue.closes === undefined) return issue.providers.join(', ');
+  return [issue.closes.stored, ...issue.closes.others].map((c) => `${c.provider} ${formatNumber(c.close)}`).join(', ');
+}
+
 function DataIssuesPanel() {
   const issues = useApi((signal) => call(api.GET('/api/admin/data-issues', { params: { query: { limit: 100 } }, signal })), []);
   return (
@@ -404,7 +410,7 @@ function DataIssuesPanel() {
           <p>No data issues recorded.</p>
         ) : (
           <table>
-            <caption class="sr-only">Data issues: symbol, bar, rule, what was done, close before and after, providers</caption>
+            <caption class="sr-only">Data issues: symbol, bar, rule, what was done, close before and after, providers (with their closes for a divergence)</caption>
             <thead>
               <tr>
                 <th scope="col">Symbol</th>
@@ -427,7 +433,7 @@ function DataIssuesPanel() {
                   <td>{issue.action}</td>
                   <td class="num">{closeOf(issue.before)}</td>
                   <td class="num">{closeOf(issue.after)}</td>
-                  <td>{issue.providers.join(', ')}</td>
+                  <td>{providersOf(issue)}</td>
                 </tr>
               ))}
             </tbody>
