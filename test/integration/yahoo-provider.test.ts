@@ -63,10 +63,11 @@ const round2 = (n: number) => Math.round(n * 100) / 100;
 const roundTo = (n: unknown, decimals: unknown) => Math.round(Number(n) * 10 ** Number(decimals)) / 10 ** Number(decimals);
 
 /** Settles `promise` and reports how long it took, so a test can bound the latency of a failure. */
-async function timed<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown; elapsedMs: number }> {
+/** Runs `call` and times it from before it starts (a timeout's timer starts inside the call). */
+async function timed<T>(call: () => Promise<T>): Promise<{ value?: T; error?: unknown; elapsedMs: number }> {
   const start = performance.now();
   try {
-    const value = await promise;
+    const value = await call();
     return { value, elapsedMs: performance.now() - start };
   } catch (error) {
     return { error, elapsedMs: performance.now() - start };
@@ -206,7 +207,7 @@ describe('YahooMarketDataProvider.getQuote against replayed recorded responses',
   it.each(failures)('when the upstream is in %s mode, then it throws DataSourceError naming the cause within the timeout', async (mode, cause) => {
     await upstream.setMode(mode);
 
-    const { error, elapsedMs } = await timed(yahoo({ timeoutMs: TIMEOUT_MS }).getQuote('^IXIC'));
+    const { error, elapsedMs } = await timed(() => yahoo({ timeoutMs: TIMEOUT_MS }).getQuote('^IXIC'));
 
     expect(error).toBeInstanceOf(DataSourceError);
     expect((error as Error).message).toMatch(cause);
@@ -436,7 +437,7 @@ describe('ResilientMarketDataProvider around the Yahoo provider', () => {
     expect(provider.state).toBe('closed');
     expect(provider.health()).toMatchObject({ healthy: true, last_error: null });
     const before = upstream.requests;
-    const { value, elapsedMs } = await timed(provider.getQuote('^IXIC'));
+    const { value, elapsedMs } = await timed(() => provider.getQuote('^IXIC'));
     expect(value?.symbol).toBe('^IXIC');
     expect(upstream.requests).toBe(before + 1);
     expect(elapsedMs).toBeLessThan(1000);
@@ -466,7 +467,7 @@ describe('ResilientMarketDataProvider around the Yahoo provider', () => {
       () => provider.search('AAPL', 5),
     ];
     for (const call of calls) {
-      const { error, elapsedMs } = await timed(call());
+      const { error, elapsedMs } = await timed(call);
       expect(error).toBeInstanceOf(CircuitOpenError);
       expect(error).toBeInstanceOf(DataSourceError);
       expect(elapsedMs).toBeLessThan(100);
@@ -523,7 +524,7 @@ describe('ResilientMarketDataProvider around the Yahoo provider', () => {
     const { provider } = resilient(60_000, TIMEOUT_MS);
     await upstream.setMode('hang');
     for (let i = 0; i < 3; i++) {
-      const { error, elapsedMs } = await timed(provider.getQuote('^IXIC'));
+      const { error, elapsedMs } = await timed(() => provider.getQuote('^IXIC'));
       expect((error as Error).message).toMatch(/timed out/);
       expect(elapsedMs).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
     }
