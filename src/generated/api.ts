@@ -392,6 +392,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/history/{symbol}/csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get historical candles of one symbol as CSV
+         * @description The candles of `GET /api/history/{symbol}` with `format=csv`, as an operation of its own so that generated clients type its answer as text.
+         */
+        get: operations["getHistoryCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/history/{symbol}/arrow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get historical candles of one symbol as an Arrow stream
+         * @description The candles of `GET /api/history/{symbol}` with `format=arrow`, as an operation of its own so that generated clients type its answer as binary.
+         */
+        get: operations["getHistoryArrow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/indicators/{symbol}": {
         parameters: {
             query?: never;
@@ -576,6 +616,17 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description A header row `time,open,high,low,close,adj_close,volume` (then a column per study output, when studies were asked for), then one row per candle in ascending time, the same values as the JSON candles (`time` ISO 8601 UTC; an empty field where JSON has null). Rows end with CRLF (RFC 4180).
+         * @example time,open,high,low,close,adj_close,volume
+         *     2026-11-20T14:30:00.000Z,227.1,229.5,226.4,228.9,228.9,51234000
+         */
+        HistoryCsv: string;
+        /**
+         * Format: binary
+         * @description An Apache Arrow IPC stream of one table with the columns `time` (timestamp, milliseconds, UTC), `open`, `high`, `low`, `close`, `adj_close` (float64) and `volume` (int64), nulls where JSON has null; pyarrow's `ipc.open_stream` and `pandas` read it.
+         */
+        HistoryArrow: string;
         /** @description The one error envelope of every failure. */
         Error: {
             /**
@@ -2336,8 +2387,10 @@ export interface components {
     parameters: {
         /** @description Comma-separated studies, each `name` or `name:param:param` (at most 10; periods 1 to 500; a parameter left out takes its default). `sma:N` (20), `ema:N` (20), `wma:N` (20), `rsi:N` (14), `macd:fast:slow:signal` (12, 26, 9; outputs macd, signal, histogram), `bbands:N:K` (20, 2; K population standard deviations 0.1 to 10; outputs upper, middle, lower), `stoch:k:smooth:d` (14, 3, 3; outputs k, d), `atr:N` (14), `adx:N` (14; outputs adx, plus_di, minus_di), `obv`, `vwap` (intraday intervals only, restarted at each session's open), `roc:N` (10), `willr:N` (14), `cci:N` (20). TA-Lib's conventions: EMAs seeded with the SMA of their first N values, Wilder's smoothing for RSI, ATR and ADX. An unknown study, a bad parameter or more than 10 studies is a 422 naming the study. */
         Studies: string;
-        /** @description With `format=csv` or `arrow`: studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
+        /** @description In CSV or Arrow (`format`, or `getHistoryCsv`/`getHistoryArrow`): studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
         OptionalStudies: string;
+        /** @description The basis of open, high, low and close. `splits` (default) adjusts for splits as Yahoo and Polygon do; `none` gives the prices as traded; `all` also takes dividends out (scaled by adj_close / close). */
+        HistoryAdjust: "none" | "splits" | "all";
         /** @description The bar size, as for history (default 1d). */
         WindowInterval: components["schemas"]["HistoryInterval"];
         /** @description A period ending now, as for history; the default (1mo) when neither `range` nor `start` is given. */
@@ -2371,6 +2424,10 @@ export interface components {
         "RateLimit-Policy": string;
         /** @description Where this caller stands in that quota: `r` requests remaining in the window, `t` seconds until it resets. */
         RateLimit: string;
+        /** @description On an export too large to be cached whole, the parts of the window the upstream could not give, as comma-separated ISO 8601 intervals (`start/end`). */
+        "X-History-Missing": string;
+        /** @description Names `Accept` on every history answer, JSON too: the same URL answers JSON, CSV or Arrow by the `Accept` header. `Origin` comes first when CORS answered for a listed origin; `Authorization, X-API-Key` follow when the answer is private (DATA_REQUIRES_AUTH). */
+        "History-Vary": "Accept" | "Origin, Accept" | "Accept, Authorization, X-API-Key" | "Origin, Accept, Authorization, X-API-Key";
     };
     pathItems: never;
 }
@@ -3012,10 +3069,10 @@ export interface operations {
                 /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
                 end?: components["schemas"]["DateOrDateTime"];
                 /** @description The basis of open, high, low and close. `splits` (default) adjusts for splits as Yahoo and Polygon do; `none` gives the prices as traded; `all` also takes dividends out (scaled by adj_close / close). */
-                adjust?: "none" | "splits" | "all";
-                /** @description The answer's format; `csv` and `arrow` (an Apache Arrow IPC stream) carry the same candles, and up to 200,000 of them where JSON carries 5,000. Without it, `Accept` chooses (`text/csv`, `application/vnd.apache.arrow.stream`), JSON otherwise. */
+                adjust?: components["parameters"]["HistoryAdjust"];
+                /** @description The answer's format; `csv` and `arrow` (an Apache Arrow IPC stream) carry the same candles, and up to 200,000 of them where JSON carries 5,000. Without it, `Accept` chooses (`text/csv`, `application/vnd.apache.arrow.stream`), JSON otherwise. Generated clients: call `getHistoryCsv` and `getHistoryArrow` for the exports, typed as text and binary (a generator that types one media type per answer types this operation's answer as JSON). */
                 format?: "json" | "csv" | "arrow";
-                /** @description With `format=csv` or `arrow`: studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
+                /** @description In CSV or Arrow (`format`, or `getHistoryCsv`/`getHistoryArrow`): studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
                 studies?: components["parameters"]["OptionalStudies"];
             };
             header?: {
@@ -3038,16 +3095,120 @@ export interface operations {
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    /** @description On an export too large to be cached whole, the parts of the window the upstream could not give, as comma-separated ISO 8601 intervals (`start/end`). */
-                    "X-History-Missing"?: string;
-                    /** @description Names `Accept` on every answer, JSON too: the same URL answers JSON, CSV or Arrow by the `Accept` header. `Origin` comes first when CORS answered for a listed origin; `Authorization, X-API-Key` follow when the answer is private (DATA_REQUIRES_AUTH). */
-                    Vary?: "Accept" | "Origin, Accept" | "Accept, Authorization, X-API-Key" | "Origin, Accept, Authorization, X-API-Key";
+                    "X-History-Missing": components["headers"]["X-History-Missing"];
+                    Vary: components["headers"]["History-Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryResponse"];
-                    "text/csv": string;
-                    "application/vnd.apache.arrow.stream": string;
+                    "text/csv": components["schemas"]["HistoryCsv"];
+                    "application/vnd.apache.arrow.stream": components["schemas"]["HistoryArrow"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["UnknownSymbol"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getHistoryCsv: {
+        parameters: {
+            query?: {
+                /** @description The bar size, as for history (default 1d). */
+                interval?: components["parameters"]["WindowInterval"];
+                /** @description A period ending now, as for history; the default (1mo) when neither `range` nor `start` is given. */
+                range?: components["parameters"]["WindowRange"];
+                /** @description The window's start, an ISO 8601 date (midnight UTC) or date-time. Not together with `range`. */
+                start?: components["parameters"]["WindowStart"];
+                /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
+                end?: components["parameters"]["WindowEnd"];
+                /** @description The basis of open, high, low and close. `splits` (default) adjusts for splits as Yahoo and Polygon do; `none` gives the prices as traded; `all` also takes dividends out (scaled by adj_close / close). */
+                adjust?: components["parameters"]["HistoryAdjust"];
+                /** @description In CSV or Arrow (`format`, or `getHistoryCsv`/`getHistoryArrow`): studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
+                studies?: components["parameters"]["OptionalStudies"];
+            };
+            header?: {
+                /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description A Yahoo-style symbol (`AAPL`, `^GSPC`, `000001.SS`, `BTC-USD`, `EURUSD=X`), case-insensitive. */
+                symbol: components["parameters"]["Symbol"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The candles as CSV. */
+            200: {
+                headers: {
+                    "X-Cache": components["headers"]["X-Cache"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-History-Missing": components["headers"]["X-History-Missing"];
+                    Vary: components["headers"]["History-Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": components["schemas"]["HistoryCsv"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["UnknownSymbol"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getHistoryArrow: {
+        parameters: {
+            query?: {
+                /** @description The bar size, as for history (default 1d). */
+                interval?: components["parameters"]["WindowInterval"];
+                /** @description A period ending now, as for history; the default (1mo) when neither `range` nor `start` is given. */
+                range?: components["parameters"]["WindowRange"];
+                /** @description The window's start, an ISO 8601 date (midnight UTC) or date-time. Not together with `range`. */
+                start?: components["parameters"]["WindowStart"];
+                /** @description The window's end (exclusive), an ISO 8601 date or date-time; default now. Needs `start`. */
+                end?: components["parameters"]["WindowEnd"];
+                /** @description The basis of open, high, low and close. `splits` (default) adjusts for splits as Yahoo and Polygon do; `none` gives the prices as traded; `all` also takes dividends out (scaled by adj_close / close). */
+                adjust?: components["parameters"]["HistoryAdjust"];
+                /** @description In CSV or Arrow (`format`, or `getHistoryCsv`/`getHistoryArrow`): studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
+                studies?: components["parameters"]["OptionalStudies"];
+            };
+            header?: {
+                /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description A Yahoo-style symbol (`AAPL`, `^GSPC`, `000001.SS`, `BTC-USD`, `EURUSD=X`), case-insensitive. */
+                symbol: components["parameters"]["Symbol"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The candles as an Apache Arrow IPC stream. */
+            200: {
+                headers: {
+                    "X-Cache": components["headers"]["X-Cache"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-History-Missing": components["headers"]["X-History-Missing"];
+                    Vary: components["headers"]["History-Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.apache.arrow.stream": components["schemas"]["HistoryArrow"];
                 };
             };
             304: components["responses"]["NotModified"];

@@ -4,7 +4,11 @@
  * - `credentialCheck` (run by the caller step, before anything else): every credential a request
  *   sends, of any scheme the contract declares, is checked, whatever the operation. One bad credential
  *   refuses the request (401) even beside a good one: sending a token means wanting it checked, and a
- *   bad one must not pass as anonymous or hide behind a good key.
+ *   bad one must not pass as anonymous or hide behind a good key. One exception: the same value as
+ *   `Authorization: Bearer <v>` and as the API-key header is one credential sent twice (a client
+ *   generated from the contract sends its one secret as every scheme an operation lists, hey-api's
+ *   with `auth: () => v`), checked once, as what its shape says it is: a JWT's three parts, a token;
+ *   anything else, a key. So the pair never names more than `v` alone, in its own header, would.
  * - `contractSecurity` (run once the operation is known, before its input is validated): the
  *   operation's requirements (OpenAPI: any one requirement may pass; within one, every scheme must)
  *   against the credentials the caller step found. No credential the operation takes: anonymous when
@@ -109,6 +113,21 @@ export type CredentialsDone = (err: unknown, passed: readonly Credential[]) => v
 
 const NONE: readonly Credential[] = Object.freeze([]);
 
+/** A JWT in compact form: three base64url parts (the last, the signature, empty only for `alg: none`, which is refused). */
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+/**
+ * When `req` sends one value twice, as `Authorization: Bearer <v>` and as the API-key header, the one
+ * scheme to check it as (see the module comment); otherwise undefined. Exactly the same value, so two
+ * different secrets are still two credentials, each checked.
+ */
+function sentTwice(req: IncomingMessage, bearer: Scheme, apiKey: Scheme): Scheme | undefined {
+  const key = req.headers[apiKey.header];
+  const authorization = readBearer(req.headers.authorization);
+  if (typeof key !== 'string' || authorization.kind !== 'token' || authorization.token !== key) return undefined;
+  return JWT_SHAPE.test(key) ? bearer : apiKey;
+}
+
 /**
  * Checks every credential `req` sends, of every scheme of the contract, in the contract's order; ends
  * with the ones that passed, or with the most telling refusal when any failed. A check that needs no
@@ -116,6 +135,8 @@ const NONE: readonly Credential[] = Object.freeze([]);
  */
 export function credentialCheck(document: Record<string, unknown>, authenticator: Authenticator): (req: IncomingMessage, done: CredentialsDone) => void {
   const schemes = [...schemesOf(document, authenticator).values()];
+  const bearer = schemes.find((scheme) => scheme.kind === 'bearer');
+  const apiKey = schemes.find((scheme) => scheme.kind === 'apiKey');
   return (req, done) => {
     // Most requests send one credential or none: no arrays for them.
     let sent: Scheme | undefined;
@@ -128,6 +149,13 @@ export function credentialCheck(document: Record<string, unknown>, authenticator
     if (sent === undefined) {
       done(null, NONE);
       return;
+    }
+    if (more?.length === 2 && bearer !== undefined && apiKey !== undefined) {
+      const once = sentTwice(req, bearer, apiKey);
+      if (once !== undefined) {
+        sent = once;
+        more = undefined;
+      }
     }
     if (more === undefined) {
       const one = sent;

@@ -119,6 +119,37 @@ describe('contract security on requests', () => {
     expect(forbidden.err).toBeInstanceOf(ForbiddenError);
   });
 
+  it('when one value is sent as both the bearer token and the API key, then it is one credential, checked once as what its shape says', async () => {
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1In0.c2ln';
+    const admins = '[{bearerAuth: [admin]}, {apiKeyAuth: [admin]}]';
+    const token = await decide(admins, { authorization: `Bearer ${jwt}`, 'x-api-key': jwt }, { bearer: user(true), key: new InvalidCredentialsError('Invalid API key') });
+    const apiKey = await decide(admins, { authorization: 'Bearer mds_k', 'x-api-key': 'mds_k' }, { bearer: new InvalidCredentialsError('Invalid token'), key });
+    const badToken = await decide(admins, { authorization: `Bearer ${jwt}`, 'x-api-key': jwt }, { bearer: new InvalidCredentialsError('Invalid token'), key });
+    const notAdmin = await decide(admins, { authorization: `Bearer ${jwt}`, 'x-api-key': jwt }, { bearer: user(false), key });
+    const keyWhereTokensOnly = await decide('[{bearerAuth: []}]', { authorization: 'Bearer mds_k', 'x-api-key': 'mds_k' }, { key });
+
+    expect(token).toEqual({ err: undefined, principal: user(true), calls: ['bearer'] });
+    expect(apiKey).toEqual({ err: undefined, principal: key, calls: ['key'] });
+    // Never more than the value alone: a bad token is not tried as a key, a user's token stays the user's.
+    expect(badToken.calls).toEqual(['bearer']);
+    expect((badToken.err as Error).message).toBe('Invalid token');
+    expect(notAdmin.err).toBeInstanceOf(ForbiddenError);
+    expect(notAdmin.calls).toEqual(['bearer']);
+    expect(keyWhereTokensOnly.err).toBeInstanceOf(NotAuthenticatedError);
+    expect((keyWhereTokensOnly.err as Error).message).toContain('this operation takes a bearer token, not an API key');
+  });
+
+  it('when the bearer token and the API key differ, even by a character, then both are checked and a bad one refuses', async () => {
+    const admins = '[{bearerAuth: [admin]}, {apiKeyAuth: [admin]}]';
+    const differ = await decide(admins, { authorization: 'Bearer mds_k', 'x-api-key': 'mds_K' }, { bearer: new InvalidCredentialsError('Invalid token'), key });
+    const malformed = await decide(admins, { authorization: 'Bearer mds_k x', 'x-api-key': 'mds_k x' }, { bearer: new InvalidCredentialsError(AUTH_MESSAGES.badAuthorizationHeader), key });
+
+    expect(differ.calls).toEqual(['bearer', 'key']);
+    expect((differ.err as Error).message).toBe('Invalid token');
+    expect(malformed.calls).toEqual(['bearer', 'key']);
+    expect((malformed.err as Error).message).toBe(AUTH_MESSAGES.badAuthorizationHeader);
+  });
+
   it('when anonymous callers are welcome and a credential is sent, then it is checked and a bad one is refused', async () => {
     const none = await decide('[{}, {bearerAuth: []}]', {}, {});
     const bad = await decide('[{}, {bearerAuth: []}]', { authorization: 'Bearer t' }, { bearer: new InvalidCredentialsError('Invalid token') });

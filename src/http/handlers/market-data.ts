@@ -104,9 +104,40 @@ export function marketDataHandlers(
   getQuotes: Handler<'getQuotes'>;
   getQuote: Handler<'getQuote'>;
   getHistory: Handler<'getHistory'>;
+  getHistoryCsv: Handler<'getHistoryCsv'>;
+  getHistoryArrow: Handler<'getHistoryArrow'>;
   searchSymbols: Handler<'searchSymbols'>;
   getMarkets: Handler<'getMarkets'>;
 } {
+  /** History in `format` (getHistory's, or fixed by getHistoryCsv and getHistoryArrow, which take no `format`). */
+  async function answerHistory(req: Request<{ symbol: string }>, res: Response, format: HistoryFormat): Promise<void> {
+    const { format: _asked, studies, ...query } = req.query as unknown as Omit<HistoryParams, 'symbol'> & { format?: HistoryFormat; studies?: string };
+    const params = { ...query, symbol: req.params.symbol };
+    if (format === 'json') {
+      // Studies are columns of the exports; in JSON they are GET /api/indicators.
+      send(req, res, await market.getHistory(params), remember);
+      return;
+    }
+    let rep: CachedRepresentation;
+    try {
+      rep = await market.getHistory(params);
+    } catch (err) {
+      // Too many candles for one JSON answer is what an export is for.
+      if (err instanceof TooManyCandlesError) {
+        if (studies !== undefined) {
+          throw new InvalidRequestError([{ path: 'query.studies', message: `studies are added to exports of at most 5000 candles: choose a larger interval or a shorter window` }]);
+        }
+        return streamExport(res, market, exporter, params, format);
+      }
+      throw err;
+    }
+    if (studies === undefined || indicators === undefined) {
+      await sendExport(req, res, exporter, rep, format);
+      return;
+    }
+    await sendExport(req, res, exporter, rep, format, await indicators.columns({ ...params, studies }));
+  }
+
   return {
     async getIndices(req, res) {
       send(req, res, await market.getIndices(), remember);
@@ -118,33 +149,14 @@ export function marketDataHandlers(
     async getQuote(req, res) {
       send(req, res, await market.getQuote(req.params.symbol), remember);
     },
-    async getHistory(req, res) {
-      const { format: asked, studies, ...query } = req.query as unknown as Omit<HistoryParams, 'symbol'> & { format?: HistoryFormat; studies?: string };
-      const params = { ...query, symbol: req.params.symbol };
-      const format = historyFormat(req, asked);
-      if (format === 'json') {
-        // Studies are columns of the exports; in JSON they are GET /api/indicators.
-        send(req, res, await market.getHistory(params), remember);
-        return;
-      }
-      let rep: CachedRepresentation;
-      try {
-        rep = await market.getHistory(params);
-      } catch (err) {
-        // Too many candles for one JSON answer is what an export is for.
-        if (err instanceof TooManyCandlesError) {
-          if (studies !== undefined) {
-            throw new InvalidRequestError([{ path: 'query.studies', message: `studies are added to exports of at most 5000 candles: choose a larger interval or a shorter window` }]);
-          }
-          return streamExport(res, market, exporter, params, format);
-        }
-        throw err;
-      }
-      if (studies === undefined || indicators === undefined) {
-        await sendExport(req, res, exporter, rep, format);
-        return;
-      }
-      await sendExport(req, res, exporter, rep, format, await indicators.columns({ ...params, studies }));
+    getHistory(req, res) {
+      return answerHistory(req, res, historyFormat(req, (req.query as { format?: HistoryFormat }).format));
+    },
+    getHistoryCsv(req, res) {
+      return answerHistory(req, res, 'csv');
+    },
+    getHistoryArrow(req, res) {
+      return answerHistory(req, res, 'arrow');
     },
     async searchSymbols(req, res) {
       const { q, limit } = req.query as unknown as { q: string; limit?: number };

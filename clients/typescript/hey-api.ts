@@ -1,0 +1,85 @@
+/**
+ * A client generated from openapi.yaml with @hey-api/openapi-ts and its fetch client, as a user would
+ * make it:
+ *
+ *   npx @hey-api/openapi-ts -i openapi.yaml -o client -c @hey-api/client-fetch
+ *
+ * and given one secret with a plain `auth: () => secret`. Its SDK sends that secret as every scheme an
+ * operation lists (`Authorization: Bearer` and `X-API-Key`); the service takes the one value once
+ * (docs/security.md). Every call is checked against the generated types by tsc and each answer at run
+ * time. Run beside `client/` with MDS_URL, MDS_USERNAME, MDS_PASSWORD and MDS_API_KEY set; prints the
+ * answers as one JSON line. test/e2e/generated-clients.test.ts runs it against the real service.
+ */
+import { createClient, createConfig } from './client/client/index.js';
+import { getAdminStatus, getHistory, getHistoryArrow, getHistoryCsv, getQuote, listUsers, login } from './client/sdk.gen.js';
+import type { AdminStatus, HistoryCsv, HistoryResponse, LoginResult, QuoteResponse, User } from './client/types.gen.js';
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (value === undefined || value === '') throw new Error(`${name} is not set`);
+  return value;
+}
+
+function check(what: string, ok: boolean): void {
+  if (!ok) throw new Error(`${what}: the answer does not have its generated type's shape`);
+}
+
+/** The body of a 2xx answer, or a thrown error naming the status and the envelope. */
+function ok<T>(what: string, result: { data?: T; error?: unknown; response?: Response }): T {
+  if (result.data !== undefined) return result.data;
+  throw new Error(`${what}: HTTP ${result.response?.status ?? '?'} ${JSON.stringify(result.error ?? null)}`);
+}
+
+const baseUrl = env('MDS_URL');
+/** The credential headers each authenticated request carried, to show what the SDK sends. */
+const sent: string[][] = [];
+
+/** A client given one secret, as hey-api's documentation shows: `auth` answers it for every scheme. */
+function clientWith(secret: string) {
+  const client = createClient(createConfig({ baseUrl, auth: () => secret }));
+  client.interceptors.request.use((request) => {
+    sent.push(['authorization', 'x-api-key'].filter((name) => request.headers.has(name)));
+    return request;
+  });
+  return client;
+}
+
+const anonymous = createClient(createConfig({ baseUrl }));
+
+const quote: QuoteResponse = ok('quote', await getQuote({ client: anonymous, path: { symbol: 'AAPL' } }));
+check('quote', quote.success && typeof quote.data.symbol === 'string' && typeof quote.data.price === 'number');
+
+const history: HistoryResponse = ok('history', await getHistory({ client: anonymous, path: { symbol: 'AAPL' }, query: { interval: '1d', range: '1mo' } }));
+check('history', history.success && Array.isArray(history.data.candles) && history.data.candles.every((c) => typeof c.time === 'string' && typeof c.close === 'number'));
+
+// getHistoryCsv answers only text/csv, so its generated type is the contract's string.
+const csv: HistoryCsv = ok('history csv', await getHistoryCsv({ client: anonymous, path: { symbol: 'AAPL' }, query: { interval: '1d', range: '1mo' } }));
+check('history csv', typeof csv === 'string' && csv.startsWith('time,open,high,low,close,adj_close,volume\r\n'));
+
+// getHistoryArrow answers only the Arrow stream, binary: a Blob.
+const arrow: Blob | File = ok('history arrow', await getHistoryArrow({ client: anonymous, path: { symbol: 'AAPL' }, query: { interval: '1d', range: '1mo' } }));
+check('history arrow', arrow instanceof Blob && arrow.size > 0);
+const arrowBytes = new Uint8Array(await arrow.arrayBuffer());
+
+const session: LoginResult = ok('login', await login({ client: anonymous, body: { username: env('MDS_USERNAME'), password: env('MDS_PASSWORD') } }));
+check('login', session.ok && typeof session.access_token === 'string' && session.token_type === 'bearer');
+
+const status: AdminStatus = ok('admin status (token)', await getAdminStatus({ client: clientWith(session.access_token) }));
+check('admin status', typeof status.version === 'string' && typeof status.users.count === 'number');
+
+const users: Array<User> = ok('list users (API key)', await listUsers({ client: clientWith(env('MDS_API_KEY')) }));
+check('users', Array.isArray(users) && users.every((u) => typeof u.username === 'string' && typeof u.is_admin === 'boolean'));
+
+console.log(
+  JSON.stringify({
+    quote,
+    history,
+    csv,
+    // The Arrow stream's first bytes: an IPC stream opens with a continuation marker (0xFFFFFFFF).
+    arrowHead: [...arrowBytes.subarray(0, 4)],
+    login: { ...session, access_token: 'redacted.redacted.redacted' },
+    status,
+    users,
+    sent,
+  }),
+);
