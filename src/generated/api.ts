@@ -400,7 +400,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get historical candles of one symbol as CSV
+         * Export historical candles of one symbol as CSV
          * @description The candles of `GET /api/history/{symbol}` with `format=csv`, as an operation of its own so that generated clients type its answer as text.
          */
         get: operations["getHistoryCsv"];
@@ -420,7 +420,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get historical candles of one symbol as an Arrow stream
+         * Export historical candles of one symbol as an Arrow stream
          * @description The candles of `GET /api/history/{symbol}` with `format=arrow`, as an operation of its own so that generated clients type its answer as binary.
          */
         get: operations["getHistoryArrow"];
