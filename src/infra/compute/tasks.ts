@@ -13,6 +13,7 @@ export interface EncodedJson {
   etag: string;
 }
 
+/** Not `Buffer.from`: a small Buffer shares the pool's ArrayBuffer, which must not move; these bytes have their own. */
 const UTF8 = new TextEncoder();
 
 /** `json` encoded and hashed where it was written. */
