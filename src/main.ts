@@ -193,7 +193,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   prometheus?.watch({ cacheMode: () => cache.status().mode });
   const metrics = prometheus ?? NO_METRICS;
 
-  const db = await openUserStore(config.database.url, { runMigrations: true });
+  const db = await openUserStore(config.database.url, { runMigrations: true, readerNiceIncrement: config.workerPool.niceIncrement });
   shutdown.add('database', () => db.close());
   logger.info({ database: db.description }, 'database ready');
 

@@ -9,6 +9,7 @@
  * crypto and currencies trade around the clock, anything else about a third of the calendar for
  * intraday bars and five days of seven for daily ones), never by reading the store.
  */
+import { SHORTEST_BAR_MS } from './bar-intervals.js';
 import { parseStudies, warmupOf } from './indicators/catalogue.js';
 import { marketOfSymbol } from './provider-symbols.js';
 import { RANGE_DAYS } from './history-ranges.js';
@@ -25,19 +26,7 @@ export const BARS_PER_POINT = 5000;
 /** Study-bars one point pays for (`studies` rule): each study over the window and its own warm-up. */
 export const STUDY_BARS_PER_POINT = 8000;
 
-const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
-
-const INTERVAL_MS: Readonly<Record<HistoryInterval, number>> = {
-  '1m': MINUTE_MS,
-  '5m': 5 * MINUTE_MS,
-  '15m': 15 * MINUTE_MS,
-  '30m': 30 * MINUTE_MS,
-  '1h': 60 * MINUTE_MS,
-  '1d': DAY_MS,
-  '1wk': 7 * DAY_MS,
-  '1mo': 28 * DAY_MS,
-};
 
 /** The input an action's price is read from: query parameters and path parameters, as strings. */
 export type PriceInput = Readonly<Record<string, unknown>>;
@@ -56,7 +45,7 @@ function symbolCount(input: PriceInput): number {
 function tradingShare(symbol: string | undefined, interval: HistoryInterval): number {
   const market = symbol === undefined ? 'US' : marketOfSymbol(symbol);
   if (market === 'CRYPTO' || market === 'FX') return 1;
-  return INTERVAL_MS[interval] >= DAY_MS ? 5 / 7 : 1 / 3;
+  return SHORTEST_BAR_MS[interval] >= DAY_MS ? 5 / 7 : 1 / 3;
 }
 
 /** The window's length in ms, from `range` or `start`/`end` (dates or instants); a year when it cannot tell. */
@@ -80,7 +69,7 @@ function windowMs(input: PriceInput, nowMs: number): number {
 /** The most bars a history window of `input` may hold (see the module comment). */
 export function estimatedBars(input: PriceInput, nowMs: number): number {
   const interval = (text(input.interval) ?? '1d') as HistoryInterval;
-  const step = INTERVAL_MS[interval] ?? DAY_MS;
+  const step = SHORTEST_BAR_MS[interval] ?? DAY_MS;
   const symbol = text(input.symbol);
   return Math.ceil((windowMs(input, nowMs) / step) * tradingShare(symbol, interval)) + 1;
 }

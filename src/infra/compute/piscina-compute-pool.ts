@@ -14,9 +14,7 @@
  * its place before reading: when the pool is full it is refused before that read, not after it. A
  * reserved place counts as waiting; the task that uses it waits for a thread and is never refused.
  */
-import { createRequire } from 'node:module';
-import { dirname, extname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import { columnBuffers, columnsLength } from '../../domain/candle-columns.js';
 import { ServiceBusyError } from '../../domain/errors.js';
@@ -31,6 +29,7 @@ import type {
   IndicatorTask,
   PageExportTask,
 } from '../../domain/ports/compute.js';
+import { workerModule } from '../worker-module.js';
 import { exportPart } from './export-files.js';
 import { runTask, type EncodedJson, type TaskMessage, type TaskName, type TaskOutput } from './tasks.js';
 
@@ -83,25 +82,6 @@ function shuttingDown(): ServiceBusyError {
 interface Waiter {
   admit: () => void;
   refuse: (err: unknown) => void;
-}
-
-/** The worker module beside this one, and how a thread loads it. */
-function workerModule(): { filename: string; execArgv?: string[] } {
-  const here = fileURLToPath(import.meta.url);
-  const ext = extname(here);
-  const filename = join(dirname(here), `compute-worker${ext}`);
-  if (ext !== '.ts') return { filename };
-  // Run from the TypeScript sources (vitest, bin/dev.js): Node 20 cannot load a .ts module in a worker
-  // by itself, so the worker gets tsx's loader (a dev dependency) and runs the same sources as the
-  // process that started it. Pointing it at the dist/ build instead would let a test compare today's
-  // sources with whatever `npm run build` last compiled.
-  let loader: string;
-  try {
-    loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  } catch {
-    throw new Error(`The compute pool runs from the TypeScript sources (${filename}), which its worker threads load through tsx: install the dev dependencies (npm ci), or run the build (npm run build; node bin/run.js)`);
-  }
-  return { filename, execArgv: ['--import', loader] };
 }
 
 export class PiscinaComputePool implements ComputePool {
@@ -272,7 +252,7 @@ export class PiscinaComputePool implements ComputePool {
 
   #piscina(): Piscina {
     if (this.#pool === undefined) {
-      const { filename, execArgv } = workerModule();
+      const { filename, execArgv } = workerModule(import.meta.url, 'compute-worker');
       this.#pool = new Piscina({
         filename: pathToFileURL(filename).href,
         ...(execArgv !== undefined ? { execArgv } : {}),

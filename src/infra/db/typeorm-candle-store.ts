@@ -13,45 +13,33 @@ import { concatColumns } from '../../domain/candle-columns.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
 import { mergeSpans } from '../../domain/time-spans.js';
 import { storeOperations } from './serial-queue.js';
+import { SqliteReader } from './sqlite-reader.js';
+import { barsAtMost } from '../../domain/bar-intervals.js';
 import { retryingWhileBusy } from './sqlite-busy.js';
-import { emptyCandleColumns } from '../../domain/candle-columns.js';
+import { CANDLE_ROW_COLUMNS, rowsToColumns, SQLITE_SELECT_CANDLES, type ArrayRow } from './candle-rows.js';
 
 /**
- * Rows of one SQLite read between two turns of the event loop: about 5 ms of reading here (a window
- * of 33,000 one-minute bars, read at once, held the event loop for 60 to 140 ms).
+ * Rows of one SQLite read on the event loop between two of its turns (a window of 33,000 one-minute
+ * bars, read at once, held it for 60 to 140 ms). Larger windows go to the reader thread; this
+ * chunking is for the reads it cannot take (an in-memory database, a thread that failed).
  */
 const SQLITE_READ_CHUNK_ROWS = 2000;
+
+/**
+ * A SQLite read of a window that may hold more bars than this goes to the reader thread
+ * (`sqlite-reader.ts`); a smaller one is read here, where the thread's hop (a message each way, the
+ * columns moved back) would cost more than the read.
+ */
+const READER_ABOVE_BARS = SQLITE_READ_CHUNK_ROWS;
 
 /** Rows per PostgreSQL statement: large enough to amortize a round trip, small enough to keep memory flat. */
 const PG_BATCH_ROWS = 5000;
 
-/**
- * A candle's columns (t, open, high, low, close, adj_close, volume) as an array, as better-sqlite3's
- * raw mode and pg's array row mode return them (pg gives a bigint `t` as a string).
- */
-type ArrayRow = [t: number | string, open: number, high: number, low: number, close: number, adjClose: number | null, volume: number | null];
 /** `ArrayRow` as pg's typings want it: a row is any array. */
 type PgRow = ArrayRow & unknown[];
 
 function arrayToCandle(row: ArrayRow): StoredCandle {
   return { timeMs: Number(row[0]), open: row[1], high: row[2], low: row[3], close: row[4], adjClose: row[5], volume: row[6] };
-}
-
-/** Rows as columns (a null adjusted close or volume as NaN), with no object per row. */
-function rowsToColumns(rows: readonly ArrayRow[]): CandleColumns {
-  const n = rows.length;
-  const columns = emptyCandleColumns(n);
-  for (let i = 0; i < n; i++) {
-    const row = rows[i]!;
-    columns.timeMs[i] = Number(row[0]);
-    columns.open[i] = row[1];
-    columns.high[i] = row[2];
-    columns.low[i] = row[3];
-    columns.close[i] = row[4];
-    columns.adjClose[i] = row[5] ?? NaN;
-    columns.volume[i] = row[6] ?? NaN;
-  }
-  return columns;
 }
 
 type ActionRow = { kind: string; t: number | string; amount: number | null; numerator: number | null; denominator: number | null };
@@ -157,7 +145,7 @@ function sqliteDialect(db: Database): Dialect {
    * this process lands between two chunks.
    */
   const readChunks = async (seriesId: number, span: TimeSpan, limit: number | undefined, take: (rows: ArrayRow[]) => void): Promise<void> => {
-    const statement = prepare('SELECT t, open, high, low, close, adj_close, volume FROM candles WHERE series_id = ? AND t >= ? AND t < ? ORDER BY t LIMIT ?', true);
+    const statement = prepare(SQLITE_SELECT_CANDLES, true);
     const wanted = limit ?? Number.POSITIVE_INFINITY;
     let read = 0;
     let from = span.startMs;
@@ -254,7 +242,7 @@ function postgresDialect(dataSource: DataSource): Dialect {
   // query runner per call and names every column of every row, which doubled the p99 of a 10-year read.
   const pool = (dataSource.driver as unknown as { master: Pool }).master;
   const selectRows = async (seriesId: number, span: TimeSpan, limit: number | undefined): Promise<PgRow[]> => {
-    const sql = `SELECT t, open, high, low, close, adj_close, volume FROM ${t('candles')} WHERE series_id = $1 AND t >= $2 AND t < $3 ORDER BY t`;
+    const sql = `SELECT ${CANDLE_ROW_COLUMNS} FROM ${t('candles')} WHERE series_id = $1 AND t >= $2 AND t < $3 ORDER BY t`;
     const { rows } = await pool.query<PgRow>({
       text: limit === undefined ? sql : `${sql} LIMIT $4`,
       values: limit === undefined ? [seriesId, span.startMs, span.endMs] : [seriesId, span.startMs, span.endMs, limit],
@@ -422,13 +410,26 @@ export class TypeormCandleStore implements CandleStore {
   /** Series ids never change once made: remembered, so a read is one query. */
   readonly #ids = new Map<string, number>();
 
-  /** `dataSource` must be initialized; the store never closes it. */
-  constructor(dataSource: DataSource) {
+  /** Large SQLite reads, on a thread of their own; none for PostgreSQL (its reads wait on the network) or an in-memory database. */
+  readonly #reader: SqliteReader | undefined;
+
+  /**
+   * `dataSource` must be initialized; the store never closes it (`close` stops only the reader thread).
+   * `readerNiceIncrement`: how much lower the SQLite reader thread's CPU priority is (WORKER_POOL_NICE).
+   */
+  constructor(dataSource: DataSource, options: { readerNiceIncrement?: number } = {}) {
     this.#dialect =
       dataSource.options.type === 'postgres'
         ? postgresDialect(dataSource)
         : retryingWhileBusy(sqliteDialect((dataSource.driver as unknown as { databaseConnection: Database }).databaseConnection));
     this.#op = storeOperations(dataSource, { table: 'candles', store: 'Candle store' });
+    const file = dataSource.options.type === 'better-sqlite3' ? dataSource.options.database : undefined;
+    this.#reader = typeof file === 'string' && file !== ':memory:' && file !== '' ? new SqliteReader(file, options.readerNiceIncrement ?? 0) : undefined;
+  }
+
+  /** Stops the reader thread, if one started. */
+  close(): Promise<void> {
+    return this.#reader?.close() ?? Promise.resolve();
   }
 
   async #seriesId(symbol: string, interval: HistoryInterval, create: boolean): Promise<number | undefined> {
@@ -457,7 +458,16 @@ export class TypeormCandleStore implements CandleStore {
     });
   }
 
-  getCandleColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<CandleColumns> {
+  async getCandleColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<CandleColumns> {
+    if (this.#reader !== undefined && Math.min(limit ?? Infinity, barsAtMost(interval, span)) > READER_ABOVE_BARS) {
+      const id = await this.#op(() => this.#seriesId(symbol, interval, false));
+      if (id === undefined) return rowsToColumns([]);
+      try {
+        return await this.#reader.read(id, span, limit);
+      } catch {
+        // The thread could not answer: the event loop's connection reads it (and reports what it finds wrong).
+      }
+    }
     return this.#op(async () => {
       const id = await this.#seriesId(symbol, interval, false);
       return id === undefined ? rowsToColumns([]) : this.#dialect.selectColumns(id, span, limit);

@@ -156,7 +156,7 @@ export interface OpenedUserStore {
  * database cannot be reached or opened, `DATABASE_MIGRATION_FAILED` when a migration fails, and
  * `DATABASE_URL_INVALID` for a URL that is neither `sqlite:` nor `postgres://`.
  */
-export async function openUserStore(databaseUrl: string, options: { runMigrations: boolean } & DataSourceOptions): Promise<OpenedUserStore> {
+export async function openUserStore(databaseUrl: string, options: { runMigrations: boolean; readerNiceIncrement?: number } & DataSourceOptions): Promise<OpenedUserStore> {
   const target = parseDatabaseUrl(databaseUrl);
   const description = target.kind === 'sqlite' ? `sqlite:${target.path}` : redactDatabaseUrl(databaseUrl);
   const dataSource = createDataSource(databaseUrl, options.schema ? { schema: options.schema } : {});
@@ -165,10 +165,12 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
   } catch (err) {
     throw new AppError('DATABASE_UNAVAILABLE', `Cannot open the database at ${description}: ${reasonOf(err)}`, { cause: err });
   }
+  const candles = new TypeormCandleStore(dataSource, { readerNiceIncrement: options.readerNiceIncrement ?? 0 });
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
+    await candles.close();
     if (dataSource.isInitialized) await dataSource.destroy();
   };
   if (options.runMigrations) {
@@ -182,7 +184,7 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
   return {
     store: new TypeormUserStore(dataSource),
     apiKeys: new TypeormApiKeyStore(dataSource),
-    candles: new TypeormCandleStore(dataSource),
+    candles,
     historyJobs: new TypeormHistoryJobStore(dataSource),
     usage: new TypeormUsageStore(dataSource),
     dataIssues: new TypeormDataIssueStore(dataSource),
