@@ -17,7 +17,7 @@ import { CacheUnavailableError, DataSourceError } from '../domain/errors.js';
 import { sentBodyOf, type SentBody } from '../domain/sent-json.js';
 import { channels, keys } from '../domain/key-space.js';
 import { LocalMemory, type MemoryEntry } from './local-memory.js';
-import { decodeEntry, encodeEntry, type BodyParts, type Refusal, type StoredEntry } from './stored-entry.js';
+import { decodeEntry, encodeEntry, encodeFoundEntryBytes, type BodyParts, type Refusal, type StoredEntry } from './stored-entry.js';
 import type { Logger } from '../domain/ports/logger.js';
 import { NO_METRICS, type CacheResult, type Metrics } from '../domain/ports/metrics.js';
 import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
@@ -442,7 +442,8 @@ export class RepresentationCache {
       return this.#represent(read.kind, key, loaded.value, loaded.parts, 'STALE', 0, loaded.sent);
     }
     const entry: StoredEntry = loaded.outcome === 'found' ? { outcome: 'found', body: loaded.value, parts: loaded.parts } : { outcome: 'refused', refusal: loaded.refusal };
-    const value = encodeEntry(entry);
+    // A body made on a compute thread arrives as bytes too: stored as they are, not encoded again (twice: the entry and its stale copy).
+    const value = entry.outcome === 'found' && loaded.outcome === 'found' && loaded.sent !== undefined ? encodeFoundEntryBytes(entry, loaded.sent.body) : encodeEntry(entry);
     const ttlMs = Math.max(1000, Math.round(loaded.ttlMs));
     const writes = [this.#set(key, value, ttlMs)];
     if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), value, ttlMs + this.#staleIfErrorMs));
@@ -581,7 +582,7 @@ export class RepresentationCache {
     }
   }
 
-  async #set(key: string, value: string, ttlMs: number): Promise<void> {
+  async #set(key: string, value: string | Uint8Array, ttlMs: number): Promise<void> {
     try {
       await this.#cache.set(key, value, ttlMs);
     } catch (err) {

@@ -91,6 +91,16 @@ describe.each(drivers)('CacheStore contract: $name', ({ open }) => {
     expect(entry?.value).toBe(value);
   });
 
+  it('when a value is set as its UTF-8 bytes (a Buffer, or a view into a larger buffer), get returns the string they encode, every time', async () => {
+    const value = JSON.stringify({ success: true, text: 'ünïcødé ✓ "quoted" \n line' });
+    await store.set(`${prefix}b`, Buffer.from(value), 60_000);
+    const padded = new TextEncoder().encode(`xx${value}yy`);
+    await store.set(`${prefix}v`, padded.subarray(2, padded.length - 2), 60_000);
+    expect((await store.get(`${prefix}b`))?.value).toBe(value);
+    expect((await store.get(`${prefix}b`))?.value).toBe(value);
+    expect((await store.get(`${prefix}v`))?.value).toBe(value);
+  });
+
   it('when a key is set again, the new value replaces the old one', async () => {
     await store.set(`${prefix}k`, 'first', 60_000);
     await store.set(`${prefix}k`, 'second', 60_000);

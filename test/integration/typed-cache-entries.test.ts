@@ -13,6 +13,7 @@ import { createLogger } from '../../src/infra/logger.js';
 import { decodeQuote, writeQuoteBody } from '../../src/services/market-data/quote-body.js';
 import { RepresentationCache, type CacheRead } from '../../src/services/representation-cache.js';
 import { decodeEntry } from '../../src/services/stored-entry.js';
+import { sentBodyOf } from '../../src/domain/sent-json.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -82,6 +83,24 @@ describe('typed cache entries', () => {
     expect(decoded.json).toBe(JSON.stringify(quote));
     expect(decoded.source).toBe('yahoo');
     expect(decoded.updatedAt).toBe(AT);
+  });
+
+  it('when an answer arrives as its bytes (written on a compute thread), then they are stored as they are and another instance reads the same value, bytes and ETag, with parts or without', async () => {
+    const value = JSON.stringify({ success: true, data: { symbol: 'BTC-USD', values: [238.963, 'ünïcødé'] }, source: 'simulated', updated_at: AT });
+    const sent = sentBodyOf(value);
+    const from = value.indexOf('"data":') + 7;
+    const parts = { data: { from, to: value.indexOf(',"source"') }, source: 'simulated', updatedAt: AT };
+    for (const [params, withParts] of [['BTC-USD:1m:a', undefined], ['BTC-USD:1m:b', parts]] as const) {
+      const read = (): CacheRead => ({ kind: 'indicators', params, load: async () => ({ outcome: 'found', value, parts: withParts, sent, ttlMs: 60_000 }) });
+      const first = await engine(await newCache()).read(read());
+      const other = await engine(await newCache()).read(read());
+      if (first.outcome !== 'found' || other.outcome !== 'found') throw new Error('expected answers');
+      expect([first.cacheStatus, other.cacheStatus]).toEqual(['MISS', 'HIT']);
+      expect(other.value).toBe(value);
+      expect(other.body.equals(sent.body)).toBe(true);
+      expect(other.etag).toBe(sent.etag);
+      expect(other.parts).toEqual(withParts);
+    }
   });
 
   it('when the store holds a string this release did not write under a key, then the read loads again instead of answering it', async () => {

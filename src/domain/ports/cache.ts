@@ -18,8 +18,12 @@ export interface CacheEntry {
 export interface CacheStore {
   /** The entry under `key` with its remaining TTL, or `undefined` on a miss or an expired entry. */
   get(key: string): Promise<CacheEntry | undefined>;
-  /** Stores `value` under `key` for `ttlMs` milliseconds, replacing any previous entry. */
-  set(key: string, value: string, ttlMs: number): Promise<void>;
+  /**
+   * Stores `value` under `key` for `ttlMs` milliseconds, replacing any previous entry. Bytes are the
+   * string's UTF-8 (what `get` answers): a large value made as bytes is stored without being decoded
+   * and encoded again on the event loop.
+   */
+  set(key: string, value: string | Uint8Array, ttlMs: number): Promise<void>;
   /** Removes `key`; resolves to true when something was removed. */
   delete(key: string): Promise<boolean>;
   /** Removes every key that starts with `prefix` (never anything else); resolves to how many were removed. */

@@ -21,7 +21,8 @@ interface Lock {
 
 /** A `CacheStore` in this process's memory. It never throws `CacheUnavailableError`. */
 export class MemoryCacheStore implements CacheStore {
-  readonly #entries: QuickLRU<string, string>;
+  /** Bytes as given (outside the JavaScript heap), decoded when read. */
+  readonly #entries: QuickLRU<string, string | Uint8Array>;
   // Locks live outside the LRU so that cache pressure can never evict a held lock.
   readonly #locks = new Map<string, Lock>();
 
@@ -42,11 +43,15 @@ export class MemoryCacheStore implements CacheStore {
       this.#entries.delete(key);
       return undefined;
     }
-    return { value, ttlMs };
+    if (typeof value === 'string') return { value, ttlMs };
+    // Stored as bytes: decoded once, and the string kept in their place for the next read.
+    const text = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8');
+    this.#entries.set(key, text, { maxAge: ttlMs });
+    return { value: text, ttlMs };
   }
 
   /** Stores `value` under `key` for `ttlMs` milliseconds (at least 1), replacing any previous entry. */
-  async set(key: string, value: string, ttlMs: number): Promise<void> {
+  async set(key: string, value: string | Uint8Array, ttlMs: number): Promise<void> {
     this.#entries.set(key, value, { maxAge: positiveMs(ttlMs) });
   }
 

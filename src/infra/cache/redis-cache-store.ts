@@ -118,9 +118,11 @@ export class RedisCacheStore implements CacheStore {
   }
 
   /** `SET key value PX ttlMs` (at least 1 ms). */
-  async set(key: string, value: string, ttlMs: number): Promise<void> {
+  async set(key: string, value: string | Uint8Array, ttlMs: number): Promise<void> {
     const px = positiveMs(ttlMs);
-    await this.#connection.run('SET', () => this.#client().set(key, value, 'PX', px));
+    // Bytes go out as they are (a Buffer view of them, no copy); a string is encoded by the client.
+    const sent = typeof value === 'string' || Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    await this.#connection.run('SET', () => this.#client().set(key, sent, 'PX', px));
   }
 
   /** Removes `key`; true when it existed. */

@@ -167,7 +167,7 @@ export class ResilientCache implements CacheStore, Broadcast {
    * Stores `value` for `ttlMs` ms. Memory always gets a copy, so a fallback starts warm with what this
    * instance last wrote; Redis gets it while in Redis mode.
    */
-  async set(key: string, value: string, ttlMs: number): Promise<void> {
+  async set(key: string, value: string | Uint8Array, ttlMs: number): Promise<void> {
     await this.#memory.set(key, value, ttlMs);
     await this.#onRedis(
       (redis) => redis.set(key, value, ttlMs),
