@@ -1,31 +1,50 @@
 /**
- * `node --import tsx bench/files-crossed.ts [path]`: the source files whose code runs while the real
- * service (memory cache, SQLite, the simulated provider) answers one cold request (default
- * `GET /api/quotes?symbols=AAPL,MSFT`), measured with V8's precise coverage: counts are reset once the
- * service is up, the request is sent, and every file of src/ with a function called meanwhile is listed.
+ * `node --import tsx bench/files-crossed.ts [path]`: the source files whose code runs while a fresh
+ * service answers one cold request (default `GET /api/quotes/AAPL`), measured with V8's precise
+ * coverage. Cold means cold: this process started for the measurement, its own empty redis-server on
+ * a free loopback port (never the one on 6379), a new SQLite file, the simulated provider, and the
+ * first request the service answers after it listens. Counts are reset once the service is up, the
+ * request is sent, and every file of src/ with a function called meanwhile is listed: what runs in
+ * that window is what a reader following the request has to read, timers included.
+ * FILES_CROSSED_RUNS=N (default 1) measures N such requests, each in a process of its own, and prints each.
  */
+import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/infra/logger.js';
 import { startService } from '../src/main.js';
-import { Writable } from 'node:stream';
+import { startRedis } from '../test/helpers/redis-server.js';
 
-const target = process.argv[2] ?? '/api/quotes?symbols=AAPL,MSFT';
+const target = process.argv[2] ?? '/api/quotes/AAPL';
 const root = resolve(import.meta.dirname, '..');
-const session = new Session();
-session.connect();
-await session.post('Profiler.enable');
-await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
+const runs = Number(process.env.FILES_CROSSED_RUNS ?? 1);
 
-/** One fresh service, one cold request: the src/ files with a function called meanwhile. */
-async function once(): Promise<{ status: number; files: Set<string> }> {
+/** One fresh service on its own empty Redis, one cold request: the src/ files with a function called meanwhile. */
+async function measure(): Promise<{ status: number; cache: string | null; files: string[] }> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
   const dir = mkdtempSync(join(tmpdir(), 'mds-files-crossed-'));
+  const redis = await startRedis();
   const config = loadConfig(
-    { NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', DATABASE_URL: `sqlite:${join(dir, 'mds.sqlite')}`, SECRET_KEY: 'files-crossed-secret-key-0123456789abcdef', REFRESH_INTERVAL_SECONDS: '0', METRICS_PORT: '0', LOG_LEVEL: 'warn' },
+    {
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      CACHE_URL: redis.url,
+      DATABASE_URL: `sqlite:${join(dir, 'mds.sqlite')}`,
+      SECRET_KEY: 'files-crossed-secret-key-0123456789abcdef',
+      MARKET_DATA_PROVIDER: 'simulated',
+      REFRESH_INTERVAL_SECONDS: '0',
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'warn',
+    },
     { readFile: false },
   );
   const logger = createLogger({ level: 'warn' }, new Writable({ write: (_c, _e, done) => done() }));
@@ -42,17 +61,23 @@ async function once(): Promise<{ status: number; files: Set<string> }> {
       if (!path.startsWith('src/') || path.startsWith('src/generated/')) continue;
       if (script.functions.some((f) => f.ranges.some((r) => r.count > 0))) files.add(path);
     }
-    return { status: res.status, files };
+    return { status: res.status, cache: res.headers.get('x-cache'), files: [...files].sort() };
   } finally {
     await service.close();
+    await redis.stop();
     rmSync(dir, { recursive: true, force: true });
+    session.disconnect();
   }
 }
 
-// Timers of the service (usage flushes, pools) run in some windows and not others: a file counts when
-// every one of the runs crossed it.
-const runs: Array<{ status: number; files: Set<string> }> = [];
-for (let i = 0; i < Number(process.env.FILES_CROSSED_RUNS ?? 3); i++) runs.push(await once());
-session.disconnect();
-const every = [...runs[0]!.files].filter((f) => runs.every((r) => r.files.has(f))).sort();
-console.log(`${runs.map((r) => r.status).join(',')} GET ${target}: ${every.length} files of src/ in every one of ${runs.length} runs (${runs.map((r) => r.files.size).join(', ')} in each)\n${every.join('\n')}`);
+if (process.env.FILES_CROSSED_CHILD === '1') {
+  process.stdout.write(`${JSON.stringify(await measure())}\n`);
+} else {
+  for (let i = 0; i < runs; i++) {
+    const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), target], { env: { ...process.env, FILES_CROSSED_CHILD: '1' }, encoding: 'utf8' });
+    if (child.status !== 0) throw new Error(`the measuring process failed (${child.status}): ${child.stderr}`);
+    const run = JSON.parse(child.stdout.trim().split('\n').at(-1)!) as { status: number; cache: string | null; files: string[] };
+    if (run.cache !== 'MISS') throw new Error(`the request was not cold: X-Cache ${run.cache}`);
+    console.log(`${run.status} ${run.cache} GET ${target}: ${run.files.length} files of src/ (a fresh process, its own empty Redis)\n${run.files.join('\n')}`);
+  }
+}
