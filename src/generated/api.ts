@@ -3142,7 +3142,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The candles; as CSV with `format=csv` or `Accept text/csv`. */
+            /** @description The candles: JSON by default, CSV with `format=csv` or `Accept: text/csv`, an Arrow stream with `format=arrow` or `Accept: application/vnd.apache.arrow.stream`; each media type below is what the answer's Content-Type says. */
             200: {
                 headers: {
                     "X-Cache": components["headers"]["X-Cache"];
