@@ -530,7 +530,7 @@ async function main(): Promise<void> {
       headers: { 'content-type': 'application/json', Authorization: `Bearer ${token}` },
       body: JSON.stringify({ name: 'bench', role: 'admin' }),
     });
-    const managedKey = ((await managed.json()) as { key: string }).key;
+    const managedKey = ((await managed.json()) as { data: { key: string } }).data.key;
     await scenario('admin status (managed API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': managedKey } }, 'database lookup at most every 500 ms per key', expressFor('apikey'));
 
     // Logins (bcrypt-bound) and cached reads at once: the reads must not starve.

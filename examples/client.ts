@@ -86,12 +86,12 @@ export async function main(baseUrl: string, credentials: Credentials, log: (line
 
   // 2. An administrator endpoint with the bearer token.
   const statusResult = await client.GET('/api/admin/status', { headers: bearer });
-  const status = unwrap('admin status', statusResult);
+  const status = unwrap('admin status', statusResult).data;
   log(`service ${status.version}: cache in ${status.cache.mode} (${status.cache.hits} hits, ${status.cache.misses} misses), ${status.users.count} users`);
 
   // 3. Another one with the API key instead of a token.
   const usersResult = await client.GET('/api/admin/users', { headers: { 'X-API-Key': credentials.apiKey } });
-  const users = unwrap('list users', usersResult);
+  const users = unwrap('list users', usersResult).data;
   log(`users: ${users.map((u) => `${u.username}${u.is_admin ? ' (admin)' : ''}`).join(', ')}`);
 
   // 4. Public market data, with the cache headers.

@@ -11,8 +11,24 @@
  * answers as one JSON line. test/e2e/generated-clients.test.ts runs it against the real service.
  */
 import { createClient, createConfig } from './client/client/index.js';
-import { getAdminStatus, getHistory, getHistoryArrow, getHistoryCsv, getQuote, listUsers, login } from './client/sdk.gen.js';
-import type { AdminStatus, HistoryCsv, HistoryResponse, LoginResult, QuoteResponse, User } from './client/types.gen.js';
+import { createApiKey, createUser, flushCache, getAdminStatus, getHistory, getHistoryArrow, getHistoryCsv, getQuote, listUsers, login } from './client/sdk.gen.js';
+import type {
+  AdminStatusResponse,
+  CacheFlushResponse,
+  CreatedApiKeyResponse,
+  GetHistoryArrowResponse,
+  GetHistoryCsvResponse,
+  GetHistoryResponse,
+  HistoryCsv,
+  HistoryResponse,
+  LoginResult,
+  QuoteResponse,
+  UserList,
+  UserResponse,
+} from './client/types.gen.js';
+
+/** `true` only when A and B are the same type: a check that compiles only when a generated type is what it should be. */
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 
 function env(name: string): string {
   const value = process.env[name];
@@ -49,8 +65,12 @@ const anonymous = createClient(createConfig({ baseUrl }));
 const quote: QuoteResponse = ok('quote', await getQuote({ client: anonymous, path: { symbol: 'AAPL' } }));
 check('quote', quote.success && typeof quote.data.symbol === 'string' && typeof quote.data.price === 'number');
 
+// hey-api types one media type per answer, JSON when there is one: getHistory's answer is typed as the JSON even
+// though the contract lists CSV and Arrow beside it. So the CSV and the Arrow stream are their own operations, typed
+// as text and binary; this line stops compiling (and says so) if a hey-api release types getHistory's union.
+const typedAsWhatTheyAre: [Equal<GetHistoryResponse, HistoryResponse>, Equal<GetHistoryCsvResponse, string>, Equal<GetHistoryArrowResponse, Blob | File>] = [true, true, true];
 const history: HistoryResponse = ok('history', await getHistory({ client: anonymous, path: { symbol: 'AAPL' }, query: { interval: '1d', range: '1mo' } }));
-check('history', history.success && Array.isArray(history.data.candles) && history.data.candles.every((c) => typeof c.time === 'string' && typeof c.close === 'number'));
+check('history', typedAsWhatTheyAre.every(Boolean) && history.success && Array.isArray(history.data.candles) && history.data.candles.every((c) => typeof c.time === 'string' && typeof c.close === 'number'));
 
 // getHistoryCsv answers only text/csv, so its generated type is the contract's string.
 const csv: HistoryCsv = ok('history csv', await getHistoryCsv({ client: anonymous, path: { symbol: 'AAPL' }, query: { interval: '1d', range: '1mo' } }));
@@ -64,11 +84,20 @@ const arrowBytes = new Uint8Array(await arrow.arrayBuffer());
 const session: LoginResult = ok('login', await login({ client: anonymous, body: { username: env('MDS_USERNAME'), password: env('MDS_PASSWORD') } }));
 check('login', session.ok && typeof session.access_token === 'string' && session.token_type === 'bearer');
 
-const status: AdminStatus = ok('admin status (token)', await getAdminStatus({ client: clientWith(session.access_token) }));
-check('admin status', typeof status.version === 'string' && typeof status.users.count === 'number');
+// Every admin answer is the envelope {success: true, data}: the generated types say so, and so does each answer.
+const withToken = clientWith(session.access_token);
+const status: AdminStatusResponse = ok('admin status (token)', await getAdminStatus({ client: withToken }));
+check('admin status', status.success && typeof status.data.version === 'string' && typeof status.data.users.count === 'number');
+const flushed: CacheFlushResponse = ok('flush cache (token)', await flushCache({ client: withToken }));
+check('flush cache', flushed.success && typeof flushed.data.removed === 'number');
 
-const users: Array<User> = ok('list users (API key)', await listUsers({ client: clientWith(env('MDS_API_KEY')) }));
-check('users', Array.isArray(users) && users.every((u) => typeof u.username === 'string' && typeof u.is_admin === 'boolean'));
+const withKey = clientWith(env('MDS_API_KEY'));
+const users: UserList = ok('list users (API key)', await listUsers({ client: withKey }));
+check('users', users.success && Array.isArray(users.data) && users.data.every((u) => typeof u.username === 'string' && typeof u.is_admin === 'boolean'));
+const created: UserResponse = ok('create user (API key)', await createUser({ client: withKey, body: { username: `hey-api-${Date.now()}`, password: 'hey-api-password-1', is_admin: false } }));
+check('created user', created.success && typeof created.data.username === 'string' && created.data.is_admin === false);
+const key: CreatedApiKeyResponse = ok('create API key (API key)', await createApiKey({ client: withKey, body: { name: 'hey-api', role: 'read' } }));
+check('created key', key.success && key.data.key.startsWith('mds_') && key.data.role === 'read');
 
 console.log(
   JSON.stringify({
@@ -79,7 +108,10 @@ console.log(
     arrowHead: [...arrowBytes.subarray(0, 4)],
     login: { ...session, access_token: 'redacted.redacted.redacted' },
     status,
+    flushed,
     users,
+    created,
+    key: { ...key, data: { ...key.data, key: `mds_${'x'.repeat(43)}` } },
     sent,
   }),
 );

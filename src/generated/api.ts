@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Check service health
-         * @description Reports whether the service, the upstream data source, the cache store and authentication are usable; always 200 while the process serves.
+         * @description Reports whether the service, the upstream data source, the cache store and authentication are usable; always 200 while the process serves. Not the `{success, data}` envelope: SPEC.md fixes this answer as the health object `{ok, datasource, cache, auth}`, kept for its clients.
          */
         get: operations["getHealth"];
         put?: never;
@@ -35,7 +35,7 @@ export interface paths {
         put?: never;
         /**
          * Log in with a username and password
-         * @description Exchanges a username and password for a signed bearer token; failures are throttled per username and client address.
+         * @description Exchanges a username and password for a signed bearer token; failures are throttled per username and client address. Not the `{success, data}` envelope: SPEC.md fixes this answer as the login result `{ok, access_token, token_type, username, is_admin}` (here with `expires_in` and `must_change_password`), kept for its clients.
          */
         post: operations["login"];
         delete?: never;
@@ -157,7 +157,7 @@ export interface paths {
         };
         /**
          * List managed API keys
-         * @description Lists every managed API key, newest first, without its secret or digest, as `{success, data}` like every list of this API but the seed's user list. Changed in 0.2.0: this operation answered a bare array in 0.1; a client of 0.1 reads the same array at `data`.
+         * @description Lists every managed API key, newest first, without its secret or digest, as `{success, data}` like every answer of this API but health and login. Changed in 0.2.0: this operation answered a bare array in 0.1; a client of 0.1 reads the same array at `data`.
          */
         get: operations["listApiKeys"];
         put?: never;
@@ -713,7 +713,7 @@ export interface components {
              */
             password: string;
         };
-        /** @description A successful login. */
+        /** @description A successful login, in the shape SPEC.md fixes (`ok` and the session's fields at the top level). */
         LoginResult: {
             /**
              * @description Always true on success.
@@ -721,6 +721,19 @@ export interface components {
              * @constant
              */
             ok: true;
+        } & components["schemas"]["Session"];
+        /** @description A fresh session after a password change. */
+        SessionResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Session"];
+        };
+        /** @description A signed bearer token and the user it was issued to. */
+        Session: {
             /**
              * @description The signed bearer token (JWT, HS256); send it as `Authorization: Bearer <token>`.
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhZG1pbiJ9.c2lnbmF0dXJl
@@ -777,6 +790,27 @@ export interface components {
              * @example 2026-11-21T12:00:00.000Z
              */
             created_at: string;
+        };
+        /** @description The user accounts, ordered by username. */
+        UserList: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            /** @description The users, ordered by username. */
+            data: components["schemas"]["User"][];
+        };
+        /** @description One user account. */
+        UserResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["User"];
         };
         /** @description A new user account. */
         CreateUserRequest: {
@@ -950,10 +984,11 @@ export interface components {
         /** @description The market-data providers in order of preference. */
         ProvidersResponse: {
             /**
-             * @description Always true.
+             * @description Always true on success.
              * @example true
+             * @constant
              */
-            success: boolean;
+            success: true;
             /** @description The providers, first asked first. */
             data: components["schemas"]["ProviderStatus"][];
             /**
@@ -1130,10 +1165,11 @@ export interface components {
         /** @description A backfill job. */
         BackfillJobResponse: {
             /**
-             * @description Always true.
+             * @description Always true on success.
              * @example true
+             * @constant
              */
-            success: boolean;
+            success: true;
             job_id: components["schemas"]["BackfillJobId"];
             data: components["schemas"]["BackfillJob"];
         };
@@ -1216,6 +1252,16 @@ export interface components {
              * @example user:admin
              */
             created_by: string;
+        };
+        /** @description A managed API key just created, with its secret. */
+        CreatedApiKeyResponse: {
+            /**
+             * @description Always true on success.
+             * @example true
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CreatedApiKey"];
         };
         /** @description A managed API key just created, with its secret. Store the key now; it cannot be shown again. */
         CreatedApiKey: components["schemas"]["ApiKey"] & {
@@ -1423,13 +1469,17 @@ export interface components {
             rate_limited: number;
         };
         /** @description The result of a cache flush. */
-        CacheFlushResult: {
+        CacheFlushResponse: {
             /**
              * @description Always true on success.
              * @example true
              * @constant
              */
-            ok: true;
+            success: true;
+            data: components["schemas"]["CacheFlushResult"];
+        };
+        /** @description What a cache flush removed. */
+        CacheFlushResult: {
             /**
              * Format: int32
              * @description How many cached entries were removed.
@@ -1580,12 +1630,17 @@ export interface components {
             jobs: components["schemas"]["SchedulerJob"][];
         };
         /** @description Detailed service status for administrators. */
-        AdminStatus: {
+        AdminStatusResponse: {
             /**
-             * @description The service is up.
+             * @description Always true on success.
              * @example true
+             * @constant
              */
-            ok: boolean;
+            success: true;
+            data: components["schemas"]["AdminStatus"];
+        };
+        /** @description Detailed service status for administrators. */
+        AdminStatus: {
             /**
              * @description The service version.
              * @example 0.1.0
@@ -2502,7 +2557,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Password changed; a fresh token for the new password. */
+            /** @description Password changed; a fresh token for the new password at `data`. */
             200: {
                 headers: {
                     "Cache-Control": components["headers"]["No-Store"];
@@ -2511,7 +2566,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LoginResult"];
+                    "application/json": components["schemas"]["SessionResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2532,7 +2587,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The detailed status. */
+            /** @description The detailed status at `data`. */
             200: {
                 headers: {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2540,7 +2595,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AdminStatus"];
+                    "application/json": components["schemas"]["AdminStatusResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2559,7 +2614,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Every user. */
+            /** @description Every user, at `data`. */
             200: {
                 headers: {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2567,7 +2622,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["User"][];
+                    "application/json": components["schemas"]["UserList"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2590,7 +2645,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The created user. */
+            /** @description The created user at `data`. */
             201: {
                 headers: {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2598,7 +2653,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["User"];
+                    "application/json": components["schemas"]["UserResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2650,7 +2705,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description How many entries were removed. */
+            /** @description How many entries were removed, at `data`. */
             200: {
                 headers: {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2658,7 +2713,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CacheFlushResult"];
+                    "application/json": components["schemas"]["CacheFlushResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2708,7 +2763,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The created key, with its secret (shown once). */
+            /** @description The created key, with its secret (shown once), at `data`. */
             201: {
                 headers: {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2716,7 +2771,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CreatedApiKey"];
+                    "application/json": components["schemas"]["CreatedApiKeyResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -3087,7 +3142,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The candles; as CSV with `format=csv` or `Accept text/csv`. */
+            /** @description The candles: JSON by default, CSV with `format=csv` or `Accept: text/csv`, an Arrow stream with `format=arrow` or `Accept: application/vnd.apache.arrow.stream`; each media type below is what the answer's Content-Type says. */
             200: {
                 headers: {
                     "X-Cache": components["headers"]["X-Cache"];

@@ -14,6 +14,7 @@ import { addressGroup } from '../domain/address-group.js';
 import { identityOf } from '../domain/identity.js';
 
 export type LoginResult = components['schemas']['LoginResult'];
+export type Session = components['schemas']['Session'];
 export type ApiUser = components['schemas']['User'];
 
 /** The one answer to a failed login, whether the user is unknown or the password wrong. */
@@ -107,7 +108,7 @@ export class AccountService {
     await slot.succeeded();
     const target = `user:${user.username}`;
     this.#audit.record({ action: 'login.succeeded', target }, { actor: target, ip, requestId });
-    return this.#loginResult(user, this.#isDefaultAdminPassword(user.username, password));
+    return { ok: true, ...this.#session(user, this.#isDefaultAdminPassword(user.username, password)) };
   }
 
   /** `user:<name>` for an existing user, a digest of what was typed otherwise. */
@@ -126,7 +127,7 @@ export class AccountService {
     oldPassword: string,
     newPassword: string,
     request: Omit<ActionContext, 'actor'> = {},
-  ): Promise<LoginResult> {
+  ): Promise<Session> {
     if (principal.kind === 'api-key') {
       throw new BusinessRuleError('API_KEY_HAS_NO_PASSWORD', 'An API key has no password to change: log in as a user first');
     }
@@ -140,7 +141,7 @@ export class AccountService {
     }
     const updated = await this.#store.updatePasswordHash(user.username, await this.#passwords.hash(newPassword));
     this.#audit.record({ action: 'password.changed', target: `user:${user.username}` }, { ...request, actor: actorOf(principal) });
-    return this.#loginResult(updated, this.#isDefaultAdminPassword(updated.username, newPassword));
+    return this.#session(updated, this.#isDefaultAdminPassword(updated.username, newPassword));
   }
 
   /**
@@ -238,10 +239,9 @@ export class AccountService {
     return username === this.#defaultAdmin.username && currentPassword === this.#defaultAdmin.password;
   }
 
-  #loginResult(user: User, mustChangePassword: boolean): LoginResult {
+  #session(user: User, mustChangePassword: boolean): Session {
     const issued = this.#tokens.sign(user, this.#tokenTtlMs === undefined ? {} : { ttlMs: this.#tokenTtlMs });
     return {
-      ok: true,
       access_token: issued.token,
       token_type: 'bearer',
       username: user.username,

@@ -24,7 +24,6 @@ export class StatusService {
     const now = s.now ? s.now() : Date.now();
     const { topology, node } = s.cacheLocation();
     return {
-      ok: true,
       version: s.version,
       uptime_s: Math.max(0, Math.floor((now - s.startedAtMs) / 1000)),
       cache: { ...s.cacheStats(), topology, node },

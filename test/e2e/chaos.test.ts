@@ -142,9 +142,8 @@ describe('chaos under traffic', () => {
       },
       { timeoutMs: 10_000, intervalMs: 100, message: 'cache and datasource healthy again' },
     );
-    const status = (await (await fetch(`${url}/api/admin/status`, { headers: { 'X-API-Key': API_KEY } })).json()) as {
-      cache: { mode: string };
-      datasource: { healthy: boolean };
+    const { data: status } = (await (await fetch(`${url}/api/admin/status`, { headers: { 'X-API-Key': API_KEY } })).json()) as {
+      data: { cache: { mode: string }; datasource: { healthy: boolean } };
     };
     expect(status.cache.mode).toBe('redis');
     expect(status.datasource.healthy).toBe(true);

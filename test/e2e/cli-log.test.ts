@@ -59,7 +59,7 @@ describe('the CLI log, shown only when asked for', () => {
     const id = /id ([0-9a-f-]{36})/.exec(key.stdout)![1]!;
     const keys = mds(['keys', 'list', '--json']);
     expect(keys.code).toBe(0);
-    expect(JSON.parse(keys.stdout)).toEqual([expect.objectContaining({ id, name: 'dashboard', created_by: 'cli' })]);
+    expect(JSON.parse(keys.stdout)).toEqual({ success: true, data: [expect.objectContaining({ id, name: 'dashboard', created_by: 'cli' })] });
     expect(keys.stderr).toBe('');
     const revoked = mds(['keys', 'revoke', id]);
     expect([revoked.code, revoked.stdout, revoked.stderr]).toEqual([0, `API key '${id}' revoked\n`, '']);

@@ -106,7 +106,7 @@ describe('mds users', () => {
 
     const list = mds(['users', 'list', '--json']);
     expect(list.code).toBe(0);
-    const users = JSON.parse(list.stdout) as Array<{ username: string; is_admin: boolean }>;
+    const { data: users } = JSON.parse(list.stdout) as { data: Array<{ username: string; is_admin: boolean }> };
     expect(users.map((u) => [u.username, u.is_admin])).toEqual([
       ['admin', true],
       ['analyst', false],
@@ -116,7 +116,7 @@ describe('mds users', () => {
     expect(mds(['users', 'set-password', 'analyst'], 'another-pass-2\n').code).toBe(0);
     const deleted = mds(['users', 'delete', 'analyst']);
     expect(deleted.code).toBe(0);
-    expect(JSON.parse(mds(['users', 'list', '--json']).stdout)).toHaveLength(1);
+    expect((JSON.parse(mds(['users', 'list', '--json']).stdout) as { data: unknown[] }).data).toHaveLength(1);
   }, 90_000);
 
   it('refuses bad input with one line and a non-zero exit: unknown user, weak password, taken name, last admin', () => {

@@ -530,7 +530,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the web console witho
   });
 
   it('auth: when the data needs credentials, then the board asks for a sign-in, and with a key the board, chart and watchlist work', async () => {
-    const status = (await (await svc.fetch('/api/admin/status', { headers: { 'X-API-Key': KEY } })).json()) as { cache: { mode: string } };
+    const { data: status } = (await (await svc.fetch('/api/admin/status', { headers: { 'X-API-Key': KEY } })).json()) as { data: { cache: { mode: string } } };
     expect(status.cache.mode).toBe('memory');
     const { page, context } = await open(browser, `${svc.url}/app/`);
     await page.getByRole('heading', { name: 'Sign in to continue' }).waitFor();

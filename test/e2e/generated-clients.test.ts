@@ -2,8 +2,10 @@
  * Clients generated from openapi.yaml as users make them, against the real service: openapi-typescript
  * with openapi-fetch, and @hey-api/openapi-ts with its fetch client, each into a temporary directory,
  * typechecked with tsc, then run (clients/typescript/*.ts): a quote, history as JSON and as CSV, login,
- * an admin call with a token and another with an API key. Each program checks its answers against its
- * generated types at run time; here each answer is also checked against the contract's schema.
+ * admin calls with a token (status, cache flush) and with an API key (list and create users, create a
+ * key), every one of them answering `{success: true, data}`. Each program checks its answers against its
+ * generated types at run time, and at compile time that history's CSV and Arrow answers are typed as
+ * what they are; here each answer is also checked against the contract's schema.
  */
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -45,7 +47,7 @@ function tsconfig(files: string[]): string {
   return JSON.stringify({ compilerOptions: { ...compilerOptions, lib: ['ES2023', 'DOM', 'DOM.Iterable'], noEmit: true }, files });
 }
 
-type Answers = Record<string, unknown> & { csv: string; users: unknown[]; sent?: string[][]; arrowHead?: number[] };
+type Answers = Record<string, unknown> & { csv: string; users: { success: boolean; data: unknown[] }; sent?: string[][]; arrowHead?: number[] };
 
 let svc: TestService;
 let dir: string;
@@ -87,9 +89,13 @@ function expectContractShapes(answers: Answers): void {
   expect(schemaViolations('HistoryCsv', answers.csv)).toEqual([]);
   expect(answers.csv.split('\r\n').length).toBeGreaterThan(15);
   expect(schemaViolations('LoginResult', answers.login)).toEqual([]);
-  expect(schemaViolations('AdminStatus', answers.status)).toEqual([]);
-  expect(answers.users.length).toBeGreaterThan(0);
-  for (const user of answers.users) expect(schemaViolations('User', user)).toEqual([]);
+  expect(schemaViolations('AdminStatusResponse', answers.status)).toEqual([]);
+  expect(schemaViolations('CacheFlushResponse', answers.flushed)).toEqual([]);
+  expect(schemaViolations('UserList', answers.users)).toEqual([]);
+  expect(answers.users.data.length).toBeGreaterThan(0);
+  expect(schemaViolations('UserResponse', answers.created)).toEqual([]);
+  expect(schemaViolations('CreatedApiKeyResponse', answers.key)).toEqual([]);
+  for (const answer of [answers.status, answers.flushed, answers.users, answers.created, answers.key]) expect(Object.keys(answer as object).sort()).toEqual(['data', 'success']);
 }
 
 describe('clients generated from openapi.yaml', () => {
@@ -104,10 +110,7 @@ describe('clients generated from openapi.yaml', () => {
 
     expectContractShapes(answers);
     // The SDK sent the one secret as both credentials, for the token and for the key: the case the service reads as one.
-    expect(answers.sent).toEqual([
-      ['authorization', 'x-api-key'],
-      ['authorization', 'x-api-key'],
-    ]);
+    expect(answers.sent).toEqual(Array.from({ length: 5 }, () => ['authorization', 'x-api-key']));
     expect(answers.arrowHead).toEqual([255, 255, 255, 255]);
   }, 60_000);
 });

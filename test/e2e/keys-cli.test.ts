@@ -68,9 +68,10 @@ describe('mds keys', () => {
 
     const listed = mds(['keys', 'list', '--json']);
     expect(listed.code).toBe(0);
-    expect(JSON.parse(listed.stdout)).toEqual([
-      { id, name: 'robot', role: 'admin', rate_limit_per_minute: 120, expires_at: null, created_at: expect.any(String), last_used_at: null, created_by: 'cli' },
-    ]);
+    expect(JSON.parse(listed.stdout)).toEqual({
+      success: true,
+      data: [{ id, name: 'robot', role: 'admin', rate_limit_per_minute: 120, expires_at: null, created_at: expect.any(String), last_used_at: null, created_by: 'cli' }],
+    });
     const table = mds(['keys', 'list']);
     expect(table.stdout).toMatch(/^ID\s+NAME\s+ROLE/);
     expect(table.stdout).toContain(id);
@@ -101,7 +102,8 @@ describe('mds keys', () => {
   it('a read key made at the command line gets 403 on admin endpoints; --json shows the key once', async () => {
     const created = mds(['keys', 'create', 'viewer', '--json']);
     expect(created.code).toBe(0);
-    const body = JSON.parse(created.stdout) as { key: string; role: string };
+    const { success, data: body } = JSON.parse(created.stdout) as { success: boolean; data: { key: string; role: string } };
+    expect(success).toBe(true);
     expect(body.role).toBe('read');
 
     const res = await adminStatus(body.key);

@@ -104,7 +104,7 @@ beforeAll(async () => {
   const env = cliEnv(home, 'mcp-desktop-secret-0123456789abcdefghij', { CACHE_URL: redis.url });
   const mds = (args: string[]) => spawnSync(process.execPath, [MDS_BIN, ...args], { cwd: home, env, encoding: 'utf8', timeout: 60_000 });
   expect(mds(['init']).status).toBe(0);
-  readKey = (JSON.parse(mds(['keys', 'create', 'desktop-agent', '--json']).stdout) as { key: string }).key;
+  readKey = (JSON.parse(mds(['keys', 'create', 'desktop-agent', '--json']).stdout) as { data: { key: string } }).data.key;
   noteSecrets(readKey);
 }, 120_000);
 

@@ -132,11 +132,11 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mds-mcp-'));
   env = cliEnv(dir, 'mcp-test-secret-0123456789abcdefghij', { API_KEYS: ADMIN_KEY });
   expect(mds(['init']).code).toBe(0);
-  readKey = (JSON.parse(mds(['keys', 'create', 'agent', '--json']).stdout) as { key: string }).key;
-  const tight = JSON.parse(mds(['keys', 'create', 'tight-agent', '--rate-limit', '7', '--json']).stdout) as { key: string; id: string };
+  readKey = (JSON.parse(mds(['keys', 'create', 'agent', '--json']).stdout) as { data: { key: string } }).data.key;
+  const tight = (JSON.parse(mds(['keys', 'create', 'tight-agent', '--rate-limit', '7', '--json']).stdout) as { data: { key: string; id: string } }).data;
   tightKey = tight.key;
   tightKeyId = tight.id;
-  deskKey = JSON.parse(mds(['keys', 'create', 'desk-agent', '--json']).stdout) as { key: string; id: string };
+  deskKey = (JSON.parse(mds(['keys', 'create', 'desk-agent', '--json']).stdout) as { data: { key: string; id: string } }).data;
   [open, closed] = await Promise.all([spawnServe(['--port', '0'], { env, cwd: dir }), spawnServe(['--port', '0'], { env: { ...env, DATA_REQUIRES_AUTH: 'true' }, cwd: dir })]);
 }, 120_000);
 

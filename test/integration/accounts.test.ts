@@ -205,7 +205,7 @@ describe('AccountService', () => {
 
       const after = await accounts.changePassword(userPrincipal('alice'), 'alice-password', 'alice-new-password');
 
-      expect(after).toMatchObject({ ok: true, token_type: 'bearer', username: 'alice', is_admin: false, must_change_password: false });
+      expect(after).toStrictEqual({ access_token: expect.any(String), token_type: 'bearer', username: 'alice', is_admin: false, expires_in: expect.any(Number), must_change_password: false });
       expect(await bearer(before.access_token)).toMatchObject({ ok: false, code: 'INVALID_CREDENTIALS', message: AUTH_MESSAGES.revoked });
       expect(await bearer(after.access_token)).toEqual({ ok: true, principal: { ...userPrincipal('alice'), expiresAtMs: expect.any(Number), passwordVersion: expect.any(String) } });
       await expect(accounts.login('alice', 'alice-password', '10.0.0.1')).rejects.toThrow(LOGIN_FAILED_MESSAGE);

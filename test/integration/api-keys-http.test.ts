@@ -42,20 +42,20 @@ async function createKey(svc: TestService, headers: Record<string, string>, body
     headers: { ...json, ...headers, ...(requestId ? { 'x-request-id': requestId } : {}) },
     body: JSON.stringify(body),
   });
-  if (res.status === 201) noteSecrets(((await res.clone().json()) as { key: string }).key);
+  if (res.status === 201) noteSecrets(((await res.clone().json()) as { data: { key: string } }).data.key);
   return res;
 }
 
 async function newKey(body: Record<string, unknown>): Promise<CreatedApiKey> {
   const res = await createKey(a, { authorization: `Bearer ${adminToken}` }, body);
   expect(res.status).toBe(201);
-  return (await res.json()) as CreatedApiKey;
+  return ((await res.json()) as { data: CreatedApiKey }).data;
 }
 
 async function listKeys(svc: TestService): Promise<ApiKey[]> {
   const res = await svc.fetch('/api/admin/api-keys', { headers: { authorization: `Bearer ${adminToken}` } });
   expect(res.status).toBe(200);
-  // Every admin list but the seed's users is {success, data} (issue 38); this one was a bare array in 0.1.
+  // Every answer but health and login is {success, data} (issues 38 and 52); this one was a bare array in 0.1.
   const body = (await res.json()) as { success: boolean; data: ApiKey[] };
   expect(body.success).toBe(true);
   return body.data;
@@ -84,7 +84,10 @@ describe('managed API keys over HTTP', () => {
 
     expect(res.status).toBe(201);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    const created = (await res.json()) as CreatedApiKey;
+    const body = (await res.json()) as { success: boolean; data: CreatedApiKey };
+    expect(Object.keys(body).sort()).toEqual(['data', 'success']);
+    expect(body.success).toBe(true);
+    const created = body.data;
     expect(created.key).toMatch(/^mds_[A-Za-z0-9_-]{43}$/);
     expect(Buffer.from(created.key.slice(4), 'base64url')).toHaveLength(32);
     expect(created).toEqual({
@@ -132,14 +135,14 @@ describe('managed API keys over HTTP', () => {
     }
     const byKey = await createKey(b, { 'x-api-key': admin.key }, { name: 'made-by-key', role: 'read' });
     expect(byKey.status).toBe(201);
-    expect(((await byKey.json()) as ApiKey).created_by).toBe(`key:${admin.id}`);
+    expect(((await byKey.json()) as { data: ApiKey }).data.created_by).toBe(`key:${admin.id}`);
   });
 
   it('use: when a key from API_KEYS is used, then it stays an administrator and creates keys as key:static:<digest prefix>', async () => {
     const res = await createKey(a, { 'x-api-key': STATIC_KEY }, { name: 'by-static', role: 'read' });
 
     expect(res.status).toBe(201);
-    expect(((await res.json()) as ApiKey).created_by).toBe(STATIC_ID);
+    expect(((await res.json()) as { data: ApiKey }).data.created_by).toBe(STATIC_ID);
     expect((await adminStatus(b, STATIC_KEY)).status).toBe(200);
   });
 
@@ -229,7 +232,7 @@ describe('managed API keys over HTTP', () => {
 
   it('audit: when keys are created and revoked and the cache flushed, then audit lines name actor, action, target, address and request id, and no line holds a key', async () => {
     const requestId = `audit-${randomBytes(4).toString('hex')}`;
-    const created = (await (await createKey(a, { authorization: `Bearer ${adminToken}` }, { name: 'audited', role: 'read' }, requestId)).json()) as CreatedApiKey;
+    const created = ((await (await createKey(a, { authorization: `Bearer ${adminToken}` }, { name: 'audited', role: 'read' }, requestId)).json()) as { data: CreatedApiKey }).data;
     expect((await revoke(b, created.id, { 'x-api-key': STATIC_KEY, 'x-request-id': `${requestId}-r` })).status).toBe(204);
     expect((await a.fetch('/api/admin/cache', { method: 'DELETE', headers: { authorization: `Bearer ${adminToken}`, 'x-request-id': `${requestId}-f` } })).status).toBe(200);
 

@@ -101,7 +101,7 @@ function deleteUser(svc: TestService, headers: Record<string, string>, pathSegme
 }
 
 async function usernames(svc: TestService): Promise<string[]> {
-  const users = await jsonOf<Array<{ username: string }>>(svc, await svc.fetch('/api/admin/users', { headers: apiKey(VALID_KEY) }), 200);
+  const { data: users } = await jsonOf<{ data: Array<{ username: string }> }>(svc, await svc.fetch('/api/admin/users', { headers: apiKey(VALID_KEY) }), 200);
   return users.map((u) => u.username);
 }
 
@@ -144,8 +144,8 @@ describe('admin status: refused credentials answer 401 with the envelope', () =>
   });
 
   it('admin status: when the admin token is valid, answers 200 (the baseline the other cases break)', async () => {
-    const body = await jsonOf<{ ok: boolean }>(svc, await adminStatus(svc, bearer(adminToken)), 200);
-    expect(body.ok).toBe(true);
+    const body = await jsonOf<{ success: boolean }>(svc, await adminStatus(svc, bearer(adminToken)), 200);
+    expect(body.success).toBe(true);
   });
 
   it("admin status: when no credentials are sent, answers 401 'Not authenticated: please log in first'", async () => {
@@ -263,19 +263,22 @@ describe('admin endpoints: an API key or an admin token gets in, a user token ge
 
   describe.each(credentials)('with %s', (_label, headersOf) => {
     it('admin status: answers 200 with the status', async () => {
-      const body = await jsonOf<{ ok: boolean }>(svc, await adminStatus(svc, headersOf()), 200);
-      expect(body.ok).toBe(true);
+      const body = await jsonOf<{ success: boolean; data: { version: string } }>(svc, await adminStatus(svc, headersOf()), 200);
+      expect(body.success).toBe(true);
+      expect(body.data.version).toEqual(expect.any(String));
     });
 
     it('list users: answers 200 with the users', async () => {
-      const users = await jsonOf<Array<{ username: string }>>(svc, await svc.fetch('/api/admin/users', { headers: headersOf() }), 200);
-      expect(users.map((u) => u.username)).toContain(ADMIN.username);
+      const users = await jsonOf<{ success: boolean; data: Array<{ username: string }> }>(svc, await svc.fetch('/api/admin/users', { headers: headersOf() }), 200);
+      expect(users.success).toBe(true);
+      expect(users.data.map((u) => u.username)).toContain(ADMIN.username);
     });
 
     it('create user: answers 201 and the user exists', async () => {
       const username = unique('made');
-      const created = await jsonOf<{ username: string }>(svc, await createUser(svc, headersOf(), { username, password: 'made-password-1' }), 201);
-      expect(created.username).toBe(username);
+      const created = await jsonOf<{ success: boolean; data: { username: string } }>(svc, await createUser(svc, headersOf(), { username, password: 'made-password-1' }), 201);
+      expect(created.success).toBe(true);
+      expect(created.data.username).toBe(username);
       expect(await usernames(svc)).toContain(username);
     });
 
@@ -287,11 +290,11 @@ describe('admin endpoints: an API key or an admin token gets in, a user token ge
       expect(await usernames(svc)).not.toContain(victim.username);
     });
 
-    it('flush cache: answers 200 with ok and the number removed', async () => {
+    it('flush cache: answers 200 with the number removed at data', async () => {
       expect((await svc.fetch('/api/indices')).status).toBe(200);
-      const body = await jsonOf<{ ok: boolean; removed: number }>(svc, await svc.fetch('/api/admin/cache', { method: 'DELETE', headers: headersOf() }), 200);
-      expect(body).toStrictEqual({ ok: true, removed: expect.any(Number) as number });
-      expect(body.removed).toBeGreaterThanOrEqual(1);
+      const body = await jsonOf<{ success: boolean; data: { removed: number } }>(svc, await svc.fetch('/api/admin/cache', { method: 'DELETE', headers: headersOf() }), 200);
+      expect(body).toStrictEqual({ success: true, data: { removed: expect.any(Number) as number } });
+      expect(body.data.removed).toBeGreaterThanOrEqual(1);
       expect((await svc.fetch('/api/indices')).headers.get('x-cache')).toBe('MISS');
     });
   });
@@ -355,18 +358,20 @@ describe('change password over HTTP', () => {
     expect(first.must_change_password).toBe(true);
     const newPassword = 'the-admin-has-a-better-passphrase';
 
-    const changed = await jsonOf<Record<string, unknown>>(svc, await changePassword(svc, bearer(first.access_token), ADMIN.password, newPassword), 200);
+    const changed = await jsonOf<{ success: boolean; data: Record<string, unknown> }>(svc, await changePassword(svc, bearer(first.access_token), ADMIN.password, newPassword), 200);
 
     expect(changed).toStrictEqual({
-      ok: true,
-      access_token: expect.any(String) as string,
-      token_type: 'bearer',
-      username: ADMIN.username,
-      is_admin: true,
-      expires_in: svc.config.auth.tokenTtlMs / 1000,
-      must_change_password: false,
+      success: true,
+      data: {
+        access_token: expect.any(String) as string,
+        token_type: 'bearer',
+        username: ADMIN.username,
+        is_admin: true,
+        expires_in: svc.config.auth.tokenTtlMs / 1000,
+        must_change_password: false,
+      },
     });
-    const freshToken = changed.access_token as string;
+    const freshToken = changed.data.access_token as string;
     expect(freshToken).not.toBe(first.access_token);
     await expectError(svc, await adminStatus(svc, bearer(first.access_token)), 401, REVOKED_TOKEN);
     await expectError(svc, await changePassword(svc, bearer(first.access_token), newPassword, 'yet-another-passphrase'), 401, REVOKED_TOKEN);
@@ -627,7 +632,10 @@ describe('admin users API', () => {
 
     const res = await svc.fetch('/api/admin/users', { headers: admin() });
 
-    const users = await jsonOf<Array<Record<string, unknown>>>(svc, res, 200);
+    const body = await jsonOf<{ success: boolean; data: Array<Record<string, unknown>> }>(svc, res, 200);
+    expect(Object.keys(body).sort()).toEqual(['data', 'success']);
+    expect(body.success).toBe(true);
+    const users = body.data;
     expect(users.length).toBeGreaterThanOrEqual(2);
     for (const user of users) {
       expect(Object.keys(user).sort()).toEqual(['created_at', 'is_admin', 'username']);
@@ -643,7 +651,7 @@ describe('admin users API', () => {
     const res = await createUser(svc, admin(), { username, password: 'analyst-password', is_admin: false });
 
     const created = await jsonOf<Record<string, unknown>>(svc, res, 201);
-    expect(created).toStrictEqual({ username, is_admin: false, created_at: expect.any(String) as string });
+    expect(created).toStrictEqual({ success: true, data: { username, is_admin: false, created_at: expect.any(String) as string } });
     const loggedIn = await jsonOf<Record<string, unknown>>(svc, await login(svc, username, 'analyst-password'), 200);
     expect(loggedIn).toMatchObject({ username, is_admin: false });
   });
@@ -725,19 +733,19 @@ describe('admin users API', () => {
     ]);
   });
 
-  it('admin status: answers ok, the version of openapi.yaml and the number of users', async () => {
+  it('admin status: answers success, and at data the version of openapi.yaml and the number of users', async () => {
     const contract = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as { info: { version: string } };
     const count = (await usernames(svc)).length;
 
-    const body = await jsonOf<{ ok: boolean; version: string; users: { count: number } }>(svc, await adminStatus(svc, admin()), 200);
+    const body = await jsonOf<{ success: boolean; data: { version: string; users: { count: number } } }>(svc, await adminStatus(svc, admin()), 200);
 
-    expect(body.ok).toBe(true);
-    expect(body.version).toBe(contract.info.version);
-    expect(body.users).toStrictEqual({ count });
+    expect(body.success).toBe(true);
+    expect(body.data.version).toBe(contract.info.version);
+    expect(body.data.users).toStrictEqual({ count });
   });
 
   it('admin status: users.count follows creations and deletions', async () => {
-    const countOf = async () => (await jsonOf<{ users: { count: number } }>(svc, await adminStatus(svc, admin()), 200)).users.count;
+    const countOf = async () => (await jsonOf<{ data: { users: { count: number } } }>(svc, await adminStatus(svc, admin()), 200)).data.users.count;
     const before = await countOf();
 
     const user = await newUser(svc, 'counted');

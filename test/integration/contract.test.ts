@@ -358,3 +358,33 @@ describe('startup failure', () => {
     }
   });
 });
+
+describe('one answer shape (issue 52)', () => {
+  const document = parse(readFileSync(resolve(import.meta.dirname, '../../openapi.yaml'), 'utf8')) as {
+    paths: Record<string, Record<string, { operationId?: string; responses?: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }> }>>;
+    components: { schemas: Record<string, { required?: string[]; properties?: Record<string, { const?: unknown }> }> };
+  };
+  /** The shapes SPEC.md fixes (health, login), and the contract served as JSON: a document, not an answer. */
+  const KEPT = ['getHealth', 'login', 'getOpenApiJson'];
+
+  it('every 2xx JSON answer but health and login is {success: true, data}, and those two keep the SPEC.md shapes with ok', () => {
+    const shapes: Record<string, string> = {};
+    for (const item of Object.values(document.paths)) {
+      for (const operation of Object.values(item)) {
+        for (const [status, response] of Object.entries(operation.responses ?? {})) {
+          const ref = response.content?.['application/json']?.schema?.$ref;
+          if (!status.startsWith('2') || response.content?.['application/json'] === undefined) continue;
+          const schema = ref === undefined ? undefined : document.components.schemas[ref.split('/').pop()!];
+          const envelope = schema?.properties?.success?.const === true && schema.properties.data !== undefined && ['success', 'data'].every((k) => schema.required?.includes(k));
+          shapes[`${operation.operationId!} ${status}`] = envelope ? 'envelope' : (ref ?? 'inline');
+        }
+      }
+    }
+
+    const others = Object.entries(shapes).filter(([key]) => !KEPT.includes(key.split(' ')[0]!));
+    expect(others.length).toBeGreaterThan(20);
+    expect(others.filter(([, shape]) => shape !== 'envelope')).toEqual([]);
+    expect(shapes['getHealth 200']).toBe('#/components/schemas/Health');
+    expect(shapes['login 200']).toBe('#/components/schemas/LoginResult');
+  });
+});

@@ -105,7 +105,7 @@ async function health(svc: TestService): Promise<Health> {
 async function adminStatus(svc: TestService): Promise<AdminStatus> {
   const res = await svc.fetch('/api/admin/status', { headers: { 'X-API-Key': API_KEY } });
   expect(res.status).toBe(200);
-  return (await res.json()) as AdminStatus;
+  return ((await res.json()) as { data: AdminStatus }).data;
 }
 
 function maxAge(res: Response): number {
@@ -216,9 +216,9 @@ describe('GET /api/indices caching, over a real socket', () => {
 
     const res = await svc.fetch('/api/admin/cache', { method: 'DELETE', headers: { 'X-API-Key': API_KEY } });
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { ok: boolean; removed: number };
-    expect(body.ok).toBe(true);
-    expect(body.removed).toBeGreaterThanOrEqual(1);
+    const body = (await res.json()) as { success: boolean; data: { removed: number } };
+    expect(body.success).toBe(true);
+    expect(body.data.removed).toBeGreaterThanOrEqual(1);
 
     expect(await client.exists(KEY)).toBe(0);
     expect(await client.get('other:app:key')).toBe('keep-me');

@@ -88,8 +88,8 @@ async function datasourceHealthy(svc: TestService): Promise<boolean> {
 async function refreshJob(svc: TestService): Promise<SchedulerJob | undefined> {
   const res = await svc.fetch('/api/admin/status', { headers: { 'X-API-Key': API_KEY } });
   expect(res.status).toBe(200);
-  const body = (await res.json()) as components['schemas']['AdminStatus'];
-  return body.scheduler.jobs.find((j) => j.name === 'refresh-indices');
+  const body = (await res.json()) as components['schemas']['AdminStatusResponse'];
+  return body.data.scheduler.jobs.find((j) => j.name === 'refresh-indices');
 }
 
 async function flush(svc: TestService): Promise<void> {

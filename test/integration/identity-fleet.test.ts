@@ -57,7 +57,7 @@ async function admin(svc: TestService, method: string, path: string, body?: unkn
 async function newKey(name: string, extra: Record<string, unknown> = {}): Promise<{ id: string; key: string }> {
   const res = await admin(a, 'POST', '/api/admin/api-keys', { name, role: 'read', ...extra });
   expect(res.status).toBe(201);
-  const created = (await res.json()) as { id: string; key: string };
+  const created = ((await res.json()) as { data: { id: string; key: string } }).data;
   noteSecrets(created.key);
   return created;
 }
@@ -172,7 +172,7 @@ describe('identity followed while a connection lives, across two instances', () 
       body: JSON.stringify({ old_password: user.password, new_password: `${user.password}-new` }),
     });
     expect(changed.status).toBe(200);
-    const fresh = ((await changed.json()) as { access_token: string }).access_token;
+    const fresh = ((await changed.json()) as { data: { access_token: string } }).data.access_token;
     noteSecrets(`${user.password}-new`, fresh);
     const old = [await quoteStatus(a, symbol, { authorization: `Bearer ${token}` }), await quoteStatus(b, symbol, { authorization: `Bearer ${token}` })];
 

@@ -141,7 +141,7 @@ describe('GET /api/quotes/{symbol}', () => {
   it('when a quote was read by itself, then a batch and the next single read reuse its entry', async () => {
     const kindsNow = async () => {
       const status = await svc.fetch('/api/admin/status', { headers: { 'X-API-Key': API_KEY } });
-      return ((await status.json()) as { cache: { kinds: Record<string, { hits: number; misses: number }> } }).cache.kinds;
+      return ((await status.json()) as { data: { cache: { kinds: Record<string, { hits: number; misses: number }> } } }).data.cache.kinds;
     };
     const before = await kindsNow();
     const single = await get('/api/quotes/MSFT');

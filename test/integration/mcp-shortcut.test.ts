@@ -67,7 +67,7 @@ describe('mcp: the tool-call shortcut answers as the SDK does', () => {
       const result = a!.body.result as { structuredContent?: unknown; isError?: boolean };
       expect(result.isError, name).toBeUndefined();
       const restBody = (await (await shortcut.fetch(rest)).json()) as unknown;
-      expect(result.structuredContent, name).toEqual(Array.isArray(restBody) ? { data: restBody } : restBody);
+      expect(result.structuredContent, name).toEqual(restBody);
     }
     // A numeric id comes back as a number; a request id sent is echoed.
     const numeric = await callTool(shortcut, 'get_quote', { symbol: 'AAPL' }, { 'X-Request-Id': 'agent-call-42' }, 42);

@@ -62,12 +62,12 @@ describe('prices', () => {
   it('when a caller cannot pay for a request, then it gets 429 with Retry-After and nothing is computed', async () => {
     const svc = await start({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '30' });
     const { path } = worstIndicators();
-    const statusBefore = (await (await svc.fetch('/api/admin/status', { headers: { 'X-API-Key': ADMIN_KEY } })).json()) as { cache: { misses: number } };
+    const { data: statusBefore } = (await (await svc.fetch('/api/admin/status', { headers: { 'X-API-Key': ADMIN_KEY } })).json()) as { data: { cache: { misses: number } } };
     const refused = await svc.fetch(path);
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await refused.json()).toMatchObject({ success: false, code: 429 });
-    const statusAfter = (await (await svc.fetch('/api/admin/status', { headers: { 'X-API-Key': ADMIN_KEY } })).json()) as { cache: { misses: number } };
+    const { data: statusAfter } = (await (await svc.fetch('/api/admin/status', { headers: { 'X-API-Key': ADMIN_KEY } })).json()) as { data: { cache: { misses: number } } };
     expect(statusAfter.cache.misses, 'no history or indicator was loaded for the refused request').toBe(statusBefore.cache.misses);
   });
 });

@@ -331,9 +331,9 @@ describe('what operators see', () => {
     expect(text).toMatch(/^mds_upstream_calls_total\{provider="polygon",outcome="server_error"\} 1$/m);
     expect(text).toMatch(/^mds_upstream_calls_total\{provider="fmp",outcome="success"\} 1$/m);
     expect(text).toMatch(/^mds_upstream_failovers_total\{from="polygon",to="fmp"\} 1$/m);
-    const status = await get<components['schemas']['AdminStatus']>(svc, '/api/admin/status', { 'X-API-Key': API_KEY });
-    expect(status.body.datasource).toMatchObject({ provider: 'polygon+fmp', healthy: true });
-    expect(status.body.datasource.last_error).toMatch(/^polygon: /);
+    const status = await get<components['schemas']['AdminStatusResponse']>(svc, '/api/admin/status', { 'X-API-Key': API_KEY });
+    expect(status.body.data.datasource).toMatchObject({ provider: 'polygon+fmp', healthy: true });
+    expect(status.body.data.datasource.last_error).toMatch(/^polygon: /);
     const health = await get<{ datasource: boolean }>(svc, '/api/health');
     expect(health.body.datasource).toBe(true);
   });

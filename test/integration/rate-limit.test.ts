@@ -133,7 +133,7 @@ describe('rate limits', () => {
         headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body: JSON.stringify({ name: 'reader', role: 'read', rate_limit_per_minute: 2 }),
       });
-      const { key } = (await created.json()) as { key: string };
+      const { key } = ((await created.json()) as { data: { key: string } }).data;
       const first = await service.fetch('/api/admin/status', { headers: { 'X-API-Key': key } });
       expect(first.status).toBe(403);
       expect(rateLimitOf(first)).toMatchObject({ policy: 'key', quota: 2, remaining: 1 });

@@ -38,7 +38,7 @@ interface CacheView {
 async function cacheOf(svc: TestService, token: string): Promise<CacheView> {
   const res = await svc.fetch('/api/admin/status', { headers: { authorization: `Bearer ${token}` } });
   if (res.status !== 200) return { mode: `status ${res.status}`, connected: false, node: null };
-  return ((await res.json()) as { cache: CacheView }).cache;
+  return ((await res.json()) as { data: { cache: CacheView } }).data.cache;
 }
 
 /** How many connections are subscribed to `channel` on the server at `node` (`host:port`); -1 when it does not answer. */
@@ -130,7 +130,7 @@ describe('Sentinel failover, repeated with two instances', () => {
         body: JSON.stringify({ old_password: ADMIN.password, new_password: `round-${round}-password` }),
       });
       expect(changed.status).toBe(200);
-      const fresh = ((await changed.json()) as { access_token: string }).access_token;
+      const fresh = ((await changed.json()) as { data: { access_token: string } }).data.access_token;
       await waitFor(async () => (await b.fetch('/api/admin/status', { headers: { authorization: `Bearer ${token}` } })).status === 401, {
         timeoutMs: 2_000,
         intervalMs: 20,

@@ -42,7 +42,7 @@ async function twoInstances(env: Record<string, string>): Promise<{ a: TestServi
 
 async function cacheMode(svc: TestService, token: string): Promise<{ mode: string; node: string | null }> {
   const res = await svc.fetch('/api/admin/status', { headers: { authorization: `Bearer ${token}` } });
-  return ((await res.json()) as { cache: { mode: string; node: string | null } }).cache;
+  return ((await res.json()) as { data: { cache: { mode: string; node: string | null } } }).data.cache;
 }
 
 async function bothInRedis(instances: TestService[], token: string, node?: string): Promise<boolean> {

@@ -103,7 +103,7 @@ function expectHealthyLoad(samples: Sample[]): void {
 async function adminCache(svc: TestService, token: string) {
   const res = await svc.fetch('/api/admin/status', { headers: { authorization: `Bearer ${token}` } });
   expect(res.status).toBe(200);
-  return ((await res.json()) as { cache: { mode: string; connected: boolean; topology: string; node: string | null } }).cache;
+  return ((await res.json()) as { data: { cache: { mode: string; connected: boolean; topology: string; node: string | null } } }).data.cache;
 }
 
 describe('Redis Sentinel', () => {

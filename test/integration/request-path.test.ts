@@ -59,7 +59,7 @@ async function createKey(svc: TestService, role: 'read' | 'admin', rateLimitPerM
     body: JSON.stringify({ name: `k-${role}-${Math.random().toString(36).slice(2, 8)}`, role, ...(rateLimitPerMinute === undefined ? {} : { rate_limit_per_minute: rateLimitPerMinute }) }),
   });
   expect(res.status).toBe(201);
-  return (await json(res)).key as string;
+  return ((await json(res)).data as { key: string }).key;
 }
 
 describe('credentials: every one sent is checked', () => {

@@ -211,7 +211,7 @@ describe('revocation across instances sharing one redis-server', () => {
       body: JSON.stringify({ old_password: ADMIN.password, new_password: 'a-new-password-42' }),
     });
     expect(changed.status).toBe(200);
-    const newToken = ((await changed.json()) as { access_token: string }).access_token;
+    const newToken = ((await changed.json()) as { data: { access_token: string } }).data.access_token;
 
     let last: { status: number; body: unknown } | undefined;
     await waitFor(
@@ -229,7 +229,7 @@ describe('revocation across instances sharing one redis-server', () => {
 
   it('when a user is created and deleted on A, then the admin status of B counts it within a second', async () => {
     const adminToken = await a.login(ADMIN.username, 'a-new-password-42');
-    const countOn = async (service: TestService) => ((await (await status(service, adminToken)).json()) as { users: { count: number } }).users.count;
+    const countOn = async (service: TestService) => ((await (await status(service, adminToken)).json()) as { data: { users: { count: number } } }).data.users.count;
     const before = await countOn(b); // B now remembers the count
 
     const created = await a.fetch('/api/admin/users', {

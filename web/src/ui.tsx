@@ -120,7 +120,7 @@ export function ChangePassword() {
     setBusy(true);
     setOutcome(undefined);
     try {
-      const result = await call(api.POST('/api/auth/change-password', { body: { old_password: oldPassword, new_password: newPassword } }));
+      const { data: result } = await call(api.POST('/api/auth/change-password', { body: { old_password: oldPassword, new_password: newPassword } }));
       setOldPassword('');
       setNewPassword('');
       setSession({ token: result.access_token, username: result.username, isAdmin: result.is_admin, mustChangePassword: result.must_change_password });

@@ -22,7 +22,7 @@ export default class KeysCreate extends MdsCommand {
     role: Flags.string({ description: '`read` calls the data endpoints (403 on admin endpoints); `admin` is an administrator.', options: ['read', 'admin'], default: 'read' }),
     'rate-limit': Flags.integer({ description: "The key's own requests per minute (default: RATE_LIMIT_AUTHENTICATED_PER_MINUTE).", min: 1, max: RATE_LIMIT_MAX_PER_MINUTE }),
     'expires-at': Flags.string({ description: 'When the key stops working, ISO 8601 (e.g. 2027-01-01T00:00:00Z); default never.' }),
-    json: Flags.boolean({ description: 'Print the created key as JSON, as the API answers it (the key included).' }),
+    json: Flags.boolean({ description: 'Print the created key as JSON, as the API answers it: `{success, data}`, the key at `data.key`.' }),
   };
 
   async run(): Promise<void> {
@@ -40,7 +40,7 @@ export default class KeysCreate extends MdsCommand {
       { rate_limit_per_minute: '--rate-limit' },
     );
     if (flags.json) {
-      this.log(JSON.stringify(created, null, 2));
+      this.log(JSON.stringify({ success: true, data: created }, null, 2));
       return;
     }
     this.log(`API key '${created.name}' created (id ${created.id}, role ${created.role}${created.expires_at ? `, expires ${created.expires_at}` : ''})`);

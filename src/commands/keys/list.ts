@@ -8,14 +8,14 @@ export default class KeysList extends MdsCommand {
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --json'];
 
   static override flags = {
-    json: Flags.boolean({ description: 'Print the list as JSON, as the API answers it.' }),
+    json: Flags.boolean({ description: 'Print the list as JSON, as the API answers it: `{success, data}`.' }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(KeysList);
     const keys = await withKeys(this, (service) => service.list());
     if (flags.json) {
-      this.log(JSON.stringify(keys, null, 2));
+      this.log(JSON.stringify({ success: true, data: keys }, null, 2));
       return;
     }
     const rows = [

@@ -8,14 +8,14 @@ export default class UsersList extends MdsCommand {
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --json'];
 
   static override flags = {
-    json: Flags.boolean({ description: 'Print the list as JSON, as the API answers it.' }),
+    json: Flags.boolean({ description: 'Print the list as JSON, as the API answers it: `{success, data}`.' }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(UsersList);
     const users = await withAccounts(this, (accounts) => accounts.listUsers());
     if (flags.json) {
-      this.log(JSON.stringify(users, null, 2));
+      this.log(JSON.stringify({ success: true, data: users }, null, 2));
       return;
     }
     const width = Math.max(8, ...users.map((u) => u.username.length));

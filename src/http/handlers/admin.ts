@@ -67,16 +67,16 @@ export function adminHandlers(deps: {
   const { accounts, keys, market, providers, status, audit, backfill, usage } = deps;
   return {
     async getAdminStatus(_req, res) {
-      const body: JsonResponse<'getAdminStatus', 200> = await status.report();
+      const body: JsonResponse<'getAdminStatus', 200> = { success: true, data: await status.report() };
       res.status(200).json(body);
     },
     async listUsers(_req, res) {
-      const body: JsonResponse<'listUsers', 200> = await accounts.listUsers();
+      const body: JsonResponse<'listUsers', 200> = { success: true, data: await accounts.listUsers() };
       res.status(200).json(body);
     },
     async createUser(req, res) {
       const { username, password, is_admin } = req.body;
-      const body: JsonResponse<'createUser', 201> = await accounts.createUser({ username, password, is_admin: is_admin ?? false }, actionContext(req));
+      const body: JsonResponse<'createUser', 201> = { success: true, data: await accounts.createUser({ username, password, is_admin: is_admin ?? false }, actionContext(req)) };
       res.status(201).json(body);
     },
     async deleteUser(req, res) {
@@ -87,7 +87,7 @@ export function adminHandlers(deps: {
       const removed = await market.flush();
       // The market-data service knows nothing of callers; the audit line is written where the caller is known.
       audit.record({ action: 'cache.flushed', target: 'cache', details: { removed } }, actionContext(req));
-      const body: JsonResponse<'flushCache', 200> = { ok: true, removed };
+      const body: JsonResponse<'flushCache', 200> = { success: true, data: { removed } };
       res.status(200).json(body);
     },
     async listApiKeys(_req, res) {
@@ -95,7 +95,7 @@ export function adminHandlers(deps: {
       res.status(200).json(body);
     },
     async createApiKey(req, res) {
-      const body: JsonResponse<'createApiKey', 201> = await keys.create(req.body, actionContext(req));
+      const body: JsonResponse<'createApiKey', 201> = { success: true, data: await keys.create(req.body, actionContext(req)) };
       // The one response that carries a secret: no cache may keep it.
       res.status(201).set('Cache-Control', 'no-store').json(body);
     },

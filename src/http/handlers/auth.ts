@@ -12,7 +12,7 @@ export function authHandlers(accounts: AccountService): { login: Handler<'login'
     },
     async changePassword(req, res) {
       if (!req.principal) throw new NotAuthenticatedError();
-      const body: JsonResponse<'changePassword', 200> = await accounts.changePassword(req.principal, req.body.old_password, req.body.new_password, actionContext(req));
+      const body: JsonResponse<'changePassword', 200> = { success: true, data: await accounts.changePassword(req.principal, req.body.old_password, req.body.new_password, actionContext(req)) };
       res.status(200).set('Cache-Control', 'no-store').json(body);
     },
   };

@@ -109,13 +109,13 @@ function missingArguments(missing: readonly string[]): CallToolResult {
 
 /**
  * A tool call's result from its operation's answer: on 200, the structured content is the REST
- * answer (an array carried as `{data: [...]}`) and the text a short reading of it; otherwise a tool
+ * answer (the contract's `{success, data}`) and the text a short reading of it; otherwise a tool
  * error. Both ways of answering a tool call (the SDK's server here, the shortcut in shortcut.ts) build it here.
  */
 export function toolResult(tool: ToolSpec, args: Record<string, unknown>, answer: Answer): CallToolResult {
   if (answer.status !== 200) return toolError(answer);
   const body = parse(answer.body);
-  const structuredContent = (tool.wrapsArray ? { data: body } : body) as Record<string, unknown>;
+  const structuredContent = body as Record<string, unknown>;
   const resource = tool.operationId === 'getHistory' ? historyResource(args) : undefined;
   return { content: [{ type: 'text', text: answerText(body, resource) }], structuredContent };
 }

@@ -39,8 +39,6 @@ export interface ToolSpec {
   description: string;
   /** A JSON Schema object: one property per parameter, `additionalProperties: false`. */
   inputSchema: Schema & { type: 'object'; properties: Record<string, Schema> };
-  /** The REST answer is a JSON array, carried as `{data: [...]}` (structured content is an object). */
-  wrapsArray: boolean;
   parameters: ToolParameter[];
   /** Which callers may call it, from the operation's security: anyone, anyone with credentials, or administrators. */
   audience: 'anyone' | 'authenticated' | 'admin';
@@ -139,13 +137,14 @@ export function generateTools(contract: Contract): ToolSpec[] {
       parameters.push({ name: parameter.name, in: parameter.in, required: isRequired });
     }
     const answer = inline(document, object.responses?.['200']?.content?.['application/json']?.schema ?? {}) as Schema;
+    // Structured content is the REST answer as it is, so it must be an object: the contract's {success, data}.
+    if (answer.type === 'array') throw new Error(`${operation.operationId}: a tool's answer must be an object ({success, data}), not an array`);
     return {
       name: snakeCase(operation.operationId),
       operationId: operation.operationId,
       path: operation.path,
       description: toolDescription(object),
       inputSchema: { type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false },
-      wrapsArray: answer.type === 'array',
       parameters,
       audience: audienceOf(operation),
     };

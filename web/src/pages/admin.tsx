@@ -26,13 +26,13 @@ function useAction(): [ApiError | undefined, (action: () => Promise<void>) => Pr
 }
 
 function StatusPanel() {
-  const status = useApi((signal) => call(api.GET('/api/admin/status', { signal })), []);
+  const status = useApi((signal) => call(api.GET('/api/admin/status', { signal })).then((answer) => answer.data), []);
   const [flushed, setFlushed] = useState<number>();
   const [failure, run] = useAction();
   const flush = () =>
     run(async () => {
-      const result = await call(api.DELETE('/api/admin/cache'));
-      setFlushed(result.removed);
+      const { data } = await call(api.DELETE('/api/admin/cache'));
+      setFlushed(data.removed);
       status.reload();
     });
   const s = status.data;
@@ -164,7 +164,7 @@ function KeysPanel({ keys, reload }: { keys: ApiKey[]; reload: () => void }) {
     event.preventDefault();
     return run(async () => {
       const perMinute = limit.trim() === '' ? undefined : Number(limit);
-      const result = await call(api.POST('/api/admin/api-keys', { body: { name: name.trim(), role, ...(perMinute === undefined ? {} : { rate_limit_per_minute: perMinute }) } }));
+      const { data: result } = await call(api.POST('/api/admin/api-keys', { body: { name: name.trim(), role, ...(perMinute === undefined ? {} : { rate_limit_per_minute: perMinute }) } }));
       setCreated({ name: result.name, key: result.key });
       setName('');
       setLimit('');
@@ -250,7 +250,7 @@ function KeysPanel({ keys, reload }: { keys: ApiKey[]; reload: () => void }) {
 }
 
 function UsersPanel() {
-  const users = useApi((signal) => call(api.GET('/api/admin/users', { signal })), []);
+  const users = useApi((signal) => call(api.GET('/api/admin/users', { signal })).then((answer) => answer.data), []);
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
   const [isAdmin, setIsAdmin] = useState(false);
