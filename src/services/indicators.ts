@@ -24,7 +24,7 @@ import type { HistoryWindow } from './market-data/history.js';
 import { DAY_MS, INTRADAY, PARTIAL_TTL_MS } from './market-data/lifetimes.js';
 import { TooManyCandlesError, type HistoryParams } from './market-data/history-rules.js';
 import { MAX_CANDLES, tooManyCandles } from '../domain/candle-limits.js';
-import type { CachedRepresentation, Loaded, RepresentationCache } from './representation-cache.js';
+import { textOf, type CachedRepresentation, type Loaded, type RepresentationCache } from './representation-cache.js';
 
 type Source = components['schemas']['Source'];
 
@@ -98,7 +98,7 @@ export class IndicatorService {
     const studies = parseStudies(params.studies, INTRADAY.has(window.query.interval));
     const rep = await this.#read(window, studies);
     const columns = studies.flatMap((study) => columnsOf(study).map(({ column, output }) => ({ column, key: study.key, output })));
-    return { etag: rep.etag, body: rep.value, columns };
+    return { etag: rep.etag, body: textOf(rep), columns };
   }
 
   async #load(window: HistoryWindow, studies: readonly Study[]): Promise<Loaded> {
@@ -137,7 +137,7 @@ export class IndicatorService {
     // Warm-up bars the upstream failed to give now may come later: the answer lives as a partial one does.
     if (warmup.failed) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     const actions = warmup.actions.length >= read.actions.length ? warmup.actions : read.actions;
-    const { value, sent } = await this.#compute.indicators(
+    const { sent } = await this.#compute.indicators(
       {
         candles: warmup.candles === undefined ? read.candles : concatColumns([warmup.candles, read.candles]),
         warmupBars: warmup.candles === undefined ? 0 : columnsLength(warmup.candles),
@@ -152,7 +152,7 @@ export class IndicatorService {
       },
       { reservation },
     );
-    return { outcome: 'found', value, ttlMs, sent };
+    return { outcome: 'found', sent, ttlMs };
   }
 
   /**

@@ -262,7 +262,7 @@ export class QuoteStreamHub {
       // Announcements may have been missed during the gap.
       options.broadcast.onResync(() => void this.#recheck()),
       options.onFill((fill) => {
-        if (fill.kind === 'quote') void this.#onQuoteFill(fill.params, fill.value, fill.parts);
+        if (fill.kind === 'quote') void this.#onQuoteFill(fill.params, fill.text(), fill.parts);
       }),
     );
     const heartbeat = setInterval(() => this.#heartbeat(), options.heartbeatMs);

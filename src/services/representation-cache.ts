@@ -35,10 +35,22 @@ export const INVALIDATE_CHANNEL = channels.invalidate;
 /**
  * What a loader found: the serialized body to cache and send, and how long it lives.
  */
-export interface Found {
+export type Found = FoundFields &
+  (
+    | {
+        /** The exact string to store and send (a JSON body). */
+        value: string;
+        sent?: undefined;
+      }
+    | {
+        value?: undefined;
+        /** The value as its bytes and ETag, made by the loader (the compute pool does, off the event loop): stored and sent as they are. */
+        sent: SentBody;
+      }
+  );
+
+interface FoundFields {
   outcome: 'found';
-  /** The exact string to store and send (a JSON body). */
-  value: string;
   /** Lifetime in milliseconds (at least 1000). */
   ttlMs: number;
   /**
@@ -53,8 +65,6 @@ export interface Found {
   fetched?: boolean;
   /** Where the body's data lies and what it says of it, for answers assembled from this one (a quote in a batch). */
   parts?: BodyParts | undefined;
-  /** The bytes and ETag of `value`, when the loader made them (the compute pool does, off the event loop). */
-  sent?: SentBody | undefined;
 }
 
 /**
@@ -107,9 +117,11 @@ export interface CachedRepresentation {
   kind: CacheKind;
   /** The full cache key, e.g. `mds:v1:quote:yahoo:AAPL`. */
   key: string;
-  /** The cached string, unchanged. */
-  value: string;
-  /** `value` as UTF-8, byte-identical for every answer from one cache fill. */
+  /**
+   * The cached value as UTF-8, byte-identical for every answer from one cache fill (`textOf` gives it
+   * as a string). A body made on a compute thread stays bytes: it is never decoded on the event loop
+   * unless a caller asks for its text.
+   */
   body: Buffer;
   /** Strong, quoted ETag of `body`. */
   etag: string;
@@ -155,7 +167,8 @@ export interface CacheStats {
 }
 
 /** Called after a body was fetched upstream and stored (a miss or a refresh), on this instance. */
-export type FillListener = (fill: { kind: CacheKind; params: string; value: string; parts?: BodyParts | undefined }) => void;
+/** What a fill listener hears: the body's text is decoded only for a listener that asks (`text()`), so a large body made as bytes stays bytes. */
+export type FillListener = (fill: { kind: CacheKind; params: string; text: () => string; parts?: BodyParts | undefined }) => void;
 
 export interface RepresentationCacheOptions {
   /** The cache; when it also has `status()` (ResilientCache), `stats()` reports it. */
@@ -197,7 +210,8 @@ const RESULT: Record<keyof KindStats, CacheResult> = { hits: 'hit', misses: 'mis
 /** The last body seen for a key, ready to send: bytes and ETag are computed once per value. */
 interface LocalCopy {
   kind: CacheKind;
-  value: string;
+  /** The value as a string when it came as one (from the store, from a loader on this thread); bytes alone otherwise. */
+  text: string | undefined;
   body: Buffer;
   etag: string;
   parts: BodyParts | undefined;
@@ -213,6 +227,19 @@ const POLL_FIRST_MS = 20;
 const POLL_MAX_MS = 100;
 /** The default bound of a miss waiting on another instance's fill; the read fills itself after it. */
 export const LOCK_WAIT_MS = 500;
+
+/** A representation's value as a string: its bytes decoded (a small body costs next to nothing; a large one is decoded once per caller that asks). */
+export function textOf(rep: { body: Buffer }): string {
+  return rep.body.toString('utf8');
+}
+
+/** Whether `copy` holds `value` (a string, or bytes with their ETag). */
+function sameValue(copy: LocalCopy, value: string | SentBody): boolean {
+  if (typeof value !== 'string') return copy.etag === value.etag;
+  if (copy.text !== undefined) return copy.text === value;
+  // A copy kept as bytes, and the same value read back from the store as a string: compared without encoding it.
+  return copy.body.length === Buffer.byteLength(value) && copy.body.toString('utf8') === value;
+}
 
 /** The keyed representation cache. One instance serves every kind of market data. */
 export class RepresentationCache {
@@ -321,7 +348,7 @@ export class RepresentationCache {
   #hit(key: string, local: MemoryEntry<LocalCopy>, now: number): CachedRepresentation {
     const ttlMs = local.expiresAt - now;
     const copy = local.value;
-    return { outcome: 'found', kind: copy.kind, key, value: copy.value, body: copy.body, etag: copy.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000), parts: copy.parts };
+    return { outcome: 'found', kind: copy.kind, key, body: copy.body, etag: copy.etag, cacheStatus: 'HIT', ttlMs, maxAgeSeconds: Math.floor(ttlMs / 1000), parts: copy.parts };
   }
 
   /**
@@ -439,11 +466,16 @@ export class RepresentationCache {
       // The last good copy of this very key says the same with the bytes and ETag clients already have.
       const own = this.#staleIfErrorMs > 0 ? await this.#get(this.#staleKey(key)) : undefined;
       if (own?.entry.outcome === 'found') return this.#represent(read.kind, key, own.entry.body, own.entry.parts, 'STALE', 0);
-      return this.#represent(read.kind, key, loaded.value, loaded.parts, 'STALE', 0, loaded.sent);
+      return this.#represent(read.kind, key, loaded.sent ?? loaded.value, loaded.parts, 'STALE', 0);
     }
-    const entry: StoredEntry = loaded.outcome === 'found' ? { outcome: 'found', body: loaded.value, parts: loaded.parts } : { outcome: 'refused', refusal: loaded.refusal };
-    // A body made on a compute thread arrives as bytes too: stored as they are, not encoded again (twice: the entry and its stale copy).
-    const value = entry.outcome === 'found' && loaded.outcome === 'found' && loaded.sent !== undefined ? encodeFoundEntryBytes(entry, loaded.sent.body) : encodeEntry(entry);
+    // A body made on a compute thread arrives as bytes: stored as they are, never decoded here nor
+    // encoded again (twice: the entry and its stale copy).
+    const value =
+      loaded.outcome === 'refused'
+        ? encodeEntry({ outcome: 'refused', refusal: loaded.refusal })
+        : loaded.sent !== undefined
+          ? encodeFoundEntryBytes(loaded.parts, loaded.sent.body)
+          : encodeEntry({ outcome: 'found', body: loaded.value, parts: loaded.parts });
     const ttlMs = Math.max(1000, Math.round(loaded.ttlMs));
     const writes = [this.#set(key, value, ttlMs)];
     if (this.#staleIfErrorMs > 0) writes.push(this.#set(this.#staleKey(key), value, ttlMs + this.#staleIfErrorMs));
@@ -452,12 +484,12 @@ export class RepresentationCache {
     if (loaded.outcome === 'refused') return { outcome: 'refused', refusal: loaded.refusal, cacheStatus };
     for (const listener of this.#fillListeners) {
       try {
-        listener({ kind: read.kind, params: read.params, value: loaded.value, parts: loaded.parts });
+        listener({ kind: read.kind, params: read.params, text: loaded.sent === undefined ? () => loaded.value : () => textOf(loaded.sent), parts: loaded.parts });
       } catch (err) {
         this.#logger.error({ err, key }, 'a cache fill listener failed');
       }
     }
-    return this.#represent(read.kind, key, loaded.value, loaded.parts, cacheStatus, ttlMs, loaded.sent);
+    return this.#represent(read.kind, key, loaded.sent ?? loaded.value, loaded.parts, cacheStatus, ttlMs);
   }
 
   /**
@@ -475,7 +507,7 @@ export class RepresentationCache {
     this.#represent(kind, key, value, parts, 'HIT', lifetime);
     for (const listener of this.#fillListeners) {
       try {
-        listener({ kind, params, value, parts });
+        listener({ kind, params, text: () => value, parts });
       } catch (err) {
         this.#logger.error({ err, key }, 'a cache fill listener failed');
       }
@@ -499,16 +531,17 @@ export class RepresentationCache {
   }
 
   /**
-   * The value as sent: bytes and ETag are reused while the cached string is unchanged, so hits do no
-   * hashing, and taken from `sent` when the loader made them. `ttlMs` is what the store says the entry
-   * has left; a STALE answer is never kept as the local copy.
+   * The value as sent: bytes and ETag are reused while the cached value is unchanged, so hits do no
+   * hashing; `value` is the string, or the bytes and ETag a loader made (the compute pool does, off the
+   * event loop). `ttlMs` is what the store says the entry has left; a STALE answer is never kept as
+   * the local copy.
    */
-  #represent(kind: CacheKind, key: string, value: string, parts: BodyParts | undefined, cacheStatus: CacheStatusHeader, ttlMs: number, sent?: SentBody): CachedRepresentation {
+  #represent(kind: CacheKind, key: string, value: string | SentBody, parts: BodyParts | undefined, cacheStatus: CacheStatusHeader, ttlMs: number): CachedRepresentation {
     let copy = this.#local.peek(key)?.value;
-    if (copy === undefined || copy.value !== value) copy = { kind, value, ...(sent ?? sentBodyOf(value)), parts };
+    if (copy === undefined || !sameValue(copy, value)) copy = typeof value === 'string' ? { kind, text: value, ...sentBodyOf(value), parts } : { kind, text: undefined, ...value, parts };
     if (cacheStatus !== 'STALE') this.#local.set(key, copy, ttlMs);
     const left = cacheStatus === 'STALE' ? 0 : ttlMs;
-    return { outcome: 'found', kind, key, value, body: copy.body, etag: copy.etag, cacheStatus, ttlMs: left, maxAgeSeconds: Math.max(0, Math.floor(left / 1000)), parts: copy.parts };
+    return { outcome: 'found', kind, key, body: copy.body, etag: copy.etag, cacheStatus, ttlMs: left, maxAgeSeconds: Math.max(0, Math.floor(left / 1000)), parts: copy.parts };
   }
 
   /**

@@ -55,12 +55,12 @@ export function encodeEntry(entry: Exclude<StoredEntry, { outcome: 'unknown' }>)
 
 /** The entry a stored string holds; `undefined` for a string this release did not write (read as a miss). */
 /**
- * `encodeEntry` of a found entry as UTF-8 bytes, from its body's bytes as sent (`body` encoded): the
- * body is not encoded again, and not copied at all when it needs no header.
+ * `encodeEntry` of a found entry as UTF-8 bytes, from its body's bytes as sent (the body UTF-8
+ * encoded): the body is not encoded again, and not copied at all when it needs no header.
  */
-export function encodeFoundEntryBytes(entry: Extract<StoredEntry, { outcome: 'found' }>, bodyBytes: Uint8Array): Uint8Array {
-  if (entry.parts === undefined && bodyBytes[0] === OPEN_BRACE) return bodyBytes;
-  return Buffer.concat([Buffer.from(`${JSON.stringify(['found', entry.parts ?? null])}${HEADER_END}`), bodyBytes]);
+export function encodeFoundEntryBytes(parts: BodyParts | undefined, bodyBytes: Uint8Array): Uint8Array {
+  if (parts === undefined && bodyBytes[0] === OPEN_BRACE) return bodyBytes;
+  return Buffer.concat([Buffer.from(`${JSON.stringify(['found', parts ?? null])}${HEADER_END}`), bodyBytes]);
 }
 
 export function decodeEntry(stored: string): StoredEntry | undefined {

@@ -58,7 +58,7 @@ describe('PiscinaComputePool', () => {
     const sent = indicatorTask(20_000);
     const expected = indicatorsAnswer(indicatorTask(20_000));
     const answer = await pool.indicators(sent);
-    expect(answer.value === expected, 'the JSON equals the one written on this thread').toBe(true);
+    expect(answer.sent.body.toString('utf8') === expected, 'the JSON equals the one written on this thread').toBe(true);
     // Encoded and hashed on the thread: the bytes are the JSON's, the ETag theirs.
     expect(answer.sent.body.equals(Buffer.from(expected, 'utf8'))).toBe(true);
     expect(answer.sent.etag).toBe(etagOf(Buffer.from(expected, 'utf8')));
@@ -142,7 +142,7 @@ describe('PiscinaComputePool', () => {
     pool = new PiscinaComputePool({ threads: 1, maxQueue: 0 });
     const running = pool.indicators(indicatorTask(30_000));
     const small = indicatorTask(100, 'sma:5,rsi:3');
-    expect((await pool.indicators(small)).value).toBe(indicatorsAnswer(indicatorTask(100, 'sma:5,rsi:3')));
+    expect((await pool.indicators(small)).sent.body.toString('utf8')).toBe(indicatorsAnswer(indicatorTask(100, 'sma:5,rsi:3')));
     // Not transferred: it never left this thread.
     expect(small.candles.close.length).toBe(100);
     await running;
@@ -154,7 +154,7 @@ describe('PiscinaComputePool', () => {
     const waiting = pool.indicators(indicatorTask(30_000, undefined, 2));
     const closed = pool.close();
     await expect(waiting).rejects.toBeInstanceOf(ServiceBusyError);
-    expect((await running).value).toMatch(/^\{"success":true/);
+    expect((await running).sent.body.toString('utf8')).toMatch(/^\{"success":true/);
     await closed;
     await expect(pool.indicators(indicatorTask(30_000))).rejects.toBeInstanceOf(ServiceBusyError);
   });

@@ -11,7 +11,7 @@ import { createCache } from '../../src/infra/cache/index.js';
 import type { ResilientCache } from '../../src/infra/cache/resilient-cache.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { decodeQuote, writeQuoteBody } from '../../src/services/market-data/quote-body.js';
-import { RepresentationCache, type CacheRead } from '../../src/services/representation-cache.js';
+import { RepresentationCache, textOf, type CacheRead } from '../../src/services/representation-cache.js';
 import { decodeEntry } from '../../src/services/stored-entry.js';
 import { sentBodyOf } from '../../src/domain/sent-json.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
@@ -78,7 +78,7 @@ describe('typed cache entries', () => {
     expect(rep.cacheStatus).toBe('HIT');
     expect(rep.kind).toBe('quote');
     expect(rep.body.equals(first.body)).toBe(true);
-    expect(rep.value).toBe(JSON.stringify({ success: true, data: quote, source: 'yahoo', updated_at: AT }));
+    expect(textOf(rep)).toBe(JSON.stringify({ success: true, data: quote, source: 'yahoo', updated_at: AT }));
     const decoded = decodeQuote(rep);
     expect(decoded.json).toBe(JSON.stringify(quote));
     expect(decoded.source).toBe('yahoo');
@@ -91,12 +91,12 @@ describe('typed cache entries', () => {
     const from = value.indexOf('"data":') + 7;
     const parts = { data: { from, to: value.indexOf(',"source"') }, source: 'simulated', updatedAt: AT };
     for (const [params, withParts] of [['BTC-USD:1m:a', undefined], ['BTC-USD:1m:b', parts]] as const) {
-      const read = (): CacheRead => ({ kind: 'indicators', params, load: async () => ({ outcome: 'found', value, parts: withParts, sent, ttlMs: 60_000 }) });
+      const read = (): CacheRead => ({ kind: 'indicators', params, load: async () => ({ outcome: 'found', parts: withParts, sent, ttlMs: 60_000 }) });
       const first = await engine(await newCache()).read(read());
       const other = await engine(await newCache()).read(read());
       if (first.outcome !== 'found' || other.outcome !== 'found') throw new Error('expected answers');
       expect([first.cacheStatus, other.cacheStatus]).toEqual(['MISS', 'HIT']);
-      expect(other.value).toBe(value);
+      expect(textOf(other)).toBe(value);
       expect(other.body.equals(sent.body)).toBe(true);
       expect(other.etag).toBe(sent.etag);
       expect(other.parts).toEqual(withParts);
@@ -116,7 +116,8 @@ describe('typed cache entries', () => {
       },
     });
 
-    expect(rep).toMatchObject({ outcome: 'found', kind: 'history', value: '{"success":true}', cacheStatus: 'MISS' });
+    expect(rep).toMatchObject({ outcome: 'found', kind: 'history', cacheStatus: 'MISS' });
+    expect(rep.outcome === 'found' && textOf(rep)).toBe('{"success":true}');
     expect(loads).toBe(1);
     expect((await cache.get('mds:v1:history:simulated:AAPL:1d:1mo'))?.value).toBe('{"success":true}');
   });

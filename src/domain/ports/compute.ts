@@ -57,9 +57,11 @@ export interface SentBody {
   etag: string;
 }
 
-/** A JSON answer a task wrote: the string to cache, and the bytes and ETag to send, made on the task's thread. */
+/**
+ * A JSON answer a task wrote: its bytes and ETag, made on the task's thread. They are cached and sent
+ * as they are; the event loop decodes them only for a caller that needs the text.
+ */
 export interface ComputedJson {
-  value: string;
   sent: SentBody;
 }
 

@@ -5,7 +5,7 @@ import { TooManyCandlesError, type HistoryParams } from '../../services/market-d
 import { EXPORT_PAGE_CANDLES } from '../../services/market-data/exports.js';
 import type { IndicatorService } from '../../services/indicators.js';
 import { InvalidRequestError } from '../../domain/errors.js';
-import type { CachedRepresentation } from '../../services/representation-cache.js';
+import { textOf, type CachedRepresentation } from '../../services/representation-cache.js';
 import type { ComputePool, ExportStudies } from '../../domain/ports/compute.js';
 import { abortOnClose, ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, writeExport } from '../history-export.js';
 import { cacheScopeOf, setCacheControl } from '../cache-policy.js';
@@ -54,7 +54,7 @@ async function sendExport(req: Request, res: Response, exporter: ExportFormatter
   const { signal, stop } = abortOnClose(res);
   let file: string | Uint8Array;
   try {
-    file = await exporter.exportAnswer({ format, history: rep.value, ...(studies === undefined ? {} : { studies: { body: studies.body, columns: studies.columns } }) }, { signal });
+    file = await exporter.exportAnswer({ format, history: textOf(rep), ...(studies === undefined ? {} : { studies: { body: studies.body, columns: studies.columns } }) }, { signal });
   } catch (err) {
     if (signal.aborted) return;
     throw err;

@@ -70,8 +70,7 @@ export interface PiscinaComputePoolOptions {
 
 /** The answer of an encoded JSON task: the bytes as sent, and the string the cache stores (decoded once). */
 function computedJson({ bytes, etag }: EncodedJson): ComputedJson {
-  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return { value: body.toString('utf8'), sent: { body, etag } };
+  return { sent: { body: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), etag } };
 }
 
 function shuttingDown(): ServiceBusyError {

@@ -130,13 +130,13 @@ export class HistoryReads {
     if (read.sources !== undefined) history.sources = read.sources;
     const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? ctx.source, updated_at: ctx.iso() };
     // The candles (basis, spelling, flags) and the JSON are written by the compute pool: 5,000 bars take ~10 ms.
-    const { value, sent } = await ctx.compute.historyAnswer({
+    const { sent } = await ctx.compute.historyAnswer({
       body,
       candles: read.candles,
       actions: read.actions,
       adjust,
       flags: read.flags === undefined ? undefined : [...read.flags],
     });
-    return { outcome: 'found', value, ttlMs, sent };
+    return { outcome: 'found', sent, ttlMs };
   }
 }

@@ -47,10 +47,10 @@ const decodedBodies = new WeakMap<Buffer, DecodedQuote>();
 const quoteJson = new WeakMap<Quote, string>();
 
 /** The quote of a cached quote answer, without serializing it again; decoded once per cached body. */
-export function decodeQuote(rep: { value: string; body: Buffer; parts?: BodyParts | undefined }): DecodedQuote {
+export function decodeQuote(rep: { body: Buffer; parts?: BodyParts | undefined }): DecodedQuote {
   let decoded = decodedBodies.get(rep.body);
   if (decoded !== undefined) return decoded;
-  decoded = quoteInBody(rep.value, rep.parts);
+  decoded = quoteInBody(rep.body.toString('utf8'), rep.parts);
   decodedBodies.set(rep.body, decoded);
   return decoded;
 }
