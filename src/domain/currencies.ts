@@ -7,7 +7,8 @@
  */
 import { isoDateOf, parseIsoDate, type DayNumber } from './civil-date.js';
 import { InvalidRequestError } from './errors.js';
-import type { HistoryInterval } from './ports/market-data.js';
+import type { components } from '../generated/api.js';
+import type { HistoryInterval, Quote } from './ports/market-data.js';
 import type { RateDay } from './ports/fx-rates.js';
 
 export type { RateDay };
@@ -135,7 +136,8 @@ export class RateTable {
 export interface FxSummary {
   from: string;
   to: string;
-  source: 'ecb';
+  /** Whose rates: `ecb` for history; a live quote names the provider of its FX quote. */
+  source: components['schemas']['Source'];
   /** The first and last publication dates of the rates used (`YYYY-MM-DD`); null when no bar was converted. */
   first_date: string | null;
   last_date: string | null;
@@ -262,4 +264,32 @@ export function afterFirstRate(startMs: number): void {
   if (startMs < FIRST_RATE_DAY * DAY_MS) {
     throw new InvalidRequestError([{ path: 'query.currency', message: `the reference rates begin on ${FIRST_RATE_DATE}: a converted window must start on or after it` }]);
   }
+}
+
+/** A live rate: units of the target per unit of the source whole currency, who quoted it and when. */
+export interface LiveRate {
+  rate: number;
+  source: string;
+  timeMs: number;
+}
+
+/**
+ * `quote` (in `quote.currency`, a sub-unit included) in `to` at `live`: prices and the change times
+ * the rate, the change in percent and the volume unchanged, with the `fx` block naming the rate.
+ */
+export function convertQuote(quote: Quote, to: string, live: LiveRate): Quote {
+  const f = live.rate * unitOf(quote.currency).scale;
+  const times = (v: number | null) => (v === null ? null : v * f);
+  const date = new Date(live.timeMs).toISOString();
+  return {
+    ...quote,
+    price: quote.price * f,
+    change: times(quote.change),
+    open: times(quote.open),
+    high: times(quote.high),
+    low: times(quote.low),
+    prev_close: times(quote.prev_close),
+    currency: to,
+    fx: { from: quote.currency, to, source: live.source as FxSummary['source'], first_date: date.slice(0, 10), last_date: date.slice(0, 10), carried: 0, rate: live.rate, rate_time: date },
+  };
 }

@@ -1707,7 +1707,7 @@ export interface components {
              */
             updated_at: string;
         };
-        /** @description Present when prices were converted (`currency=`): from which currency to which, at whose rates, the first and last publication dates of the rates used and how many bars took an earlier day's rate. Absent when the prices were already in the asked currency. */
+        /** @description Present when prices were converted (`currency=`): from which currency to which, at whose rates (`source`: `ecb` for history; a live quote names the provider of the FX quote it used, `ecb` when it fell back to the reference rate), the first and last publication dates of the rates used and how many bars took an earlier day's rate. Absent when the prices were already in the asked currency. */
         Fx: {
             /**
              * @description The currency the prices are given in upstream (a sub-unit such as `GBp` as listed).
@@ -1719,12 +1719,7 @@ export interface components {
              * @example EUR
              */
             to: string;
-            /**
-             * @description Whose reference rates converted the history (crosses through EUR); a live quote names the provider of its FX quote.
-             * @example ecb
-             * @enum {string}
-             */
-            source: "ecb";
+            source: components["schemas"]["Source"];
             /**
              * Format: date
              * @description The publication date of the earliest rate used; null when no price was converted.
@@ -3036,6 +3031,8 @@ export interface operations {
             query: {
                 /** @description 1 to 50 distinct Yahoo-style symbols, comma-separated, case-insensitive (`aapl` is `AAPL`). */
                 symbols: string;
+                /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+                currency?: components["parameters"]["Currency"];
             };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
@@ -3072,7 +3069,10 @@ export interface operations {
     };
     getQuote: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+                currency?: components["parameters"]["Currency"];
+            };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];

@@ -78,13 +78,13 @@ export class MarketDataService {
   }
 
   /** See `Quotes.getQuote`. */
-  getQuote(symbol: string): Promise<CachedRepresentation> {
-    return this.#quotes.getQuote(symbol);
+  getQuote(symbol: string, currency?: string): Promise<CachedRepresentation> {
+    return this.#quotes.getQuote(symbol, currency);
   }
 
   /** See `Quotes.getQuotes`. */
-  getQuotes(symbolList: string): Promise<CachedRepresentation> {
-    return this.#quotes.getQuotes(symbolList);
+  getQuotes(symbolList: string, currency?: string): Promise<CachedRepresentation> {
+    return this.#quotes.getQuotes(symbolList, currency);
   }
 
   /** See `Quotes.quoteOf`. */
