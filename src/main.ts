@@ -278,7 +278,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     now: options.now,
   });
   const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name, compute, rates });
-  const indicators = new IndicatorService({ engine, market, history, compute, now: options.now });
+  const indicators = new IndicatorService({ engine, market, history, compute, rates, now: options.now });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,

@@ -3293,6 +3293,8 @@ export interface operations {
                 end?: components["parameters"]["WindowEnd"];
                 /** @description The price basis the studies are computed on, as for history (`splits` by default, `none`, `all`). */
                 adjust?: components["parameters"]["WindowAdjust"];
+                /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+                currency?: components["parameters"]["Currency"];
             };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
+import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ECB_HISTORY_CSV, startEcbUpstream } from '../helpers/ecb-upstream.js';
 import type { ReplayUpstream } from '../helpers/replay-upstream.js';
@@ -179,6 +180,33 @@ describe('history in another currency, ECB rates replayed', () => {
       expect(Number(row.close)).toBe(candle.close);
       expect(Number(row.open)).toBe(candle.open);
     });
+  });
+
+  it('when indicators are asked in a currency, then each study is computed on the converted candles', async () => {
+    const res = await svc.fetch('/api/indicators/AAPL?interval=1d&start=2024-04-15&end=2024-07-01&studies=sma:5&currency=EUR');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { data: { times: string[]; studies: Record<string, Array<number | null>> } };
+    // The converted closes from 2024-04-02 (after Easter) reach well before the window's warm-up.
+    const { body: converted } = await history('AAPL', 'start=2024-04-02&end=2024-07-01&currency=EUR');
+    const closes = new Map(converted.data.candles.map((c, i) => [c.time, i]));
+    const sma = body.data.studies['sma:5']!;
+    expect(body.data.times.length).toBeGreaterThan(40);
+    body.data.times.forEach((time, k) => {
+      const i = closes.get(time)!;
+      const expected = converted.data.candles.slice(i - 4, i + 1).reduce((sum, c) => sum + c.close, 0) / 5;
+      close(sma[k]!, expected);
+    });
+    // Not the SMA of the USD closes.
+    const usd = (await history('AAPL', 'start=2024-04-02&end=2024-07-01')).body.data.candles;
+    expect(Math.abs(sma[0]! - usd.slice(closes.get(body.data.times[0]!)! - 4, closes.get(body.data.times[0]!)! + 1).reduce((s, c) => s + c.close, 0) / 5)).toBeGreaterThan(1);
+  });
+
+  it('when the Arrow export is asked in a currency, then its close column is the converted closes', async () => {
+    const json = await history('BTC-USD', `${WINDOW}&currency=CHF`);
+    const res = await svc.fetch(`/api/history/BTC-USD/arrow?interval=1d&${WINDOW}&currency=CHF`);
+    expect(res.status).toBe(200);
+    const table = tableFromIPC(new Uint8Array(await res.arrayBuffer()));
+    expect([...table.getChild('close')!.toArray()]).toEqual(json.body.data.candles.map((c) => c.close));
   });
 
   it('when the currency is unknown, then 422 names the supported ones', async () => {
