@@ -105,6 +105,8 @@ export class RateTable {
    * Undefined when there is none that close.
    */
   rate(from: string, to: string, day: DayNumber): DatedRate | undefined {
+    // A sub-unit to its own unit (GBp to GBP) needs no rate.
+    if (from === to) return { rate: 1, day, carried: false };
     let i = this.#lastIndexAtOrBefore(day);
     for (; i >= 0; i--) {
       const published = this.#days[i]!;

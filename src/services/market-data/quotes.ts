@@ -152,6 +152,7 @@ export class Quotes {
 
   /** Units of `to` per `from` now: the chain's FX quote of the pair (or its inverse), else the ECB's latest reference rate. */
   async #liveRate(from: string, to: string): Promise<LiveRate & { ttlMs: number }> {
+    if (from === to) return { rate: 1, source: RATE_SOURCE, timeMs: this.#ctx.now(), ttlMs: Infinity };
     for (const [pair, inverse] of [[`${from}${to}=X`, false], [`${to}${from}=X`, true]] as const) {
       try {
         const rep = await this.#ctx.engine.read(this.#quoteRead(pair));
