@@ -157,42 +157,105 @@ export interface BarFactors {
 const DAY_MS = 86_400_000;
 const DAILY: ReadonlySet<HistoryInterval> = new Set(['1d', '1wk', '1mo']);
 
-/** The local calendar day of an instant in a zone (a daily bar's session date). */
-export class LocalDays {
+/** How far an offset is assumed to hold once it is the same at both ends (see `ZoneOffsets`). */
+const OFFSET_HORIZON_MS = 60 * 86_400_000;
+/** How closely a change of offset is located. */
+const TRANSITION_PRECISION_MS = 60_000;
+
+/**
+ * A zone's UTC offsets over spans of time, found as bars ask for them and kept for the process: formatting
+ * an instant in a zone costs about 10 µs, so 10 years of daily bars would spend 25 ms asking bar by bar.
+ * An offset the same at both ends of OFFSET_HORIZON_MS holds between them (zones change theirs months
+ * apart; a zone with two changes closer than that, such as Casablanca's Ramadan hour, could be an hour off
+ * in between, which moves the date only of a bar within an hour of midnight); where the ends differ, the
+ * change is found by bisection.
+ */
+class ZoneOffsets {
   readonly #format: Intl.DateTimeFormat;
-  /** The zone's offset is constant between transitions: the last one seen, and the span it was checked to hold over. */
-  #offsetMs: number | undefined;
-  #validFromMs = Infinity;
-  #validToMs = -Infinity;
+  /** Spans [fromMs, toMs] of one offset, sorted by start, not overlapping. */
+  readonly #spans: Array<{ fromMs: number; toMs: number; offsetMs: number }> = [];
+  #last = 0;
 
   constructor(timeZone: string) {
-    let format: Intl.DateTimeFormat;
+    const options: Intl.DateTimeFormatOptions = { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' };
     try {
-      format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+      this.#format = new Intl.DateTimeFormat('en-CA', { ...options, timeZone });
     } catch {
-      format = new Intl.DateTimeFormat('en-CA', { timeZone: 'UTC', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+      // A zone this runtime does not know: its bars are dated in UTC.
+      this.#format = new Intl.DateTimeFormat('en-CA', { ...options, timeZone: 'UTC' });
     }
-    this.#format = format;
   }
 
-  dayOf(timeMs: number): DayNumber {
-    if (!(timeMs >= this.#validFromMs && timeMs <= this.#validToMs)) {
-      // A zone changes its offset at most twice a year: one the same 30 days apart holds between them.
-      const offset = this.offsetAt(timeMs);
-      const later = this.offsetAt(timeMs + 30 * DAY_MS);
-      this.#offsetMs = offset;
-      this.#validFromMs = timeMs;
-      this.#validToMs = offset === later ? timeMs + 30 * DAY_MS : timeMs;
+  /** The offset from UTC at `timeMs`, in milliseconds. */
+  at(timeMs: number): number {
+    const spans = this.#spans;
+    const last = spans[this.#last];
+    if (last !== undefined && timeMs >= last.fromMs && timeMs <= last.toMs) return last.offsetMs;
+    let lo = 0;
+    let hi = spans.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const span = spans[mid]!;
+      if (timeMs < span.fromMs) hi = mid - 1;
+      else if (timeMs > span.toMs) lo = mid + 1;
+      else {
+        this.#last = mid;
+        return span.offsetMs;
+      }
     }
-    return Math.floor((timeMs + this.#offsetMs!) / DAY_MS);
+    const offsetMs = this.exact(timeMs);
+    // The span ends before the next known one begins.
+    const next = spans[lo];
+    let toMs = Math.min(timeMs + OFFSET_HORIZON_MS, next === undefined ? Infinity : next.fromMs - 1);
+    if (this.exact(toMs) !== offsetMs) {
+      let good = timeMs;
+      while (toMs - good > TRANSITION_PRECISION_MS) {
+        const mid = good + Math.floor((toMs - good) / 2);
+        if (this.exact(mid) === offsetMs) good = mid;
+        else toMs = mid;
+      }
+      toMs = good;
+    }
+    spans.splice(lo, 0, { fromMs: timeMs, toMs, offsetMs });
+    this.#last = lo;
+    return offsetMs;
   }
 
-  /** The zone's offset from UTC at `timeMs`, in milliseconds. */
-  offsetAt(timeMs: number): number {
+  /** The offset at `timeMs`, asked of the zone database. */
+  exact(timeMs: number): number {
     const parts: Record<string, number> = {};
     for (const p of this.#format.formatToParts(timeMs)) if (p.type !== 'literal') parts[p.type] = Number(p.value);
     const local = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
     return local - Math.floor(timeMs / 1000) * 1000;
+  }
+}
+
+const ZONES = new Map<string, ZoneOffsets>();
+
+function zoneOf(timeZone: string): ZoneOffsets {
+  let zone = ZONES.get(timeZone);
+  if (zone === undefined) {
+    zone = new ZoneOffsets(timeZone);
+    ZONES.set(timeZone, zone);
+  }
+  return zone;
+}
+
+/** The local calendar day of an instant in a zone (a daily bar's session date). */
+export class LocalDays {
+  readonly #zone: ZoneOffsets;
+
+  constructor(timeZone: string) {
+    this.#zone = zoneOf(timeZone);
+  }
+
+  dayOf(timeMs: number): DayNumber {
+    return Math.floor((timeMs + this.#zone.at(timeMs)) / DAY_MS);
+  }
+
+  /** The zone's offset from UTC at `timeMs`, in milliseconds. */
+  offsetAt(timeMs: number): number {
+    return this.#zone.at(timeMs);
   }
 }
 

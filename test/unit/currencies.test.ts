@@ -52,6 +52,16 @@ describe('reference rates', () => {
     expect(auckland.dayOf(Date.parse('2024-04-01T21:00:00Z'))).toBe(day('2024-04-02'));
   });
 
+  it('when instants over two years are dated in zones with and without daylight time, then each date is the zone database\'s', () => {
+    for (const timeZone of ['America/New_York', 'Europe/London', 'Pacific/Auckland', 'Australia/Lord_Howe', 'Asia/Tokyo', 'America/Sao_Paulo']) {
+      const local = new LocalDays(timeZone);
+      const reference = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+      for (let t = Date.parse('2018-01-01T00:00:00Z'); t < Date.parse('2020-01-01T00:00:00Z'); t += 7 * 3_600_000 + 13 * 60_000) {
+        expect(local.dayOf(t), `${timeZone} ${new Date(t).toISOString()}`).toBe(day(reference.format(t)));
+      }
+    }
+  });
+
   it('when an intraday bar starts before 16:00 CET, then it takes the previous day\'s rate', () => {
     expect(publishedAtMs(day('2024-04-02'))).toBe(Date.parse('2024-04-02T14:00:00Z'));
     expect(publishedAtMs(day('2024-01-02'))).toBe(Date.parse('2024-01-02T15:00:00Z'));
