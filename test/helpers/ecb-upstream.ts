@@ -41,11 +41,11 @@ export function zipOf(name: string, data: Buffer): Buffer {
   return Buffer.concat([local, nameBytes, compressed, central, nameBytes, end]);
 }
 
-/** A replay server answering ECB's three files from the recordings. */
-export function startEcbUpstream(): Promise<ReplayUpstream> {
+/** A replay server answering ECB's three files from the recordings (the historical CSV may be given instead). */
+export function startEcbUpstream(historyCsv: Buffer = fixture(ECB_HISTORY_CSV)): Promise<ReplayUpstream> {
   return startReplayUpstream({
     routes: [
-      { path: '/stats/eurofxref/eurofxref-hist.zip', status: 200, contentType: 'application/zip', body: zipOf('eurofxref-hist.csv', fixture(ECB_HISTORY_CSV)) },
+      { path: '/stats/eurofxref/eurofxref-hist.zip', status: 200, contentType: 'application/zip', body: zipOf('eurofxref-hist.csv', historyCsv) },
       { path: '/stats/eurofxref/eurofxref-daily.xml', status: 200, contentType: 'text/xml', body: fixture('ecb-eurofxref-daily-2024-06-26.xml') },
       { path: '/stats/eurofxref/eurofxref-hist-90d.xml', status: 200, contentType: 'text/xml', body: fixture('ecb-eurofxref-hist-90d-synthetic.xml') },
     ],

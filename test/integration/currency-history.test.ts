@@ -242,3 +242,122 @@ describe('history in another currency with ECB unreachable and no rate stored', 
     }
   });
 });
+
+/**
+ * Rates in ECB's historical CSV layout (newest first, trailing commas) for every weekday of the last 70
+ * days up to today, made up for the intraday tests: the providers serve intraday bars of the last 60 days
+ * only, which the recorded 2024 slice does not reach.
+ */
+function recentRatesCsv(): { csv: string; rates: Map<string, Map<string, number>> } {
+  const rates = new Map<string, Map<string, number>>();
+  const lines = ['Date,USD,JPY,CHF,'];
+  const today = Math.floor(Date.now() / DAY_MS);
+  for (let day = today; day > today - 70; day--) {
+    const weekday = new Date(day * DAY_MS).getUTCDay();
+    if (weekday === 0 || weekday === 6) continue;
+    const date = new Date(day * DAY_MS).toISOString().slice(0, 10);
+    const usd = (1.05 + (day % 17) / 1000).toFixed(4);
+    const chf = (0.93 + (day % 11) / 1000).toFixed(4);
+    rates.set(date, new Map([['EUR', 1], ['USD', Number(usd)], ['JPY', 160], ['CHF', Number(chf)]]));
+    lines.push(`${date},${usd},160.00,${chf},`);
+  }
+  return { csv: `${lines.join('\r\n')}\r\n`, rates };
+}
+
+describe('intraday history in another currency, made-up recent rates', () => {
+  let ecb: ReplayUpstream;
+  let svc: TestService;
+  const recent = recentRatesCsv();
+  const HOUR_MS = 3_600_000;
+  const lastHour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS;
+
+  beforeAll(async () => {
+    ecb = await startEcbUpstream(Buffer.from(recent.csv));
+    svc = await startTestService({ MARKET_DATA_PROVIDER: 'simulated', ECB_BASE_URL: ecb.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    await ecb?.close();
+  });
+
+  /** The rate of the last ECB day published (16:00 Frankfurt) by `timeMs`, else within 4 days before it. */
+  function rateAt(timeMs: number, to: string): { rate: number; date: string; carried: boolean } {
+    let day = new Date(timeMs).toISOString().slice(0, 10);
+    const offsetHours = Number(new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', hourCycle: 'h23' }).format(Date.parse(`${day}T12:00:00Z`))) - 12;
+    if (timeMs < Date.parse(`${day}T12:00:00Z`) + (4 - offsetHours) * HOUR_MS) day = new Date(timeMs - DAY_MS).toISOString().slice(0, 10);
+    for (let back = 0; back <= 4; back++) {
+      const date = new Date(Date.parse(`${day}T00:00:00Z`) - back * DAY_MS).toISOString().slice(0, 10);
+      const rates = recent.rates.get(date);
+      if (rates) return { rate: rates.get(to)! / rates.get('USD')!, date, carried: back > 0 };
+    }
+    throw new Error(`no rate for ${new Date(timeMs).toISOString()}`);
+  }
+
+  it('when hourly bars are asked in EUR, then each converts at the latest rate published by its start (16:00 CET), carried over weekends', async () => {
+    const window = `interval=1h&start=${new Date(lastHour - 10 * DAY_MS).toISOString()}&end=${new Date(lastHour).toISOString()}`;
+    const raw = (await (await svc.fetch(`/api/history/BTC-USD?${window}`)).json()) as HistoryBody;
+    const res = await svc.fetch(`/api/history/BTC-USD?${window}&currency=EUR`);
+    expect(res.status).toBe(200);
+    const converted = (await res.json()) as HistoryBody;
+    const byTime = new Map(converted.data.candles.map((c) => [c.time, c]));
+    expect(raw.data.candles.length).toBeGreaterThan(200);
+    let carried = 0;
+    for (const bar of raw.data.candles) {
+      const rate = rateAt(Date.parse(bar.time), 'EUR');
+      const got = byTime.get(bar.time)!;
+      expect(got, bar.time).toBeDefined();
+      close(got.close, bar.close * rate.rate);
+      close(got.open, bar.open * rate.rate);
+      close(got.low, bar.low * rate.rate);
+      close(got.high, bar.high * rate.rate);
+      expect(got.flags?.includes('fx_carried') ?? false, bar.time).toBe(rate.carried);
+      if (rate.carried) carried++;
+    }
+    // Ten days hold a weekend: its hours (and Monday's before 16:00 CET) carry Friday's rate.
+    expect(carried).toBeGreaterThanOrEqual(48);
+    expect(converted.data.fx).toMatchObject({ from: 'USD', to: 'EUR', source: 'ecb', carried });
+    expect(svc.violations).toEqual([]);
+  });
+
+  it('when an export over 5,000 one-minute bars is asked in a currency, then its pages stream the converted prices of the same bars', async () => {
+    const window = `interval=1m&start=${new Date(lastHour - 6 * DAY_MS).toISOString()}&end=${new Date(lastHour).toISOString()}`;
+    const res = await svc.fetch(`/api/history/BTC-USD/csv?${window}&currency=CHF`);
+    expect(res.status).toBe(200);
+    const rows = parseCsv(await res.text(), { columns: true }) as Array<Record<string, string>>;
+    expect(rows.length).toBeGreaterThan(5000);
+    const plain = parseCsv(await (await svc.fetch(`/api/history/BTC-USD/csv?${window}`)).text(), { columns: true }) as Array<Record<string, string>>;
+    expect(rows.map((r) => r.time)).toEqual(plain.map((r) => r.time));
+    rows.forEach((row, i) => {
+      const rate = rateAt(Date.parse(row.time!), 'CHF');
+      close(Number(row.close), Number(plain[i]!.close) * rate.rate);
+      expect(row.volume).toBe(plain[i]!.volume);
+    });
+  });
+});
+
+describe('MCP tools in another currency', () => {
+  let ecb: ReplayUpstream;
+  let svc: TestService;
+
+  beforeAll(async () => {
+    ecb = await startEcbUpstream();
+    svc = await startTestService({ MARKET_DATA_PROVIDER: 'simulated', ECB_BASE_URL: ecb.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    await ecb?.close();
+  });
+
+  it('when an MCP client calls get_history with a currency, then the structured content is converted and says so', async () => {
+    const res = await svc.fetch('/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_history', arguments: { symbol: 'AAPL', start: '2024-06-03', end: '2024-07-01', currency: 'JPY' } } }),
+    });
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { result: { isError?: boolean; structuredContent: { data: HistoryBody['data'] } } };
+    expect(answer.result.isError).toBeFalsy();
+    expect(answer.result.structuredContent.data.currency).toBe('JPY');
+    expect(answer.result.structuredContent.data.fx).toMatchObject({ from: 'USD', to: 'JPY', source: 'ecb', carried: 0 });
+  });
+});
