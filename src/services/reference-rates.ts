@@ -38,6 +38,8 @@ export class ReferenceRates {
   #table = new RateTable([]);
   #lastLookMs = -Infinity;
   #pending: Promise<RateTable> | undefined;
+  /** With nothing stored, the last failure to fetch the history, answered again until it is RETRY_AFTER_SECONDS old. */
+  #failure: { atMs: number; error: DataSourceError } | undefined;
 
   constructor(parts: ReferenceRatesParts) {
     this.#store = parts.store;
@@ -56,6 +58,8 @@ export class ReferenceRates {
     const last = this.#table.lastDay;
     const current = last !== undefined && last >= lastPublishedDay(now);
     if (this.#days !== undefined && (current || (last !== undefined && now - this.#lastLookMs < this.#refreshEveryMs))) return Promise.resolve(this.#table);
+    // Nothing stored and the ECB just failed: callers are refused at once rather than each waiting for a timeout.
+    if (this.#failure !== undefined && now - this.#failure.atMs < RETRY_AFTER_SECONDS * 1000) return Promise.reject(this.#failure.error);
     if (this.#pending === undefined) {
       this.#pending = this.#update().finally(() => {
         this.#pending = undefined;
@@ -73,6 +77,7 @@ export class ReferenceRates {
     this.#lastLookMs = this.#now();
     try {
       const added = await this.#fetchNew();
+      this.#failure = undefined;
       if (added.length > 0) {
         await this.#store.write(RATE_SOURCE, added);
         this.#days = [...this.#days, ...added];
@@ -80,10 +85,13 @@ export class ReferenceRates {
       }
     } catch (err) {
       if (this.#table.size === 0) {
-        throw new DataSourceError(`The ECB's reference rates could not be fetched and none are stored, so nothing can be converted: ${err instanceof Error ? err.message : String(err)}`, {
+        const error = new DataSourceError(`The ECB's reference rates could not be fetched and none are stored, so nothing can be converted: ${err instanceof Error ? err.message : String(err)}`, {
           cause: err,
           retryAfterSeconds: RETRY_AFTER_SECONDS,
         });
+        this.#failure = { atMs: this.#now(), error };
+        this.#logger?.warn({ err }, 'reference rates: none stored and the ECB could not be reached; conversions answer 503');
+        throw error;
       }
       this.#logger?.warn({ err, last: this.#table.lastDay }, 'reference rates: could not fetch the latest; converting with the stored ones');
     }

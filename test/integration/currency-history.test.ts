@@ -225,17 +225,30 @@ describe('history in another currency, ECB rates replayed', () => {
   });
 });
 
-describe('history in another currency with ECB unreachable and no rate stored', () => {
-  it('when a conversion is asked, then 503 with Retry-After, never unconverted prices', async () => {
+describe('history in another currency with ECB failing and no rate stored', () => {
+  it('when a conversion is asked, then 503 with Retry-After, never unconverted prices; the ECB is not asked again before then, and is once it has passed', async () => {
     const ecb = await startEcbUpstream();
-    await ecb.setMode('refuse');
-    const svc = await startTestService({ MARKET_DATA_PROVIDER: 'simulated', ECB_BASE_URL: ecb.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' });
+    await ecb.setMode('error500');
+    let clock = Date.now();
+    const svc = await startTestService({ MARKET_DATA_PROVIDER: 'simulated', ECB_BASE_URL: ecb.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' }, { now: () => clock });
     try {
-      const res = await svc.fetch(`/api/history/AAPL?interval=1d&${WINDOW}&currency=EUR`);
+      const converted = () => svc.fetch(`/api/history/AAPL?interval=1d&${WINDOW}&currency=EUR`);
+      const res = await converted();
       expect(res.status).toBe(503);
-      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
-      const body = (await res.json()) as { success: boolean; code: number };
-      expect(body).toMatchObject({ success: false, code: 503 });
+      const retryAfter = Number(res.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThan(0);
+      expect(await res.json()).toMatchObject({ success: false, code: 503 });
+      expect(ecb.requests).toHaveLength(1);
+      expect((await converted()).status).toBe(503);
+      expect(ecb.requests).toHaveLength(1);
+      // Answers without currency= are not affected.
+      expect((await svc.fetch(`/api/history/AAPL?interval=1d&${WINDOW}`)).status).toBe(200);
+
+      await ecb.setMode('replay');
+      clock += retryAfter * 1000;
+      const again = await converted();
+      expect(again.status).toBe(200);
+      expect(((await again.json()) as HistoryBody).data.fx?.to).toBe('EUR');
     } finally {
       await svc.close();
       await ecb.close();
