@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { barFactors, LocalDays, publishedAtMs, RateTable, targetCurrency, unitOf } from '../../src/domain/currencies.js';
 import { parseIsoDate } from '../../src/domain/civil-date.js';
 import { InvalidRequestError } from '../../src/domain/errors.js';
+import { convertDividends } from '../../src/domain/history-conversion.js';
 import { firstZipEntry, parseEurofxrefCsv } from '../../src/infra/market/ecb-reference-rates.js';
 import { ECB_HISTORY_CSV, zipOf } from '../helpers/ecb-upstream.js';
 import { fixture } from '../helpers/replay-upstream.js';
@@ -68,6 +69,20 @@ describe('reference rates', () => {
     const times = [Date.parse('2024-04-02T13:59:00Z'), Date.parse('2024-04-02T14:00:00Z')];
     const { factors } = barFactors(table, times, '1m', 'America/New_York', 'EUR', 'USD');
     expect([...factors]).toEqual([1.0811, 1.0737]);
+  });
+});
+
+describe('dividends in another currency', () => {
+  it('when a dividend is converted, then it takes its ex-date\'s rate (carried over a holiday), and one without a rate within 4 days is left out', () => {
+    const dividends = [
+      { time: '2024-03-28T13:30:00.000Z', amount: 0.24 },
+      { time: '2024-04-01T13:30:00.000Z', amount: 0.25 },
+      { time: '2024-04-12T13:30:00.000Z', amount: 0.26 },
+    ];
+    expect(convertDividends(table, dividends, 'America/New_York', 'USD', 'EUR')).toEqual([
+      { time: '2024-03-28T13:30:00.000Z', amount: 0.24 / 1.0811 },
+      { time: '2024-04-01T13:30:00.000Z', amount: 0.25 / 1.0811 },
+    ]);
   });
 });
 
