@@ -372,5 +372,16 @@ describe('MCP tools in another currency', () => {
     expect(answer.result.isError).toBeFalsy();
     expect(answer.result.structuredContent.data.currency).toBe('JPY');
     expect(answer.result.structuredContent.data.fx).toMatchObject({ from: 'USD', to: 'JPY', source: 'ecb', carried: 0 });
+    // The CSV resource the tool points at holds the same converted candles.
+    const uri = 'mds://history/AAPL/1d?start=2024-06-03&end=2024-07-01&currency=JPY';
+    expect(JSON.stringify(answer.result)).toContain(uri);
+    const read = await svc.fetch('/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'resources/read', params: { uri } }),
+    });
+    const csv = ((await read.json()) as { result: { contents: Array<{ text: string }> } }).result.contents[0]!.text;
+    const rows = parseCsv(csv, { columns: true }) as Array<Record<string, string>>;
+    expect(rows.map((r) => Number(r.close))).toEqual(answer.result.structuredContent.data.candles.map((c) => c.close));
   });
 });
