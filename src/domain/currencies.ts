@@ -324,10 +324,13 @@ export function convertibleFrom(from: string, symbol: string): void {
   }
 }
 
-/** Throws `InvalidRequestError` (422) when a window starts before the first reference rate. */
-export function afterFirstRate(startMs: number): void {
-  if (startMs < FIRST_RATE_DAY * DAY_MS) {
-    throw new InvalidRequestError([{ path: 'query.currency', message: `the reference rates begin on ${FIRST_RATE_DATE}: a converted window must start on or after it` }]);
+/**
+ * Throws `InvalidRequestError` (422) when a window lies wholly before the first reference rate; a window
+ * that begins before it and ends after has its earlier candles listed as missing, as any without a rate.
+ */
+export function afterFirstRate(span: { startMs: number; endMs: number }): void {
+  if (span.endMs <= FIRST_RATE_DAY * DAY_MS) {
+    throw new InvalidRequestError([{ path: 'query.currency', message: `the reference rates begin on ${FIRST_RATE_DATE}: a converted window must reach past it` }]);
   }
 }
 

@@ -151,7 +151,7 @@ export class IndicatorService {
       // Studies of converted candles (an SMA in EUR is the SMA of EUR closes): the warm-up and the window
       // converted apart, so the warm-up keeps its count of the bars that have a rate.
       convertibleFrom(read.info.currency, query.symbol);
-      afterFirstRate(span.startMs);
+      afterFirstRate(span);
       if (this.#rates === undefined) throw new DataSourceError('No reference rates are configured: prices cannot be converted', { retryAfterSeconds: 60 });
       const table = await this.#rates.table();
       const convert = (columns: CandleColumns) => convertColumns(table, columns, query.interval, INTERVAL_MS[query.interval], read.info!.timezone, read.info!.currency, to);

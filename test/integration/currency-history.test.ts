@@ -218,8 +218,8 @@ describe('history in another currency, ECB rates replayed', () => {
     expect(text).toContain('JPY');
   });
 
-  it('when a converted window starts before the first reference rate, then 422 says so', async () => {
-    const res = await history('AAPL', 'start=1998-06-01&end=1999-03-01&currency=EUR');
+  it('when a converted window lies before the first reference rate, then 422 says so', async () => {
+    const res = await history('AAPL', 'start=1998-06-01&end=1999-01-04&currency=EUR');
     expect(res.status).toBe(422);
     expect(JSON.stringify(res.body)).toContain('1999-01-04');
   });

@@ -10,7 +10,7 @@ import type { MarketDataContext } from './context.js';
 import type { HistoryReads } from './history.js';
 import { spanOf, TooManyCandlesError, type HistoryParams } from './history-rules.js';
 import { overTheLimit, tooManyCandles, tooManyCandlesMessage } from '../../domain/candle-limits.js';
-import { afterFirstRate, convertibleFrom, MAX_CARRY_DAYS, needsConversion, targetCurrency } from '../../domain/currencies.js';
+import { afterFirstRate, convertibleFrom, FIRST_RATE_DAY, MAX_CARRY_DAYS, needsConversion, targetCurrency } from '../../domain/currencies.js';
 import { convertColumns } from '../../domain/history-conversion.js';
 import { INTERVAL_MS } from '../history-store.js';
 
@@ -52,12 +52,17 @@ export async function exportHistory(ctx: MarketDataContext, reads: HistoryReads,
     return { symbol: query.symbol, interval: query.interval, missing: read.missing, pages, actions: read.actions, adjust: params.adjust ?? 'splits' };
   }
   convertibleFrom(info.currency, query.symbol);
-  afterFirstRate(span.startMs);
+  afterFirstRate(span);
   const table = await ctx.rates.table();
-  // Bars past the last rate and its carry are left out; the rates have no longer gap before it.
+  // Bars before the first rate, and past the last rate and its carry, are left out; the rates have no longer gap between.
   const last = table.lastDay;
   const uncovered = last === undefined ? span.startMs : (last + MAX_CARRY_DAYS + 1) * DAY_MS;
-  const missing = uncovered < span.endMs ? [...read.missing, { startMs: Math.max(uncovered, span.startMs), endMs: span.endMs }] : read.missing;
+  const first = (table.firstDay ?? FIRST_RATE_DAY) * DAY_MS;
+  const missing = [
+    ...(span.startMs < first ? [{ startMs: span.startMs, endMs: Math.min(first, span.endMs) }] : []),
+    ...read.missing,
+    ...(uncovered < span.endMs ? [{ startMs: Math.max(uncovered, span.startMs), endMs: span.endMs }] : []),
+  ];
   return {
     symbol: query.symbol,
     interval: query.interval,

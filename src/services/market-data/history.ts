@@ -175,7 +175,7 @@ export class HistoryReads {
   /** The reference rates, for prices of `query.symbol` in `from`: 422 for a currency or a window they do not cover, 503 when there are none. */
   async #ratesFor(query: HistoryQuery, from: string): Promise<RateTable> {
     convertibleFrom(from, query.symbol);
-    afterFirstRate(spanOf(query, this.#ctx.now()).startMs);
+    afterFirstRate(spanOf(query, this.#ctx.now()));
     return this.#ctx.rates.table();
   }
 }
