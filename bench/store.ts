@@ -16,6 +16,8 @@
  * The indicators figure is `mds serve` answering GET /api/indicators with ten studies over 10-year
  * windows of stored daily bars (the representation cache missed: each request a window of its own),
  * alternating with history reads of the same windows in the same run; target: p99 at most 2x history's.
+ * The currency figure (DESIGN 25) is the same 10-year history read as listed and with `currency=EUR`, alternating,
+ * the representation cache missed; target: converted p99 at most 1.5x. BENCH_STORE_ONLY=currency runs it alone.
  * BENCH_STORE_ONLY=indicators runs that figure alone (=http the history-over-HTTP one); BENCH_STORE_READS sets
  * the reads per figure (default 2,000).
  * The daily bars are realistic: stamped at the opens of the US exchange's sessions (no weekends or
@@ -32,6 +34,7 @@ import { openUserStore, type OpenedUserStore } from '../src/infra/db/typeorm-use
 import { sessionsBetween } from '../src/domain/market-calendar.js';
 import { validateHistory } from '../src/domain/quality/validate-history.js';
 import type { History } from '../src/domain/ports/market-data.js';
+import type { RateDay } from '../src/domain/ports/fx-rates.js';
 import { DataQuality } from '../src/services/data-quality.js';
 import { HistoryStore } from '../src/services/history-store.js';
 import { createTestSchema, findPostgres } from '../test/helpers/postgres.js';
@@ -376,14 +379,85 @@ async function indicatorRead(dir: string): Promise<Record<string, unknown>> {
   };
 }
 
+/**
+ * Reference rates for every weekday from ECB's first day (1999-01-04) to today, 30 currencies, as a walk
+ * around plausible levels: the size of ECB's real history (about 200,000 rows), current, so the service
+ * never looks for a newer publication while it is measured.
+ */
+function benchRates(): RateDay[] {
+  const levels: Record<string, number> = { USD: 1.1, JPY: 140, GBP: 0.85, CHF: 1.05, SEK: 10.5, NOK: 10, DKK: 7.45, PLN: 4.3, CZK: 25, HUF: 350, RON: 4.8, BGN: 1.9558, ISK: 140, TRY: 20, AUD: 1.6, BRL: 5, CAD: 1.45, CNY: 7.8, HKD: 8.5, IDR: 16_000, ILS: 4, INR: 85, KRW: 1400, MXN: 20, MYR: 4.9, NZD: 1.75, PHP: 60, SGD: 1.45, THB: 38, ZAR: 19 };
+  const days: RateDay[] = [];
+  for (let t = Date.UTC(1999, 0, 4), i = 0; t <= Date.now(); t += DAY_MS) {
+    const weekday = new Date(t).getUTCDay();
+    if (weekday === 0 || weekday === 6) continue;
+    i++;
+    days.push({ date: new Date(t).toISOString().slice(0, 10), rates: new Map(Object.entries(levels).map(([c, level], k) => [c, Number((level * (1 + 0.1 * Math.sin(i * 0.013 + k))).toPrecision(6))])) });
+  }
+  return days;
+}
+
+/**
+ * 10 years of stored daily bars read over HTTP with the representation cache missed, as listed and
+ * converted to EUR (`currency=EUR`, every bar at its date's rate), alternating in one run on the same
+ * windows: p99 of each and their ratio (target <= 1.5, DESIGN 25). The rates are in the database (the
+ * service reads them once, in the warm-up reads); ECB_BASE_URL points nowhere, so nothing is fetched.
+ */
+async function currencyRead(dir: string): Promise<Record<string, unknown>> {
+  const env = { ...benchEnv(dir, 'redis://127.0.0.1:1/0'), DATABASE_URL: `sqlite:${join(dir, 'currency.sqlite')}`, LOG_LEVEL: 'warn', ECB_BASE_URL: 'http://127.0.0.1:1' };
+  initService(env);
+  const db = await openUserStore(env.DATABASE_URL, { runMigrations: true });
+  await storeAllSessions(db.candles, 'AAPL');
+  await db.fxRates.write('ecb', benchRates());
+  await db.close();
+  const server = await spawnServe(['--port', String(await freePort())], { env, stdout: 'ignore' });
+  const listed: number[] = [];
+  const converted: number[] = [];
+  const warmup = Math.min(20, Math.floor(READS / 10));
+  let bodyBytes = 0;
+  try {
+    for (let i = 0; i < READS; i++) {
+      for (const [path, times] of [
+        [`/api/history/AAPL?${slidingWindow(i)}`, listed],
+        [`/api/history/AAPL?${slidingWindow(i)}&currency=EUR`, converted],
+      ] as const) {
+        const started = performance.now();
+        const res = await fetch(`${server.url}${path}`);
+        const bytes = await res.arrayBuffer();
+        const ms = performance.now() - started;
+        if (res.status !== 200 || res.headers.get('x-cache') !== 'MISS') throw new Error(`${path} answered ${res.status} ${res.headers.get('x-cache')}`);
+        if (i === 0 && times === converted) {
+          bodyBytes = bytes.byteLength;
+          const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as { data: { currency: string; candles: unknown[]; fx?: { carried: number } } };
+          if (body.data.currency !== 'EUR' || body.data.candles.length !== TEN_YEARS_DAILY || body.data.fx === undefined) throw new Error(`the converted answer is not 10 years of daily bars in EUR: ${body.data.currency}, ${body.data.candles.length} candles`);
+        }
+        if (i >= warmup) times.push(ms);
+      }
+    }
+  } finally {
+    await server.stop();
+  }
+  listed.sort((a, b) => a - b);
+  converted.sort((a, b) => a - b);
+  return {
+    store: 'http (sqlite, representation cache missed): 10 years daily converted to EUR vs as listed, same windows',
+    reads: listed.length,
+    convertedBodyBytes: bodyBytes,
+    tenYearsDailyListed: { p50Ms: percentile(listed, 50), p99Ms: percentile(listed, 99) },
+    tenYearsDailyInEur: { p50Ms: percentile(converted, 50), p99Ms: percentile(converted, 99) },
+    p99ConvertedOverListed: Math.round((percentile(converted, 99) / percentile(listed, 99)) * 100) / 100,
+    p50ConvertedOverListed: Math.round((percentile(converted, 50) / percentile(listed, 50)) * 100) / 100,
+  };
+}
+
 const rows: Array<Record<string, unknown>> = [];
 const dir = mkdtempSync(join(tmpdir(), 'mds-bench-store-'));
 const only = process.env.BENCH_STORE_ONLY?.trim() || undefined;
-if (only !== undefined && !['quality', 'indicators', 'http'].includes(only)) throw new Error(`BENCH_STORE_ONLY is quality, indicators or http, not ${only}`);
+if (only !== undefined && !['quality', 'indicators', 'http', 'currency'].includes(only)) throw new Error(`BENCH_STORE_ONLY is quality, indicators, http or currency, not ${only}`);
 try {
   if (only === undefined || only === 'quality') rows.push(await validationCost(dir));
   if (only === 'indicators') rows.push(await indicatorRead(dir));
   if (only === 'http') rows.push(await httpRead(dir));
+  if (only === 'currency') rows.push(await currencyRead(dir));
   if (only === undefined) await others();
 } finally {
   rmSync(dir, { recursive: true, force: true });
@@ -392,6 +466,7 @@ try {
 async function others(): Promise<void> {
   rows.push(await httpRead(dir));
   rows.push(await indicatorRead(dir));
+  rows.push(await currencyRead(dir));
   const sqlite = await openUserStore(`sqlite:${join(dir, 'mds.sqlite')}`, { runMigrations: true });
   try {
     rows.push(await measure('sqlite', sqlite, false));

@@ -47,6 +47,8 @@ import { AccountService } from './services/accounts.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
+import { ReferenceRates } from './services/reference-rates.js';
+import { EcbReferenceRates } from './infra/market/ecb-reference-rates.js';
 import { IndicatorService } from './services/indicators.js';
 import { MarketCalendarService } from './services/market-calendar.js';
 import { ProviderRouter } from './services/provider-router.js';
@@ -267,8 +269,16 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const computeWarm = compute.warm();
   computeWarm.catch(() => undefined); // awaited below; a startup that fails before then must not leave it unhandled
   shutdown.add('compute pool', () => compute.close());
-  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name, compute });
-  const indicators = new IndicatorService({ engine, market, history, compute, now: options.now });
+  // currency= (DESIGN 25): the ECB's reference rates, kept in the database, fetched from ECB_BASE_URL.
+  const ecb = config.market.providerSettings.ecb;
+  const rates = new ReferenceRates({
+    store: db.fxRates,
+    source: new EcbReferenceRates({ baseUrl: ecb.baseUrl, timeoutMs: ecb.timeoutMs }),
+    logger: logger.child({ component: 'fx' }),
+    now: options.now,
+  });
+  const market = new MarketDataService({ engine, provider, indices: config.market.symbols, quoteTtlMs: config.cache.ttlMs, unknown, history, now: options.now, source: links[0]?.name, compute, rates });
+  const indicators = new IndicatorService({ engine, market, history, compute, rates, now: options.now });
   const calendar = new MarketCalendarService();
   const streams = new QuoteStreamHub({
     market,

@@ -1375,7 +1375,7 @@ export interface components {
             volume: number | null;
         };
         /**
-         * @description What the data-quality checks did to a candle: `repaired_unit` (100x scaled back), `repaired_currency` (sub-unit currency normalised), `repaired_split` (an unannounced split re-based), `repaired_ohlc` (high and low put in order), `filled_from_<provider>` (a bad price rebuilt from that provider), `suspect_spike` (kept, but far from its neighbours), `divergent` (another provider disagrees).
+         * @description What the data-quality checks did to a candle: `repaired_unit` (100x scaled back), `repaired_currency` (sub-unit currency normalised), `repaired_split` (an unannounced split re-based), `repaired_ohlc` (high and low put in order), `filled_from_<provider>` (a bad price rebuilt from that provider), `suspect_spike` (kept, but far from its neighbours), `divergent` (another provider disagrees), `fx_carried` (converted at the last rate published before the candle's date, `currency=`).
          * @example repaired_unit
          */
         CandleFlag: string;
@@ -1742,6 +1742,7 @@ export interface components {
             timezone: string;
             market_state: components["schemas"]["MarketState"];
             source?: components["schemas"]["Source"];
+            fx?: components["schemas"]["Fx"];
         };
         /** @description The latest quotes of the configured indices. */
         IndicesResponse: {
@@ -1760,6 +1761,49 @@ export interface components {
              * @example 2026-11-21T12:00:00.000Z
              */
             updated_at: string;
+        };
+        /** @description Present when prices were converted (`currency=`): from which currency to which, at whose rates (`source`: `ecb` for history; a live quote names the provider of the FX quote it used, `ecb` when it fell back to the reference rate), the first and last publication dates of the rates used and how many bars took an earlier day's rate. Absent when the prices were already in the asked currency. */
+        Fx: {
+            /**
+             * @description The currency the prices are given in upstream (a sub-unit such as `GBp` as listed).
+             * @example USD
+             */
+            from: string;
+            /**
+             * @description The currency asked for (ISO 4217).
+             * @example EUR
+             */
+            to: string;
+            source: components["schemas"]["Source"];
+            /**
+             * Format: date
+             * @description The publication date of the earliest rate used; null when no price was converted.
+             * @example 2024-03-28
+             */
+            first_date: string | null;
+            /**
+             * Format: date
+             * @description The publication date of the latest rate used; null when no price was converted.
+             * @example 2024-07-05
+             */
+            last_date: string | null;
+            /**
+             * Format: int32
+             * @description How many candles took the last rate published before their date (flagged `fx_carried`).
+             * @example 2
+             */
+            carried: number;
+            /**
+             * @description On a quote, the rate that converted it (units of `to` per unit of `from`), as given or crossed, not rounded.
+             * @example 0.92421
+             */
+            rate?: number;
+            /**
+             * Format: date-time
+             * @description On a quote, when that rate was quoted (ISO 8601 UTC).
+             * @example 2026-11-21T12:00:00.000Z
+             */
+            rate_time?: string;
         };
         /**
          * @description What kind of instrument a symbol names.
@@ -1959,6 +2003,7 @@ export interface components {
             sources?: {
                 [key: string]: number;
             };
+            fx?: components["schemas"]["Fx"];
         };
         /** @description Present only when the data-quality checks touched bars of the window: how many were repaired, dropped or are suspect (GET /api/admin/data-issues lists them). */
         HistoryQuality: {
@@ -2440,6 +2485,8 @@ export interface components {
         };
     };
     parameters: {
+        /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+        Currency: string;
         /** @description Comma-separated studies, each `name` or `name:param:param` (at most 10; periods 1 to 500; a parameter left out takes its default). `sma:N` (20), `ema:N` (20), `wma:N` (20), `rsi:N` (14), `macd:fast:slow:signal` (12, 26, 9; outputs macd, signal, histogram), `bbands:N:K` (20, 2; K population standard deviations 0.1 to 10; outputs upper, middle, lower), `stoch:k:smooth:d` (14, 3, 3; outputs k, d), `atr:N` (14), `adx:N` (14; outputs adx, plus_di, minus_di), `obv`, `vwap` (intraday intervals only, restarted at each session's open), `roc:N` (10), `willr:N` (14), `cci:N` (20). TA-Lib's conventions: EMAs seeded with the SMA of their first N values, Wilder's smoothing for RSI, ATR and ADX. An unknown study, a bad parameter or more than 10 studies is a 422 naming the study. */
         Studies: string;
         /** @description In CSV or Arrow (`format`, or `getHistoryCsv`/`getHistoryArrow`): studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
@@ -3039,6 +3086,8 @@ export interface operations {
             query: {
                 /** @description 1 to 50 distinct Yahoo-style symbols, comma-separated, case-insensitive (`aapl` is `AAPL`). */
                 symbols: string;
+                /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+                currency?: components["parameters"]["Currency"];
             };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
@@ -3075,7 +3124,10 @@ export interface operations {
     };
     getQuote: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+                currency?: components["parameters"]["Currency"];
+            };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -3125,6 +3177,8 @@ export interface operations {
                 end?: components["schemas"]["DateOrDateTime"];
                 /** @description The basis of open, high, low and close. `splits` (default) adjusts for splits as Yahoo and Polygon do; `none` gives the prices as traded; `all` also takes dividends out (scaled by adj_close / close). */
                 adjust?: components["parameters"]["HistoryAdjust"];
+                /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+                currency?: components["parameters"]["Currency"];
                 /** @description The answer's format; `csv` and `arrow` (an Apache Arrow IPC stream) carry the same candles, and up to 200,000 of them where JSON carries 5,000. Without it, `Accept` chooses (`text/csv`, `application/vnd.apache.arrow.stream`), JSON otherwise. Generated clients: call `getHistoryCsv` and `getHistoryArrow` for the exports, typed as text and binary (a generator that types one media type per answer types this operation's answer as JSON). */
                 format?: "json" | "csv" | "arrow";
                 /** @description In CSV or Arrow (`format`, or `getHistoryCsv`/`getHistoryArrow`): studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
@@ -3182,6 +3236,8 @@ export interface operations {
                 end?: components["parameters"]["WindowEnd"];
                 /** @description The basis of open, high, low and close. `splits` (default) adjusts for splits as Yahoo and Polygon do; `none` gives the prices as traded; `all` also takes dividends out (scaled by adj_close / close). */
                 adjust?: components["parameters"]["HistoryAdjust"];
+                /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+                currency?: components["parameters"]["Currency"];
                 /** @description In CSV or Arrow (`format`, or `getHistoryCsv`/`getHistoryArrow`): studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
                 studies?: components["parameters"]["OptionalStudies"];
             };
@@ -3235,6 +3291,8 @@ export interface operations {
                 end?: components["parameters"]["WindowEnd"];
                 /** @description The basis of open, high, low and close. `splits` (default) adjusts for splits as Yahoo and Polygon do; `none` gives the prices as traded; `all` also takes dividends out (scaled by adj_close / close). */
                 adjust?: components["parameters"]["HistoryAdjust"];
+                /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+                currency?: components["parameters"]["Currency"];
                 /** @description In CSV or Arrow (`format`, or `getHistoryCsv`/`getHistoryArrow`): studies to add as columns after the candle columns, one per output (`sma_20`, `macd_12_26_9_signal`), aligned to the candles; the same list and rules as `GET /api/indicators/{symbol}`'s `studies`. Not with an export too large to be cached (over 5,000 candles). */
                 studies?: components["parameters"]["OptionalStudies"];
             };
@@ -3290,6 +3348,8 @@ export interface operations {
                 end?: components["parameters"]["WindowEnd"];
                 /** @description The price basis the studies are computed on, as for history (`splits` by default, `none`, `all`). */
                 adjust?: components["parameters"]["WindowAdjust"];
+                /** @description Convert prices to this currency (ISO 4217, case-insensitive): EUR or one of the ECB's 30 reference-rate currencies (AUD, BGN, BRL, CAD, CHF, CNY, CZK, DKK, GBP, HKD, HUF, IDR, ILS, INR, ISK, JPY, KRW, MXN, MYR, NOK, NZD, PHP, PLN, RON, SEK, SGD, THB, TRY, USD, ZAR). History converts each candle at its date's ECB rate (crossed through EUR), a live quote at the FX quote's rate; the answer's `fx` says what was done. See docs/currencies.md. */
+                currency?: components["parameters"]["Currency"];
             };
             header?: {
                 /** @description An ETag from an earlier answer; when it still matches, the answer is 304 with no body. */

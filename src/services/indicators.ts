@@ -13,7 +13,10 @@ import { studySpecs } from '../domain/indicators/answer.js';
 import { columnsLength, concatColumns, sliceColumns } from '../domain/candle-columns.js';
 import { marketOf, type MarketCode } from '../domain/market-calendar.js';
 import { sessionOpenAt } from '../domain/indicators/sessions.js';
-import { UnknownSymbolError } from '../domain/errors.js';
+import { DataSourceError, UnknownSymbolError } from '../domain/errors.js';
+import { afterFirstRate, convertibleFrom, needsConversion } from '../domain/currencies.js';
+import { convertColumns } from '../domain/history-conversion.js';
+import type { RateSource } from './market-data/context.js';
 import type { ComputePool, ComputeReservation, ExportStudies } from '../domain/ports/compute.js';
 import type { CandleColumns } from '../domain/ports/history-store.js';
 import type { HistoryInterval } from '../domain/ports/market-data.js';
@@ -50,6 +53,8 @@ export interface IndicatorServiceOptions {
   history: HistoryStore;
   /** Where the studies are computed: off the event loop (DESIGN 24). */
   compute: Pick<ComputePool, 'indicators' | 'reserve'>;
+  /** The reference rates of `currency=` (DESIGN 25); without them, a conversion is a 503. */
+  rates?: RateSource | undefined;
   now?: () => number;
 }
 
@@ -59,8 +64,10 @@ export class IndicatorService {
   readonly #history: HistoryStore;
   readonly #compute: Pick<ComputePool, 'indicators' | 'reserve'>;
   readonly #now: () => number;
+  readonly #rates: RateSource | undefined;
 
   constructor(options: IndicatorServiceOptions) {
+    this.#rates = options.rates;
     this.#engine = options.engine;
     this.#market = options.market;
     this.#history = options.history;
@@ -137,10 +144,26 @@ export class IndicatorService {
     // Warm-up bars the upstream failed to give now may come later: the answer lives as a partial one does.
     if (warmup.failed) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     const actions = warmup.actions.length >= read.actions.length ? warmup.actions : read.actions;
+    let candles = read.candles;
+    let warmupCandles = warmup.candles;
+    const to = window.currency;
+    if (to !== undefined && needsConversion(read.info.currency, to)) {
+      // Studies of converted candles (an SMA in EUR is the SMA of EUR closes): the warm-up and the window
+      // converted apart, so the warm-up keeps its count of the bars that have a rate.
+      convertibleFrom(read.info.currency, query.symbol);
+      afterFirstRate(span);
+      if (this.#rates === undefined) throw new DataSourceError('No reference rates are configured: prices cannot be converted', { retryAfterSeconds: 60 });
+      const table = await this.#rates.table();
+      const convert = (columns: CandleColumns) => convertColumns(table, columns, query.interval, INTERVAL_MS[query.interval], read.info!.timezone, read.info!.currency, to);
+      const converted = convert(candles);
+      candles = converted.columns;
+      if (converted.missing.length > 0) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
+      if (warmupCandles !== undefined) warmupCandles = convert(warmupCandles).columns;
+    }
     const { sent } = await this.#compute.indicators(
       {
-        candles: warmup.candles === undefined ? read.candles : concatColumns([warmup.candles, read.candles]),
-        warmupBars: warmup.candles === undefined ? 0 : columnsLength(warmup.candles),
+        candles: warmupCandles === undefined ? candles : concatColumns([warmupCandles, candles]),
+        warmupBars: warmupCandles === undefined ? 0 : columnsLength(warmupCandles),
         actions,
         adjust: window.adjust,
         studies: studySpecs(studies),

@@ -18,6 +18,7 @@ import { MarketDataContext, type Source } from './market-data/context.js';
 import { Quotes } from './market-data/quotes.js';
 import { HistoryReads, type HistoryWindow } from './market-data/history.js';
 import { exportHistory, type HistoryExport } from './market-data/exports.js';
+import type { RateSource } from './market-data/context.js';
 import type { HistoryParams } from './market-data/history-rules.js';
 import { HOUR_MS, MINUTE_MS, SEARCH_TTL_MS } from './market-data/lifetimes.js';
 
@@ -49,6 +50,8 @@ export interface MarketDataServiceOptions {
   source?: string | undefined;
   /** Where history answers of stored bars are written, off the event loop (DESIGN 24); without it, on the calling thread. */
   compute?: Pick<ComputePool, 'historyAnswer'> | undefined;
+  /** The reference rates of `currency=` (DESIGN 25); without them, a conversion is a 503. */
+  rates?: RateSource | undefined;
 }
 
 /** Market data for the handlers, the scheduler and the stream. */
@@ -75,13 +78,13 @@ export class MarketDataService {
   }
 
   /** See `Quotes.getQuote`. */
-  getQuote(symbol: string): Promise<CachedRepresentation> {
-    return this.#quotes.getQuote(symbol);
+  getQuote(symbol: string, currency?: string): Promise<CachedRepresentation> {
+    return this.#quotes.getQuote(symbol, currency);
   }
 
   /** See `Quotes.getQuotes`. */
-  getQuotes(symbolList: string): Promise<CachedRepresentation> {
-    return this.#quotes.getQuotes(symbolList);
+  getQuotes(symbolList: string, currency?: string): Promise<CachedRepresentation> {
+    return this.#quotes.getQuotes(symbolList, currency);
   }
 
   /** See `Quotes.quoteOf`. */

@@ -26,7 +26,9 @@ import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 export type CacheStatusHeader = 'HIT' | 'MISS' | 'STALE';
 
 /** The kinds of cached data, each under its own key prefix. */
-export const CACHE_KINDS = ['indices', 'quote', 'quotes', 'history', 'search', 'indicators'] as const;
+// `quote_in` is a quote converted to another currency (`currency=`): its own kind, so the stream, which
+// follows `quote` fills by symbol, never mistakes one for a symbol's price.
+export const CACHE_KINDS = ['indices', 'quote', 'quote_in', 'quotes', 'history', 'search', 'indicators'] as const;
 export type CacheKind = (typeof CACHE_KINDS)[number];
 
 /** The channel on which `flush()` tells every instance to drop its in-process copies. */

@@ -8,6 +8,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEcbUpstream } from '../helpers/ecb-upstream.js';
+import type { ReplayUpstream } from '../helpers/replay-upstream.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const CLIENT_DIR = resolve(import.meta.dirname, '../../clients/python');
@@ -44,13 +46,18 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{
 let svc: TestService;
 let limited: TestService;
 
+let ecb: ReplayUpstream;
+
 beforeAll(async () => {
-  svc = await startTestService({ CACHE_URL: NO_REDIS });
+  // currency= converts history at ECB's rates: the recorded ones, replayed.
+  ecb = await startEcbUpstream();
+  svc = await startTestService({ CACHE_URL: NO_REDIS, ECB_BASE_URL: ecb.baseUrl });
   limited = await startTestService({ CACHE_URL: NO_REDIS, RATE_LIMIT_ANONYMOUS_PER_MINUTE: '3' });
 });
 afterAll(async () => {
   await svc?.close();
   await limited?.close();
+  await ecb?.close();
 });
 
 describe('Python client', () => {
@@ -70,6 +77,8 @@ describe('Python client', () => {
       'test_when_the_quota_is_used_up_then_mds_error_with_code_429_and_retry_after',
       'test_when_history_is_asked_with_studies_then_one_dataframe_column_per_output_equal_to_pandas_from_the_first_row',
       'test_when_a_study_is_bad_then_mds_error_422_naming_it',
+      'test_when_a_quote_is_asked_in_a_currency_then_its_prices_are_converted_and_fx_names_the_rate',
+      'test_when_history_is_asked_in_a_currency_then_every_close_is_converted_at_a_euro_rate',
     ]) {
       expect(r.output).toMatch(new RegExp(`${name} \\(tests\\.test_\\w+\\.\\w+(\\.${name})?\\) \\.\\.\\. ok`));
     }

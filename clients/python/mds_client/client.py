@@ -131,14 +131,21 @@ class Client:
 
     # --- market data -------------------------------------------------------------------------
 
-    def quote(self, symbol: str) -> Dict[str, Any]:
-        """The current quote of one symbol (case-insensitive), as a dict."""
-        return self._json(f"/api/quotes/{_path(symbol)}")["data"]
+    def quote(self, symbol: str, currency: Optional[str] = None) -> Dict[str, Any]:
+        """The current quote of one symbol (case-insensitive), as a dict.
 
-    def quotes(self, symbols: Union[str, Iterable[str]]) -> QuoteList:
-        """Quotes of 1 to 50 symbols in one call, in request order; unknown ones under ``.missing``."""
+        ``currency`` (``"EUR"``; see docs/currencies.md) converts its prices at the live FX quote's
+        rate; the dict's ``fx`` then names the rate and its time.
+        """
+        return self._json(f"/api/quotes/{_path(symbol)}", {"currency": currency})["data"]
+
+    def quotes(self, symbols: Union[str, Iterable[str]], currency: Optional[str] = None) -> QuoteList:
+        """Quotes of 1 to 50 symbols in one call, in request order; unknown ones under ``.missing``.
+
+        ``currency`` converts each quote as ``quote`` does (one already in it is unchanged).
+        """
         listed = symbols if isinstance(symbols, str) else ",".join(symbols)
-        body = self._json("/api/quotes", {"symbols": listed})
+        body = self._json("/api/quotes", {"symbols": listed, "currency": currency})
         return QuoteList(body["data"], body.get("missing", []))
 
     def history(
@@ -151,6 +158,7 @@ class Client:
         frame: Optional[bool] = None,
         studies: Optional[Union[str, Iterable[str]]] = None,
         adjust: Optional[str] = None,
+        currency: Optional[str] = None,
     ):
         """Candles of one symbol, oldest first.
 
@@ -165,9 +173,13 @@ class Client:
         per study output after the candle columns (``sma_20``, ``macd_12_26_9_signal``), computed
         by mds over the stored history so the first row is already exact; it needs a DataFrame.
         ``adjust``: ``splits`` (mds's default), ``none`` or ``all``.
+
+        ``currency`` (``"EUR"``, ``"JPY"``; see docs/currencies.md) converts every price at the ECB's
+        reference rate of its candle's date (studies are computed on the converted prices); volume is
+        unchanged, and candles without a rate within 4 days are left out.
         """
         listed = _studies(studies)
-        params = {"interval": interval, "range": range, "start": start, "end": end, "adjust": adjust}
+        params = {"interval": interval, "range": range, "start": start, "end": end, "adjust": adjust, "currency": currency}
         pandas = _pandas() if frame is None or frame else None
         if (frame or listed is not None) and pandas is None:
             raise ImportError("history(frame=True) and studies need pandas (pip install pandas, or apt-get install python3-pandas)")
@@ -188,14 +200,16 @@ class Client:
         start: Optional[str] = None,
         end: Optional[str] = None,
         adjust: Optional[str] = None,
+        currency: Optional[str] = None,
     ) -> Dict[str, Any]:
         """``GET /api/indicators/{symbol}``: ``{"times": [...], "studies": {"sma:20": [...], ...}}``.
 
         Keys are the studies as mds normalises them (lower case, defaults filled in); a study with
         several outputs is a dict of lists (``{"macd": [...], "signal": [...], "histogram": [...]}``);
-        ``None`` where a study has no value. A bad study raises MdsError 422 naming it.
+        ``None`` where a study has no value. A bad study raises MdsError 422 naming it. ``currency``
+        computes the studies on the candles converted to it (an SMA in EUR of the EUR closes).
         """
-        params = {"studies": _studies(studies), "interval": interval, "range": range, "start": start, "end": end, "adjust": adjust}
+        params = {"studies": _studies(studies), "interval": interval, "range": range, "start": start, "end": end, "adjust": adjust, "currency": currency}
         data = self._json(f"/api/indicators/{_path(symbol)}", params)["data"]
         return {"times": data["times"], "studies": data["studies"]}
 

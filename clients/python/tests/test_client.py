@@ -54,6 +54,27 @@ class MarketDataTest(unittest.TestCase):
         self.assertEqual(list(df["close"]), [c["close"] for c in candles])
         self.assertEqual(df.index[0], pandas.Timestamp(candles[0]["time"]))
 
+    def test_when_a_quote_is_asked_in_a_currency_then_its_prices_are_converted_and_fx_names_the_rate(self):
+        raw = self.mds.quote("AAPL")
+        converted = self.mds.quote("AAPL", currency="eur")
+        self.assertEqual(converted["currency"], "EUR")
+        self.assertEqual(converted["fx"]["from"], "USD")
+        self.assertAlmostEqual(converted["price"], raw["price"] * converted["fx"]["rate"], delta=1e-9 * raw["price"])
+        self.assertIn("rate_time", converted["fx"])
+        batch = self.mds.quotes(["AAPL", "SAP.DE"], currency="EUR")
+        self.assertEqual([q["currency"] for q in batch], ["EUR", "EUR"])
+
+    def test_when_history_is_asked_in_a_currency_then_every_close_is_converted_at_a_euro_rate(self):
+        usd = self.mds.history("AAPL", start="2024-04-02", end="2024-07-01", frame=False)
+        eur = self.mds.history("AAPL", start="2024-04-02", end="2024-07-01", currency="EUR", frame=False)
+        self.assertEqual([c["time"] for c in eur], [c["time"] for c in usd])
+        # EURUSD stayed between 1.06 and 1.10 over the window.
+        for a, b in zip(eur, usd):
+            self.assertTrue(1 / 1.10 < a["close"] / b["close"] < 1 / 1.06, (a, b))
+        with self.assertRaises(MdsError) as caught:
+            self.mds.history("AAPL", start="2024-04-02", end="2024-07-01", currency="XYZ", frame=False)
+        self.assertEqual(caught.exception.code, 422)
+
     def test_when_history_is_asked_without_a_frame_then_a_list_of_candle_dicts(self):
         candles = self.mds.history("BTC-USD", interval="1h", range="5d", frame=False)
         self.assertIsInstance(candles, list)

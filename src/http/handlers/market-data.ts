@@ -143,11 +143,11 @@ export function marketDataHandlers(
       send(req, res, await market.getIndices(), remember);
     },
     async getQuotes(req, res) {
-      const { symbols } = req.query as unknown as { symbols: string };
-      send(req, res, await market.getQuotes(symbols), remember);
+      const { symbols, currency } = req.query as unknown as { symbols: string; currency?: string };
+      send(req, res, await market.getQuotes(symbols, currency), remember);
     },
     async getQuote(req, res) {
-      send(req, res, await market.getQuote(req.params.symbol), remember);
+      send(req, res, await market.getQuote(req.params.symbol, (req.query as { currency?: string }).currency), remember);
     },
     getHistory(req, res) {
       return answerHistory(req, res, historyFormat(req, (req.query as { format?: HistoryFormat }).format));

@@ -64,7 +64,7 @@ const INSTRUCTIONS =
 export function historyResource(args: Record<string, unknown>): string {
   const interval = typeof args.interval === 'string' ? args.interval : '1d';
   const query = new URLSearchParams();
-  for (const name of ['range', 'start', 'end', 'adjust']) if (typeof args[name] === 'string') query.set(name, args[name]);
+  for (const name of ['range', 'start', 'end', 'adjust', 'currency']) if (typeof args[name] === 'string') query.set(name, args[name]);
   const text = query.toString();
   return `mds://history/${encodeURIComponent(String(args.symbol))}/${encodeURIComponent(interval)}${text ? `?${text}` : ''}`;
 }
@@ -220,7 +220,7 @@ export function createMcpServer(parts: McpParts, caller: McpCaller): Server {
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
     resourceTemplates: [
       {
-        uriTemplate: 'mds://history/{symbol}/{interval}{?range,start,end,adjust}',
+        uriTemplate: 'mds://history/{symbol}/{interval}{?range,start,end,adjust,currency}',
         name: 'history',
         title: 'History as CSV',
         description: 'Candles of one symbol as CSV (time,open,high,low,close,adj_close,volume), the export of GET /api/history/{symbol}?format=csv: up to 200,000 rows.',

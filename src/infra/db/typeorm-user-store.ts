@@ -9,6 +9,7 @@ import type { User, UserStore } from '../../domain/ports/accounts.js';
 import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
 import { TypeormCandleStore } from './typeorm-candle-store.js';
 import { TypeormHistoryJobStore } from './typeorm-history-job-store.js';
+import { TypeormFxRateStore } from './typeorm-fx-rate-store.js';
 import { TypeormDataIssueStore } from './typeorm-data-issue-store.js';
 import { TypeormUsageStore } from './typeorm-usage-store.js';
 import { createDataSource, databaseKindOf, parseDatabaseUrl, redactDatabaseUrl, type DataSourceOptions } from './data-source.js';
@@ -141,6 +142,8 @@ export interface OpenedUserStore {
   usage: TypeormUsageStore;
   /** What the data-quality checks repaired, dropped or suspect, in the same database. */
   dataIssues: TypeormDataIssueStore;
+  /** Reference rates for currency conversion, in the same database. */
+  fxRates: TypeormFxRateStore;
   dataSource: DataSource;
   /** Where the users live, fit for logs: the URL with its password replaced by `***`. */
   description: string;
@@ -188,6 +191,7 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
     historyJobs: new TypeormHistoryJobStore(dataSource),
     usage: new TypeormUsageStore(dataSource),
     dataIssues: new TypeormDataIssueStore(dataSource),
+    fxRates: new TypeormFxRateStore(dataSource),
     dataSource,
     description,
     hasPendingMigrations: () => dataSource.showMigrations(),

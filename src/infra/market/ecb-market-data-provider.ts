@@ -8,6 +8,7 @@ import { DateTime } from 'luxon';
 import type { Candle, History, HistoryQuery, Quote, SearchResult } from '../../domain/ports/market-data.js';
 import type { ProviderAdapter, ProviderCapabilities, ProviderSymbol } from '../../domain/ports/providers.js';
 import { fxPairOf, type CurrencyPair } from '../../domain/provider-symbols.js';
+import { ECB_CURRENCIES } from '../../domain/currencies.js';
 import { KeyPool } from './key-pool.js';
 import { changeOf, inWindow, marketStateOf, ProviderHttp, windowOf, type ProviderHttpOptions } from './provider-http.js';
 
@@ -20,12 +21,6 @@ export const ECB_CAPABILITIES: ProviderCapabilities = {
   search: [],
   events: [],
 };
-
-/** The currencies of the reference rates (besides EUR itself). */
-export const ECB_CURRENCIES = new Set([
-  'USD', 'JPY', 'BGN', 'CZK', 'DKK', 'GBP', 'HUF', 'PLN', 'RON', 'SEK', 'CHF', 'ISK', 'NOK', 'TRY', 'AUD', 'BRL', 'CAD', 'CNY', 'HKD', 'IDR',
-  'ILS', 'INR', 'KRW', 'MXN', 'MYR', 'NZD', 'PHP', 'SGD', 'THB', 'ZAR',
-]);
 
 const DAILY_PATH = '/stats/eurofxref/eurofxref-daily.xml';
 const NINETY_DAYS_PATH = '/stats/eurofxref/eurofxref-hist-90d.xml';

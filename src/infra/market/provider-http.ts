@@ -61,13 +61,28 @@ export class ProviderHttp {
    * status is returned for the adapter to judge. fetch asks for gzip and inflates it by itself.
    */
   async get(path: string, what: string, headers: Record<string, string> = {}, keyIndex?: number): Promise<ProviderResponse> {
+    return this.#request(path, what, headers, keyIndex, async (response) => response.text());
+  }
+
+  /** `get` for a binary body (an archive): its bytes; a status other than 200 leaves them empty. */
+  async getBytes(path: string, what: string): Promise<ProviderResponse & { bytes: Uint8Array }> {
+    let bytes = new Uint8Array(0);
+    const response = await this.#request(path, what, {}, undefined, async (r) => {
+      if (r.status !== 200) return r.text();
+      bytes = new Uint8Array(await r.arrayBuffer());
+      return '';
+    });
+    return { ...response, bytes };
+  }
+
+  async #request(path: string, what: string, headers: Record<string, string>, keyIndex: number | undefined, read: (response: Response) => Promise<string>): Promise<ProviderResponse> {
     try {
       const response = await this.#fetch(`${this.#baseUrl}${path}`, {
         headers: { Accept: 'application/json, text/csv, text/xml;q=0.9, */*;q=0.8', ...headers },
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
       // Read the body even for error statuses: it frees the connection and may explain the failure.
-      const text = await response.text();
+      const text = await read(response);
       return { status: response.status, text, headers: response.headers };
     } catch (err) {
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');

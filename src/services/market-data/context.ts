@@ -8,6 +8,8 @@ import type { MarketDataProvider } from '../../domain/ports/market-data.js';
 import type { ComputePool } from '../../domain/ports/compute.js';
 import { historyAnswer } from '../../domain/history-answer.js';
 import { sentBodyOf } from '../../domain/sent-json.js';
+import type { RateTable } from '../../domain/currencies.js';
+import { DataSourceError } from '../../domain/errors.js';
 import type { RepresentationCache, Unknown } from '../representation-cache.js';
 import type { HistoryStore } from '../history-store.js';
 import type { UnknownSymbols } from '../unknown-symbols.js';
@@ -27,7 +29,19 @@ export interface MarketDataParts {
   source?: string | undefined;
   /** Where history answers of stored bars are written (DESIGN 24); without it, on the calling thread. */
   compute?: Pick<ComputePool, 'historyAnswer'> | undefined;
+  /** The reference rates of `currency=` (DESIGN 25); without them, a conversion is a 503. */
+  rates?: RateSource | undefined;
 }
+
+/** Where conversions get their rates: see `ReferenceRates.table`. */
+export interface RateSource {
+  table(): Promise<RateTable>;
+}
+
+/** Rates for a service built without any: every conversion is refused as unavailable. */
+const NO_RATES: RateSource = {
+  table: () => Promise.reject(new DataSourceError('No reference rates are configured: prices cannot be converted', { retryAfterSeconds: 60 })),
+};
 
 /** The history answer written on the calling thread, for a service built without a compute pool. */
 const ON_THIS_THREAD: Pick<ComputePool, 'historyAnswer'> = {
@@ -45,6 +59,7 @@ export class MarketDataContext {
   readonly history: HistoryStore | undefined;
   readonly now: () => number;
   readonly compute: Pick<ComputePool, 'historyAnswer'>;
+  readonly rates: RateSource;
   readonly #defaultSource: string | undefined;
 
   constructor(parts: MarketDataParts) {
@@ -54,6 +69,7 @@ export class MarketDataContext {
     this.history = parts.history;
     this.now = parts.now ?? Date.now;
     this.compute = parts.compute ?? ON_THIS_THREAD;
+    this.rates = parts.rates ?? NO_RATES;
     this.#defaultSource = parts.source;
   }
 

@@ -36,6 +36,8 @@ export interface HistoryParams {
   end?: string;
   /** The basis of open/high/low/close; default `splits`. */
   adjust?: Adjustment;
+  /** The currency to convert prices to (`currency=`), as asked. */
+  currency?: string;
 }
 
 /**

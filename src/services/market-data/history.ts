@@ -14,6 +14,9 @@ import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext, type Source } from
 import { historyLifetime, PARTIAL_TTL_MS } from './lifetimes.js';
 import { eventsOf, historyQuery, spanOf, TooManyCandlesError, type HistoryParams } from './history-rules.js';
 import { MAX_CANDLES, tooManyCandles } from '../../domain/candle-limits.js';
+import { afterFirstRate, convertibleFrom, needsConversion, targetCurrency, type RateTable } from '../../domain/currencies.js';
+import { convertColumns, convertDividends, convertHistory, FX_CARRIED, withMissing } from '../../domain/history-conversion.js';
+import { INTERVAL_MS } from '../history-store.js';
 
 type HistoryResponse = components['schemas']['HistoryResponse'];
 
@@ -26,6 +29,8 @@ export interface HistoryWindow {
   cacheParams: string;
   /** How long an answer over this window stays true. */
   lifetimeMs: () => number;
+  /** The currency to convert prices to (`currency=`, upper-cased); absent for the prices as given. */
+  currency?: string | undefined;
 }
 
 /** The history reads of the market data service. */
@@ -50,13 +55,15 @@ export class HistoryReads {
   async window(params: HistoryParams): Promise<HistoryWindow> {
     const query = await this.query(params);
     const adjust = params.adjust ?? 'splits';
+    const currency = params.currency === undefined ? undefined : targetCurrency(params.currency);
     const window = query.range !== undefined ? query.range : `${query.startMs}-${query.endMs ?? ''}`;
     return {
       query,
       adjust,
       span: spanOf(query, this.#ctx.now()),
-      cacheParams: `${query.symbol}:${query.interval}:${window}${adjust === 'splits' ? '' : `:${adjust}`}`,
+      cacheParams: `${query.symbol}:${query.interval}:${window}${adjust === 'splits' ? '' : `:${adjust}`}${currency === undefined ? '' : `:in=${currency}`}`,
       lifetimeMs: () => historyLifetime(query, this.#ctx.now()),
+      currency,
     };
   }
 
@@ -65,11 +72,11 @@ export class HistoryReads {
    * serve, each violation naming its rule; `UnknownSymbolError`; `DataSourceError`.
    */
   async getHistory(params: HistoryParams): Promise<CachedRepresentation> {
-    const { query, adjust, cacheParams } = await this.window(params);
+    const { query, adjust, cacheParams, currency } = await this.window(params);
     const rep = await this.#ctx.engine.read({
       kind: 'history',
       params: cacheParams,
-      load: () => this.#loadHistory(query, adjust),
+      load: () => this.#loadHistory(query, adjust, currency),
       remembered: () => this.#ctx.remembered(`history:${query.symbol}`),
     });
     if (rep.outcome === 'unknown') throw new UnknownSymbolError([query.symbol]);
@@ -77,25 +84,33 @@ export class HistoryReads {
     return rep;
   }
 
-  async #loadHistory(query: HistoryQuery, adjust: Adjustment): Promise<Loaded> {
+  async #loadHistory(query: HistoryQuery, adjust: Adjustment, currency: string | undefined): Promise<Loaded> {
     const ctx = this.#ctx;
     const member = `history:${query.symbol}`;
     if (await ctx.unknown?.has(member)) return REMEMBERED_UNKNOWN;
-    if (ctx.history !== undefined) return this.#loadStoredHistory(query, adjust, ctx.history);
-    const history: History | undefined = await ctx.provider.getHistory(query);
+    if (ctx.history !== undefined) return this.#loadStoredHistory(query, adjust, ctx.history, currency);
+    let history: History | undefined = await ctx.provider.getHistory(query);
     if (history === undefined) {
       await ctx.unknown?.remember(member);
       return UNKNOWN;
     }
-    const ttlMs = historyLifetime(query, ctx.now());
+    let ttlMs = historyLifetime(query, ctx.now());
     const refusal = tooManyCandles(history.candles.length, 'answer');
     if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
+    if (currency !== undefined && needsConversion(history.currency, currency)) {
+      const table = await this.#ratesFor(query, history.currency);
+      const source = ctx.sourceOf(history);
+      history = convertHistory(table, history, currency, INTERVAL_MS[query.interval]);
+      if (history.missing !== undefined) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
+      const body: HistoryResponse = { success: true, data: history, source, updated_at: ctx.iso() };
+      return { outcome: 'found', value: JSON.stringify(body), ttlMs };
+    }
     const body: HistoryResponse = { success: true, data: history, source: ctx.sourceOf(history), updated_at: ctx.iso() };
     return { outcome: 'found', value: JSON.stringify(body), ttlMs };
   }
 
   /** History read through the store: what it holds, plus what it fetched of what it lacked. */
-  async #loadStoredHistory(query: HistoryQuery, adjust: Adjustment, store: HistoryStore): Promise<Loaded> {
+  async #loadStoredHistory(query: HistoryQuery, adjust: Adjustment, store: HistoryStore, currency: string | undefined): Promise<Loaded> {
     const ctx = this.#ctx;
     const read = await store.readColumns(query.symbol, query.interval, spanOf(query, ctx.now()), MAX_CANDLES + 1);
     let info = read.info;
@@ -128,15 +143,39 @@ export class HistoryReads {
     }
     if (read.quality !== undefined) history.quality = read.quality;
     if (read.sources !== undefined) history.sources = read.sources;
+    let candles = read.candles;
+    let flags: Map<number, readonly string[]> | undefined = read.flags;
+    if (currency !== undefined && needsConversion(info.currency, currency)) {
+      // Converted here, before the task: the pool and the calling thread write the same converted bars.
+      const table = await this.#ratesFor(query, info.currency);
+      const converted = convertColumns(table, read.candles, query.interval, INTERVAL_MS[query.interval], info.timezone, info.currency, currency);
+      candles = converted.columns;
+      if (converted.carried.length > 0) {
+        flags = new Map(flags);
+        for (const t of converted.carried) flags.set(t, [...(flags.get(t) ?? []), FX_CARRIED]);
+      }
+      history.currency = currency;
+      history.events = { dividends: convertDividends(table, history.events.dividends, info.timezone, info.currency, currency), splits: history.events.splits };
+      withMissing(history, converted.missing);
+      if (converted.missing.length > 0) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
+      history.fx = converted.summary;
+    }
     const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? ctx.source, updated_at: ctx.iso() };
     // The candles (basis, spelling, flags) and the JSON are written by the compute pool: 5,000 bars take ~10 ms.
     const { sent } = await ctx.compute.historyAnswer({
       body,
-      candles: read.candles,
+      candles,
       actions: read.actions,
       adjust,
-      flags: read.flags === undefined ? undefined : [...read.flags],
+      flags: flags === undefined ? undefined : [...flags],
     });
     return { outcome: 'found', sent, ttlMs };
+  }
+
+  /** The reference rates, for prices of `query.symbol` in `from`: 422 for a currency or a window they do not cover, 503 when there are none. */
+  async #ratesFor(query: HistoryQuery, from: string): Promise<RateTable> {
+    convertibleFrom(from, query.symbol);
+    afterFirstRate(spanOf(query, this.#ctx.now()));
+    return this.#ctx.rates.table();
   }
 }

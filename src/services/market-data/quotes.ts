@@ -2,7 +2,9 @@
  * Quotes: one symbol, a batch, the configured indices, and their refresh ahead of expiry. Every quote
  * is one cached entry per symbol; batches and the indices are assembled from those entries' JSON.
  */
-import { DataSourceError, SymbolNotServedError, UnknownSymbolError } from '../../domain/errors.js';
+import { AppError, DataSourceError, SymbolNotServedError, UnknownSymbolError } from '../../domain/errors.js';
+import { convertibleFrom, convertQuote, lastPublishedDay, needsConversion, publishedAtMs, targetCurrency, unitOf, type LiveRate } from '../../domain/currencies.js';
+import { RATE_SOURCE } from '../reference-rates.js';
 import type { Quote } from '../../domain/ports/market-data.js';
 import { canonical, canonicalSymbol, parseSymbolList } from '../../domain/symbols.js';
 import type { CachedRepresentation, CacheRead, Loaded, ReadOutcome } from '../representation-cache.js';
@@ -32,10 +34,14 @@ export class Quotes {
     return rep;
   }
 
-  /** One quote. Throws `UnknownSymbolError` (404) or `DataSourceError` (503). */
-  async getQuote(symbol: string): Promise<CachedRepresentation> {
+  /**
+   * One quote, in `currency` when given (see `#convertedRead`). Throws `UnknownSymbolError` (404),
+   * `InvalidRequestError` (422) for a currency that cannot be converted, or `DataSourceError` (503).
+   */
+  async getQuote(symbol: string, currency?: string): Promise<CachedRepresentation> {
     const canonical = canonicalSymbol(symbol, 'path.symbol');
-    const rep = await this.#ctx.engine.read(this.#quoteRead(canonical));
+    const to = currency === undefined ? undefined : targetCurrency(currency);
+    const rep = await this.#ctx.engine.read(to === undefined ? this.#quoteRead(canonical) : this.#convertedRead(canonical, to));
     if (rep.outcome !== 'found') throw new UnknownSymbolError([canonical]);
     return rep;
   }
@@ -45,12 +51,13 @@ export class Quotes {
    * `missing`. Throws `UnknownSymbolError` when none is known, `InvalidRequestError` for a repeated
    * symbol or more than 50, `DataSourceError` when the upstream fails for any of them.
    */
-  async getQuotes(symbolList: string): Promise<CachedRepresentation> {
+  async getQuotes(symbolList: string, currency?: string): Promise<CachedRepresentation> {
     const symbols = parseSymbolList(symbolList, 'query.symbols');
+    const to = currency === undefined ? undefined : targetCurrency(currency);
     const rep = await this.#ctx.engine.read({
       kind: 'quotes',
-      params: symbols.join(','),
-      load: () => this.#loadBatch(symbols),
+      params: `${symbols.join(',')}${to === undefined ? '' : `:in=${to}`}`,
+      load: () => this.#loadBatch(symbols, to === undefined ? (s) => this.#quoteRead(s) : (s) => this.#convertedRead(s, to)),
       // A batch of symbols all remembered as unknown is answered without a round trip to the store.
       remembered: () => (symbols.every((symbol) => this.#ctx.remembered(`quote:${symbol}`) !== undefined) ? REMEMBERED_UNKNOWN : undefined),
     });
@@ -119,17 +126,64 @@ export class Quotes {
   }
 
   /**
+   * The quote of `symbol` in `to`, cached on its own: the quote as cached, converted at the live rate
+   * of the chain's FX quote (`USDEUR=X`, else the inverse pair `EURUSD=X`), else at the ECB's latest
+   * reference rate. A quote already in `to` is the quote itself, with no `fx` block. It lives as long
+   * as the shorter of the quote's and the rate's entries.
+   */
+  #convertedRead(symbol: string, to: string): CacheRead {
+    const ctx = this.#ctx;
+    return {
+      kind: 'quote_in',
+      params: `${symbol}:${to}`,
+      load: async () => {
+        const base = await ctx.engine.read(this.#quoteRead(symbol));
+        if (base.outcome !== 'found') return { outcome: 'unknown', fetched: base.cacheStatus !== 'HIT' };
+        const decoded = decodeQuote(base);
+        if (!needsConversion(decoded.quote.currency, to)) return { outcome: 'found', sent: { body: base.body, etag: base.etag }, parts: base.parts, ttlMs: base.ttlMs };
+        convertibleFrom(decoded.quote.currency, symbol);
+        const live = await this.#liveRate(unitOf(decoded.quote.currency).code, to);
+        const { value, parts } = writeQuoteBody(convertQuote(decoded.quote, to, live), decoded.source, decoded.updatedAt);
+        return { outcome: 'found', value, parts, ttlMs: Math.min(base.ttlMs, live.ttlMs) };
+      },
+      remembered: () => ctx.remembered(`quote:${symbol}`),
+    };
+  }
+
+  /** Units of `to` per `from` now: the chain's FX quote of the pair (or its inverse), else the ECB's latest reference rate. */
+  async #liveRate(from: string, to: string): Promise<LiveRate & { ttlMs: number }> {
+    if (from === to) return { rate: 1, source: RATE_SOURCE, timeMs: this.#ctx.now(), ttlMs: Infinity };
+    for (const [pair, inverse] of [[`${from}${to}=X`, false], [`${to}${from}=X`, true]] as const) {
+      try {
+        const rep = await this.#ctx.engine.read(this.#quoteRead(pair));
+        if (rep.outcome !== 'found') continue;
+        const fx = decodeQuote(rep);
+        const price = fx.quote.price;
+        if (!(price > 0)) continue;
+        return { rate: inverse ? 1 / price : price, source: fx.source, timeMs: Date.parse(fx.quote.timestamp), ttlMs: rep.ttlMs };
+      } catch (err) {
+        // A pair no provider of the chain serves, or one that failed now: the reference rate stands in.
+        if (!(err instanceof AppError)) throw err;
+      }
+    }
+    const table = await this.#ctx.rates.table();
+    const found = table.rate(from, to, lastPublishedDay(this.#ctx.now()));
+    if (found === undefined) throw new DataSourceError(`No current rate from ${from} to ${to}: no FX quote could be had and the latest reference rate is more than 4 days old`, { retryAfterSeconds: 60 });
+    return { rate: found.rate, source: RATE_SOURCE, timeMs: publishedAtMs(found.day), ttlMs: this.#lifetimes.quoteTtlMs };
+  }
+
+  /**
    * Component quotes go through the cache, so batches, single reads and the stream share one entry
    * per symbol. The batch body is assembled from the components' serialized quotes, as cached: no
    * quote is parsed and serialized again.
    */
-  async #loadBatch(symbols: readonly string[]): Promise<Loaded> {
+  async #loadBatch(symbols: readonly string[], readOf: (symbol: string) => CacheRead): Promise<Loaded> {
     // A symbol no configured provider serves is left out like an unknown one, but is never remembered as unknown.
     let notServed: SymbolNotServedError | undefined;
     const parts = await Promise.all(
       symbols.map(async (symbol) => {
         try {
-          return { symbol, rep: await this.#ctx.engine.read(this.#quoteRead(symbol)) };
+          return { symbol, rep: await this.#ctx.engine.read(readOf(symbol)) };
         } catch (err) {
           if (!(err instanceof SymbolNotServedError)) throw err;
           notServed ??= err;

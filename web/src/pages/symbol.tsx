@@ -18,6 +18,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { components } from '../../../src/generated/api.ts';
 import { api, ApiError, call } from '../api.ts';
 import { formatNumber, Page, Problem, signClass, useApi } from '../ui.tsx';
+import { currencyQuery, CurrencySelect, useCurrency } from '../currency.tsx';
 
 type Interval = components['schemas']['HistoryInterval'];
 type Range = components['schemas']['HistoryRange'];
@@ -185,6 +186,16 @@ function StudyMenu({ chosen, onChange }: { chosen: readonly StudyId[]; onChange:
   );
 }
 
+/** What a conversion did, in a line under the chart. */
+function FxLegend({ fx }: { fx: components['schemas']['Fx'] }) {
+  return (
+    <p class="muted legend fx" data-fx-to={fx.to}>
+      Prices converted from {fx.from} to {fx.to} at the ECB's reference rate of each bar's date ({fx.first_date ?? '–'} to {fx.last_date ?? '–'}
+      {fx.carried > 0 ? `; ${fx.carried} bars at the previous published rate` : ''})
+    </p>
+  );
+}
+
 function QuoteHeader({ quote }: { quote: components['schemas']['Quote'] | undefined }) {
   const q = quote;
   if (!q) return <p class="loading">Loading the quote…</p>;
@@ -193,6 +204,11 @@ function QuoteHeader({ quote }: { quote: components['schemas']['Quote'] | undefi
       <p class="quote-name">
         {q.name} <span class="muted">{[q.exchange, q.currency].filter(Boolean).join(' · ')}</span>
       </p>
+      {q.fx ? (
+        <p class="muted quote-fx">
+          From {q.fx.from} at {q.fx.rate?.toPrecision(6) ?? '–'} ({q.fx.source}, {q.fx.rate_time ?? q.fx.last_date})
+        </p>
+      ) : null}
       <p class="quote-price">
         <span class="price">{formatNumber(q.price)}</span>{' '}
         <span class={signClass(q.change)}>
@@ -207,7 +223,9 @@ function QuoteHeader({ quote }: { quote: components['schemas']['Quote'] | undefi
 export function SymbolPage({ symbol }: { symbol: string }) {
   const [interval, setBarInterval] = useState<Interval>('1d');
   const [range, setRange] = useState<Range>('6mo');
-  const quote = useApi((signal) => call(api.GET('/api/quotes/{symbol}', { params: { path: { symbol } }, signal })), [symbol]);
+  const [currency, chooseCurrency] = useCurrency();
+  const inCurrency = currencyQuery(currency);
+  const quote = useApi((signal) => call(api.GET('/api/quotes/{symbol}', { params: { path: { symbol }, query: inCurrency }, signal })), [symbol, currency]);
   // An interval and a range always fit together: choosing one moves the other where it must.
   const chooseInterval = (next: Interval) => {
     setBarInterval(next);
@@ -230,23 +248,23 @@ export function SymbolPage({ symbol }: { symbol: string }) {
     (signal) =>
       studyList === ''
         ? Promise.resolve(undefined)
-        : (call(api.GET('/api/indicators/{symbol}', { params: { path: { symbol }, query: { interval, range, studies: studyList } }, signal })) as Promise<IndicatorsResponse>),
-    [symbol, interval, range, studyList],
+        : (call(api.GET('/api/indicators/{symbol}', { params: { path: { symbol }, query: { interval, range, studies: studyList, ...inCurrency } }, signal })) as Promise<IndicatorsResponse>),
+    [symbol, interval, range, studyList, currency],
   );
   const history = useApi(
     // Without `format` the answer is JSON (the contract's other media type is the CSV below).
-    (signal) => call(api.GET('/api/history/{symbol}', { params: { path: { symbol }, query: { interval, range } }, signal })) as Promise<HistoryResponse>,
-    [symbol, interval, range],
+    (signal) => call(api.GET('/api/history/{symbol}', { params: { path: { symbol }, query: { interval, range, ...inCurrency } }, signal })) as Promise<HistoryResponse>,
+    [symbol, interval, range, currency],
   );
 
   const downloadCsv = async () => {
     setDownload({ busy: true });
     try {
-      const blob = await call(api.GET('/api/history/{symbol}', { params: { path: { symbol }, query: { interval, range, format: 'csv' } }, parseAs: 'blob' }));
+      const blob = await call(api.GET('/api/history/{symbol}', { params: { path: { symbol }, query: { interval, range, format: 'csv', ...inCurrency } }, parseAs: 'blob' }));
       const url = URL.createObjectURL(blob as Blob);
       const link = document.createElement('a');
       link.href = url;
-      link.download = `${symbol}-${interval}-${range}.csv`;
+      link.download = `${symbol}-${interval}-${range}${currency === '' ? '' : `-${currency}`}.csv`;
       document.body.append(link);
       link.click();
       link.remove();
@@ -287,6 +305,7 @@ export function SymbolPage({ symbol }: { symbol: string }) {
             </button>
           ))}
         </div>
+        <CurrencySelect value={currency} onChange={chooseCurrency} />
         <button type="button" class="download" onClick={downloadCsv} disabled={download.busy}>
           Download CSV
         </button>
@@ -309,6 +328,7 @@ export function SymbolPage({ symbol }: { symbol: string }) {
           {history.data.data.candles.length} bars · {history.data.data.events.dividends.length} dividends · {history.data.data.events.splits.length} splits · source {history.data.source}
         </p>
       ) : null}
+      {history.data?.data.fx ? <FxLegend fx={history.data.data.fx} /> : null}
       <p class="attribution">
         Charting by{' '}
         <a href="https://www.tradingview.com/" rel="noopener noreferrer">

@@ -8,6 +8,7 @@ import { api, ApiError, call } from '../api.ts';
 import { symbolPath } from '../router.ts';
 import { onSession } from '../session.ts';
 import { followQuotes, type Quote } from '../stream.ts';
+import { CurrencySelect, useCurrency } from '../currency.tsx';
 import { formatNumber, Page, Problem, signClass } from '../ui.tsx';
 
 type Suggestion = components['schemas']['SearchResult'];
@@ -163,6 +164,34 @@ function Row({ symbol, quote, unknown, onRemove }: { symbol: string; quote: Quot
   );
 }
 
+/** How often the converted batch is read again while a currency is chosen. */
+const CONVERTED_REFRESH_MS = 5000;
+
+/** Reads the batch of `symbols` in `currency` now and every few seconds, until the returned function is called. */
+function pollConverted(symbols: readonly string[], currency: string, handlers: { quotes(list: Quote[]): void; missing(symbols: string[]): void; status(state: string, problem?: ApiError): void }): () => void {
+  const controller = new AbortController();
+  const read = () => {
+    call(api.GET('/api/quotes', { params: { query: { symbols: symbols.join(','), currency } }, signal: controller.signal })).then(
+      (body) => {
+        handlers.quotes(body.data);
+        handlers.missing(body.missing ?? []);
+        handlers.status('open');
+      },
+      (err: unknown) => {
+        if (controller.signal.aborted) return;
+        handlers.status('error', err instanceof ApiError ? err : new ApiError(0, String(err)));
+      },
+    );
+  };
+  handlers.status('connecting');
+  read();
+  const timer = setInterval(read, CONVERTED_REFRESH_MS);
+  return () => {
+    clearInterval(timer);
+    controller.abort();
+  };
+}
+
 export function Watchlist() {
   const [symbols, setSymbols] = useState<string[]>(loadList);
   const [quotes, setQuotes] = useState<Record<string, Quote>>({});
@@ -175,18 +204,22 @@ export function Watchlist() {
     localStorage.setItem(STORAGE_KEY, JSON.stringify(symbols));
   }, [symbols]);
 
+  const [currency, chooseCurrency] = useCurrency();
+
   useEffect(() => {
     setMissing([]);
     if (symbols.length === 0) {
       setStatus({ state: 'idle' });
       return;
     }
+    // The stream sends prices as listed: in another currency the converted batch is read again every few seconds.
+    if (currency !== '') return pollConverted(symbols, currency, { quotes: (list) => setQuotes((all) => ({ ...all, ...Object.fromEntries(list.map((q) => [q.symbol, q])) })), missing: setMissing, status: (state, problem) => setStatus({ state, problem }) });
     return followQuotes(symbols, {
       quote: (quote) => setQuotes((all) => ({ ...all, [quote.symbol]: quote })),
       missing: setMissing,
       status: (state, problem) => setStatus({ state, problem }),
     });
-  }, [symbols.join(','), round]);
+  }, [symbols.join(','), round, currency]);
 
   const add = (symbol: string) => setSymbols((list) => (list.includes(symbol) || list.length >= MAX_SYMBOLS ? list : [...list, symbol]));
   const remove = (symbol: string) => setSymbols((list) => list.filter((s) => s !== symbol));
@@ -194,8 +227,9 @@ export function Watchlist() {
   return (
     <Page title="Watchlist">
       <SymbolSearch onAdd={add} />
+      <CurrencySelect value={currency} onChange={chooseCurrency} />
       <p class="stream-status" aria-live="polite" data-state={status.state}>
-        {symbols.length === 0 ? 'Add symbols to follow them live.' : `Live updates: ${status.state}`}
+        {symbols.length === 0 ? 'Add symbols to follow them live.' : currency === '' ? `Live updates: ${status.state}` : `Prices in ${currency} at live FX rates, read every ${CONVERTED_REFRESH_MS / 1000} s: ${status.state}`}
       </p>
       {status.problem ? <Problem error={status.problem} /> : null}
       {missing.length > 0 ? (
