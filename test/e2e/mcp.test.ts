@@ -214,7 +214,7 @@ describe('mcp over HTTP: the same answers as REST', () => {
     const markets = await client.readResource({ uri: 'mds://markets' });
     expect(JSON.parse((markets.contents[0] as { text: string }).text)).toEqual({ ...((await rest(open.url, '/api/markets')).body as object), updated_at: expect.any(String) });
     const { resourceTemplates } = await client.listResourceTemplates();
-    expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(['mds://history/{symbol}/{interval}{?range,start,end,adjust}', 'mds://markets/{market}/sessions{?start,end}']);
+    expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(['mds://history/{symbol}/{interval}{?range,start,end,adjust,currency}', 'mds://markets/{market}/sessions{?start,end}']);
   }, TIMEOUT_MS);
 
   it('when the symbol is unknown or a value breaks the contract, then the tool error carries the envelope message and code (404, 422)', async () => {
