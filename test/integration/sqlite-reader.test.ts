@@ -71,6 +71,14 @@ describe('SQLite reader thread', () => {
     }
   });
 
+  it('getCandleColumns: when a window can hold more than 10,000 bars, then the store answers it through the reader thread with the bars it holds', async () => {
+    const stored = bars(15_000);
+    await db.candles.putCandles('BTC-USD', '1m', stored, SOURCE);
+    const columns = await db.candles.getCandleColumns('BTC-USD', '1m', { startMs: T0, endMs: T0 + 20_000 * MINUTE_MS });
+    expect(candlesOf(columns)).toEqual(stored);
+    expect(candlesOf(await db.candles.getCandleColumns('BTC-USD', '1m', { startMs: T0, endMs: T0 + 20_000 * MINUTE_MS }, 11_000))).toEqual(stored.slice(0, 11_000));
+  });
+
   it('getCandleColumns: when the reader thread cannot open the file (moved after the store opened it), then the store answers the same bars from its own connection', async () => {
     const stored = bars(12_000);
     await db.candles.putCandles('BTC-USD', '1m', stored, SOURCE);

@@ -27,10 +27,12 @@ const SQLITE_READ_CHUNK_ROWS = 2000;
 
 /**
  * A SQLite read of a window that may hold more bars than this goes to the reader thread
- * (`sqlite-reader.ts`); a smaller one is read here, where the thread's hop (a message each way, the
- * columns moved back) would cost more than the read.
+ * (`sqlite-reader.ts`): the large reads an indicators warm-up or a long intraday window make (tens of
+ * thousands of bars, 25 ms and more of reading), which like the compute pool's tasks run at a lower
+ * priority. A smaller one, such as ten years of daily bars, is read here in a few milliseconds: sent
+ * to the thread it would wait behind the large ones, at the thread's priority, on an ordinary request.
  */
-const READER_ABOVE_BARS = SQLITE_READ_CHUNK_ROWS;
+const READER_ABOVE_BARS = 10_000;
 
 /** Rows per PostgreSQL statement: large enough to amortize a round trip, small enough to keep memory flat. */
 const PG_BATCH_ROWS = 5000;
