@@ -77,6 +77,9 @@ export function parseEurofxrefCsv(text: string): RateDay[] | undefined {
   return days.sort((a, b) => a.date.localeCompare(b.date));
 }
 
+/** The most bytes the historical file may inflate to. */
+const MAX_UNZIPPED_BYTES = 64 * 1024 * 1024;
+
 /** The bytes of a zip archive's first file (stored or deflated), or `undefined` when `zip` is not a zip archive. */
 export function firstZipEntry(zip: Uint8Array): Buffer | undefined {
   const bytes = Buffer.from(zip.buffer, zip.byteOffset, zip.byteLength);
@@ -100,7 +103,8 @@ export function firstZipEntry(zip: Uint8Array): Buffer | undefined {
   if (data.length !== compressedSize) return undefined;
   try {
     if (method === 0) return Buffer.from(data);
-    if (method === 8) return inflateRawSync(data);
+    // ECB's whole history is ~15 MB as CSV; a larger inflation is not its file (and never fills the memory).
+    if (method === 8) return inflateRawSync(data, { maxOutputLength: MAX_UNZIPPED_BYTES });
   } catch {
     return undefined;
   }
