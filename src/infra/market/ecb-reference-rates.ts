@@ -103,7 +103,7 @@ export function firstZipEntry(zip: Uint8Array): Buffer | undefined {
   if (data.length !== compressedSize) return undefined;
   try {
     if (method === 0) return Buffer.from(data);
-    // ECB's whole history is ~15 MB as CSV; a larger inflation is not its file (and never fills the memory).
+    // ECB's whole history is a few MB of CSV; a far larger inflation is not its file (and never fills the memory).
     if (method === 8) return inflateRawSync(data, { maxOutputLength: MAX_UNZIPPED_BYTES });
   } catch {
     return undefined;
