@@ -171,7 +171,9 @@ describe('history exports', () => {
   });
 
   it('when a window holds more candles than one JSON answer, then JSON is 422 and CSV and Arrow stream them all', async () => {
-    const path = '/api/history/BTC-USD?interval=5m&range=1mo';
+    // A fixed window on the 5-minute grid: a range relative to now grows by a bar when a boundary passes between two requests.
+    const endMs = Math.floor(Date.now() / 300_000) * 300_000 - 3_600_000;
+    const path = `/api/history/BTC-USD?interval=5m&start=${new Date(endMs - 30 * DAY_MS).toISOString()}&end=${new Date(endMs).toISOString()}`;
     const json = await svc.fetch(path);
     expect(json.status).toBe(422);
     expect(((await json.json()) as { error: string }).error).toContain('format=csv or arrow');
