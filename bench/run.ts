@@ -530,7 +530,9 @@ async function main(): Promise<void> {
       headers: { 'content-type': 'application/json', Authorization: `Bearer ${token}` },
       body: JSON.stringify({ name: 'bench', role: 'admin' }),
     });
-    const managedKey = ((await managed.json()) as { data: { key: string } }).data.key;
+    // `bench:compare` runs this script against older builds too: before 0.2.0 a created key was answered bare.
+    const created = (await managed.json()) as { data?: { key: string }; key?: string };
+    const managedKey = created.data?.key ?? created.key!;
     await scenario('admin status (managed API key)', { url: `${redisMode.url}/api/admin/status`, headers: { 'X-API-Key': managedKey } }, 'database lookup at most every 500 ms per key', expressFor('apikey'));
 
     // Logins (bcrypt-bound) and cached reads at once: the reads must not starve.
