@@ -176,10 +176,12 @@ export class HistoryStore {
 
   /**
    * As `read`, the bars as columns: no object per bar, for a window read to be computed on (the
-   * indicators and their warm-up, the candles of a history answer).
+   * indicators and their warm-up, the candles of a history answer). `offLoop`: the bars go to a
+   * compute thread whatever their number, so the store reads them off the event loop where it can.
    */
-  readColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number, options: { sources?: boolean } = {}): Promise<StoredHistory<CandleColumns>> {
-    return this.#read(symbol, interval, span, options, (window) => this.#store.getCandleColumns(symbol, interval, window, limit), (columns) => {
+  readColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number, options: { sources?: boolean; offLoop?: boolean } = {}): Promise<StoredHistory<CandleColumns>> {
+    const offLoop = options.offLoop === true ? { offLoop: true } : undefined;
+    return this.#read(symbol, interval, span, options, (window) => this.#store.getCandleColumns(symbol, interval, window, limit, offLoop), (columns) => {
       const count = columns.timeMs.length;
       return { count, firstMs: count === 0 ? undefined : columns.timeMs[0], lastMs: count === 0 ? undefined : columns.timeMs[count - 1] };
     });

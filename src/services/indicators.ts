@@ -10,7 +10,8 @@
  */
 import { columnsOf, parseStudies, warmupOf, type Study } from '../domain/indicators/catalogue.js';
 import { studySpecs } from '../domain/indicators/answer.js';
-import { columnsLength, concatColumns, sliceColumns } from '../domain/candle-columns.js';
+import { columnsLength, emptyCandleColumns, sliceColumns } from '../domain/candle-columns.js';
+import { assetClassOf } from '../domain/provider-symbols.js';
 import { marketOf, type MarketCode } from '../domain/market-calendar.js';
 import { sessionOpenAt } from '../domain/indicators/sessions.js';
 import { DataSourceError, UnknownSymbolError } from '../domain/errors.js';
@@ -39,8 +40,12 @@ export interface IndicatorParams extends HistoryParams {
   studies: string;
 }
 
-/** The calendar time `bars` bars of `interval` take at most, with margin (markets trade some hours of some days). */
-function calendarSpanMs(interval: HistoryInterval, bars: number): number {
+/**
+ * The calendar time `bars` bars of `symbol` at `interval` take at most, with margin: a crypto pair
+ * trades around the clock, a bar every interval; the others trade some hours of some days.
+ */
+function calendarSpanMs(symbol: string, interval: HistoryInterval, bars: number): number {
+  if (INTRADAY.has(interval) && assetClassOf(symbol) === 'crypto') return bars * INTERVAL_MS[interval] + 2 * DAY_MS;
   if (interval === '1d') return bars * 1.5 * DAY_MS + 10 * DAY_MS;
   if (interval === '1wk' || interval === '1mo') return bars * INTERVAL_MS[interval] + 2 * INTERVAL_MS[interval];
   // A market open 5 hours of a 24-hour day, 5 days of 7, with a long holiday's margin.
@@ -124,8 +129,10 @@ export class IndicatorService {
 
   async #readAndCompute(window: HistoryWindow, studies: readonly Study[], reservation: ComputeReservation | undefined): Promise<Loaded> {
     const { query, span } = window;
-    // Bars as columns: no object per bar on the event loop, and they go to the pool as they are.
-    const read = await this.#history.readColumns(query.symbol, query.interval, span, MAX_CANDLES + 1, { sources: false });
+    // Bars as columns: no object per bar on the event loop, and they go to the pool as they are; read
+    // off the event loop when the pool computes them.
+    const offLoop = reservation !== undefined;
+    const read = await this.#history.readColumns(query.symbol, query.interval, span, MAX_CANDLES + 1, { sources: false, offLoop });
     if (read.info === undefined) return { outcome: 'unknown' };
     let ttlMs = window.lifetimeMs();
     const count = columnsLength(read.candles);
@@ -140,7 +147,7 @@ export class IndicatorService {
       // VWAP starts at the open of the session the window's first bar belongs to.
       warmupFromMs = sessionOpenAt(market, firstMs);
     }
-    const warmup = firstMs === undefined ? { candles: undefined, actions: read.actions, failed: false } : await this.#warmup(query.symbol, query.interval, span.startMs, warmupOf(studies), warmupFromMs);
+    const warmup = firstMs === undefined ? { candles: undefined, actions: read.actions, failed: false } : await this.#warmup(query.symbol, query.interval, span.startMs, warmupOf(studies), warmupFromMs, offLoop);
     // Warm-up bars the upstream failed to give now may come later: the answer lives as a partial one does.
     if (warmup.failed) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     const actions = warmup.actions.length >= read.actions.length ? warmup.actions : read.actions;
@@ -162,8 +169,9 @@ export class IndicatorService {
     }
     const { sent } = await this.#compute.indicators(
       {
-        candles: warmupCandles === undefined ? candles : concatColumns([warmupCandles, candles]),
-        warmupBars: warmupCandles === undefined ? 0 : columnsLength(warmupCandles),
+        // Apart: the thread joins them, so the event loop does not copy the bars once more.
+        warmup: warmupCandles ?? emptyCandleColumns(0),
+        candles,
         actions,
         adjust: window.adjust,
         studies: studySpecs(studies),
@@ -184,14 +192,14 @@ export class IndicatorService {
    * calendar span is estimated, then doubled while it holds too few bars and reading further back
    * still finds more.
    */
-  async #warmup(symbol: string, interval: HistoryInterval, beforeMs: number, bars: number, fromMs: number | undefined): Promise<{ candles: CandleColumns | undefined; actions: StoredHistory['actions']; failed: boolean }> {
+  async #warmup(symbol: string, interval: HistoryInterval, beforeMs: number, bars: number, fromMs: number | undefined, offLoop: boolean): Promise<{ candles: CandleColumns | undefined; actions: StoredHistory['actions']; failed: boolean }> {
     if (bars === 0 && (fromMs === undefined || fromMs >= beforeMs)) return { candles: undefined, actions: [], failed: false };
-    let reachMs = calendarSpanMs(interval, Math.max(bars, 1));
+    let reachMs = calendarSpanMs(symbol, interval, Math.max(bars, 1));
     let got: StoredHistory<CandleColumns> | undefined;
     for (let attempt = 0; attempt < WARMUP_READS; attempt++) {
       const startMs = Math.min(beforeMs - reachMs, fromMs ?? Infinity);
       const before = got === undefined ? -1 : columnsLength(got.candles);
-      got = await this.#history.readColumns(symbol, interval, { startMs, endMs: beforeMs }, undefined, { sources: false });
+      got = await this.#history.readColumns(symbol, interval, { startMs, endMs: beforeMs }, undefined, { sources: false, offLoop });
       const count = columnsLength(got.candles);
       if (count >= bars || count === before) break;
       reachMs *= 2;

@@ -32,9 +32,10 @@ function bars(count: number, seed = 1): StoredCandle[] {
 }
 
 function indicatorTask(count: number, studies = 'adx:300,adx:299,adx:298,sma:20,macd,bbands,vwap,obv', seed = 1): IndicatorTask {
+  const all = bars(count, seed);
   return {
-    candles: candleColumns(bars(count, seed)),
-    warmupBars: Math.floor(count / 2),
+    warmup: candleColumns(all.slice(0, Math.floor(count / 2))),
+    candles: candleColumns(all.slice(Math.floor(count / 2))),
     actions: [],
     adjust: 'splits',
     studies: studySpecs(parseStudies(studies, true)),
@@ -64,6 +65,7 @@ describe('PiscinaComputePool', () => {
     expect(answer.sent.etag).toBe(etagOf(Buffer.from(expected, 'utf8')));
     // Transferred to the thread: the caller's arrays are left empty.
     expect(sent.candles.close.length).toBe(0);
+    expect(sent.warmup.close.length).toBe(0);
 
     for (const format of ['csv', 'arrow'] as const) {
       for (const first of [true, false]) {
@@ -144,7 +146,7 @@ describe('PiscinaComputePool', () => {
     const small = indicatorTask(100, 'sma:5,rsi:3');
     expect((await pool.indicators(small)).sent.body.toString('utf8')).toBe(indicatorsAnswer(indicatorTask(100, 'sma:5,rsi:3')));
     // Not transferred: it never left this thread.
-    expect(small.candles.close.length).toBe(100);
+    expect(small.candles.close.length + small.warmup.close.length).toBe(100);
     await running;
   });
 

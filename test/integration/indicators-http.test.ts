@@ -69,6 +69,30 @@ describe('GET /api/indicators/{symbol}', () => {
     expect((body.data.studies['obv'] as Series)[0]).toBe(history.data.candles[0]!.volume);
   });
 
+  it('when a crypto pair is asked intraday, then its warm-up is read around the clock and each series equals the study over a longer stored history', async () => {
+    // A pair trades every minute: its warm-up (EMA 50 on 15-minute bars: about 740 bars, near 8 days)
+    // spans that many days of the calendar, not the five-hour sessions of a listed market.
+    const endMs = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 2 * 86_400_000;
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const window = `interval=15m&start=${iso(endMs - 86_400_000)}&end=${iso(endMs)}`;
+    const res = await svc.fetch(`/api/indicators/BTC-USD?${window}&studies=ema:50,rsi:14,sma:20`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as IndicatorsResponse;
+    expect(body.data.times.length).toBe(96);
+    const longer = (await (await svc.fetch(`/api/history/BTC-USD?interval=15m&start=${iso(endMs - 21 * 86_400_000)}&end=${iso(endMs)}`)).json()) as HistoryResponse;
+    const candles = longer.data.candles;
+    const first = candles.findIndex((c) => c.time === body.data.times[0]);
+    expect(first).toBeGreaterThan(1500);
+    const bars = { high: candles.map((c) => c.high), low: candles.map((c) => c.low), close: candles.map((c) => c.close), volume: candles.map((c) => c.volume ?? 0) };
+    for (const study of parseStudies('ema:50,rsi:14,sma:20', true)) {
+      const want = computeStudy(study, { bars, sessions: [] }, first) as Series;
+      const have = body.data.studies[study.key] as Series;
+      expect(have.length).toBe(want.length);
+      const bad = want.map((w, i) => [i, w, have[i]] as const).filter(([, w, h]) => !close(w, h));
+      expect(bad.slice(0, 3), study.key).toEqual([]);
+    }
+  });
+
   it('when the same studies are asked again, in another order or spelling, then X-Cache HIT with the same ETag, and the ETag sent back is a 304', async () => {
     const window = 'interval=1d&range=6mo';
     const miss = await indicators(`${window}&studies=rsi,sma:20,macd`);

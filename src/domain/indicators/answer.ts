@@ -4,7 +4,7 @@
  * worst request (10 studies of period 500 over 3 days of 1-minute bars, 33,000 bars with the warm-up)
  * computes for about 100 ms, which must not hold the event loop.
  */
-import { candlesOf } from '../candle-columns.js';
+import { candlesOf, columnsLength } from '../candle-columns.js';
 import { adjustCandles } from '../history-adjustment.js';
 import { isoInstant } from '../instant.js';
 import { MARKETS, type MarketCode } from '../market-calendar.js';
@@ -41,8 +41,8 @@ function sliceBars(bars: Bars, from: number): Bars {
 /** The JSON of the indicators answer of `task`. */
 export function indicatorsAnswer(task: IndicatorTask): string {
   const studies = task.studies.map(studyOf);
-  const warmupBars = task.warmupBars;
-  const candles = adjustCandles(candlesOf(task.candles), task.actions, task.adjust);
+  const warmupBars = columnsLength(task.warmup);
+  const candles = adjustCandles([...candlesOf(task.warmup), ...candlesOf(task.candles)], task.actions, task.adjust);
   const bars: Bars = {
     high: candles.map((c) => c.high),
     low: candles.map((c) => c.low),

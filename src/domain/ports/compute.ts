@@ -24,10 +24,10 @@ export interface StudySpec {
 
 /** The studies of one window, as `GET /api/indicators` answers them. */
 export interface IndicatorTask {
-  /** The warm-up bars, then the window's bars, as stored (split-adjusted). */
+  /** The bars before the window its studies start from, as stored (split-adjusted). */
+  warmup: CandleColumns;
+  /** The window's bars, as stored. */
   candles: CandleColumns;
-  /** How many of `candles` come before the window. */
-  warmupBars: number;
   actions: readonly CorporateAction[];
   adjust: AdjustMode;
   studies: readonly StudySpec[];

@@ -65,8 +65,10 @@ export interface CandleStore {
   /**
    * The same bars as `getCandles`, as columns: no object per bar, so a long window neither fills the
    * heap nor the garbage collector's work, and crosses to a compute thread as it is (`ports/compute.ts`).
+   * `offLoop`: the read is for a compute task, so a store that can read off the event loop does so
+   * whatever the window's size.
    */
-  getCandleColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<CandleColumns>;
+  getCandleColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number, options?: { offLoop?: boolean }): Promise<CandleColumns>;
   /** The candles in `span` by the provider that gave them (per-candle provenance where providers mix). */
   providerCounts(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<Record<string, number>>;
   /** How many candles `getCandles` would return for `span`. */

@@ -141,8 +141,8 @@ export class PiscinaComputePool implements ComputePool {
   }
 
   async indicators(task: IndicatorTask, options?: ComputeOptions): Promise<ComputedJson> {
-    const bars = columnsLength(task.candles) * Math.max(1, task.studies.length);
-    return computedJson(await this.#run('indicators', task, bars, columnBuffers(task.candles), options));
+    const bars = (columnsLength(task.warmup) + columnsLength(task.candles)) * Math.max(1, task.studies.length);
+    return computedJson(await this.#run('indicators', task, bars, [...columnBuffers(task.warmup), ...columnBuffers(task.candles)], options));
   }
 
   async historyAnswer(task: HistoryAnswerTask, options?: ComputeOptions): Promise<ComputedJson> {

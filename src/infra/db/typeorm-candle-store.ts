@@ -31,6 +31,7 @@ const SQLITE_READ_CHUNK_ROWS = 2000;
  * thousands of bars, 25 ms and more of reading), which like the compute pool's tasks run at a lower
  * priority. A smaller one, such as ten years of daily bars, is read here in a few milliseconds: sent
  * to the thread it would wait behind the large ones, at the thread's priority, on an ordinary request.
+ * A read whose bars go to the compute pool anyway (`offLoop`) goes to the thread whatever its size.
  */
 const READER_ABOVE_BARS = 10_000;
 
@@ -460,8 +461,8 @@ export class TypeormCandleStore implements CandleStore {
     });
   }
 
-  async getCandleColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number): Promise<CandleColumns> {
-    if (this.#reader !== undefined && Math.min(limit ?? Infinity, barsAtMost(interval, span)) > READER_ABOVE_BARS) {
+  async getCandleColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number, options: { offLoop?: boolean } = {}): Promise<CandleColumns> {
+    if (this.#reader !== undefined && (options.offLoop === true || Math.min(limit ?? Infinity, barsAtMost(interval, span)) > READER_ABOVE_BARS)) {
       const id = await this.#op(() => this.#seriesId(symbol, interval, false));
       if (id === undefined) return rowsToColumns([]);
       try {
