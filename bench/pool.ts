@@ -14,7 +14,9 @@
  * with the default pool settings, whose refused clients wait their Retry-After. Each runs ROUNDS
  * rounds of health alone then health during the load, alternating, since a shared machine's speed
  * drifts over a run; the medians are compared. With taskset and 2+ cores the server (and so its
- * worker threads) runs on core 1 and wrk and the clients on core 0, as in bench/run.ts. Before
+ * worker threads) runs on core 1 and wrk and the clients on core 0, as in bench/run.ts; the clients
+ * run in a process of their own at the lowest priority (`pool-clients.ts`), so that receiving their
+ * answers does not delay wrk's requests on the core they share. Before
  * measuring, one request fills the history store with the bars the windows and their warm-up need,
  * and a few more warm the code up. Prints the figures and writes bench/results/pool.json.
  */
@@ -25,6 +27,7 @@ import { join, resolve } from 'node:path';
 import { freePort, startRedis } from '../test/helpers/redis-server.js';
 import { spawnServe } from '../test/helpers/serve-process.js';
 import { benchEnv, initService } from './setup.js';
+import { worst } from './pool-clients.js';
 
 const CLIENTS = Number(process.env.BENCH_POOL_CLIENTS ?? 20);
 const SECONDS = Number(process.env.BENCH_POOL_SECONDS ?? 5);
@@ -38,9 +41,6 @@ const EXTRA_ENV = Object.fromEntries(
 );
 /** Rounds of (health alone, health during the load) per server; medians are reported. */
 const ROUNDS = Number(process.env.BENCH_POOL_ROUNDS ?? 5);
-const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
-const WORST_STUDIES = Array.from({ length: 10 }, (_, i) => `adx:${500 - i}`).join(',');
 
 const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && cpus().length >= 2;
 const SERVER_CPU = pinned ? ['taskset', '-c', '1'] : [];
@@ -96,12 +96,6 @@ function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
-}
-
-/** The worst request over the 3 days ending `shift` minutes before a day ago: each shift a window of its own. */
-function worst(base: string, shift: number): string {
-  const endMs = Math.floor((Date.now() - DAY_MS) / MINUTE_MS) * MINUTE_MS - shift * MINUTE_MS;
-  return `${base}/api/indicators/BTC-USD?interval=1m&start=${new Date(endMs - 3 * DAY_MS).toISOString()}&end=${new Date(endMs).toISOString()}&studies=${WORST_STUDIES}`;
 }
 
 /**
@@ -171,26 +165,35 @@ async function measureServer(label: string, dir: string, redisUrl: string, extra
     let computed = 0;
     let loadSeconds = 0;
     let cpuS = 0;
-    /** The clients, each sending its next request as soon as the last answered, until `stop`. */
+    /** The clients (`pool-clients.ts`, at the lowest priority beside wrk), each sending its next request as soon as the last answered, until `stop`. */
     const startLoad = () => {
-      let running = true;
       const counts = { answered: 0 };
-      const done = Promise.all(
-        Array.from({ length: CLIENTS }, async () => {
-          while (running) {
-            const res = await fetch(worst(base, shift++));
-            await res.arrayBuffer();
-            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-            if (res.status === 200) counts.answered++;
-            const retryAfterS = Number(res.headers.get('retry-after'));
-            if (honourRetryAfter && res.status === 503 && retryAfterS > 0) await new Promise((r) => setTimeout(r, retryAfterS * 1000));
+      const [command, ...args] = [...CLIENT_CPU, 'nice', '-n', '19', process.execPath, '--import', 'tsx', resolve(import.meta.dirname, 'pool-clients.ts'), base, String(CLIENTS), String(shift), honourRetryAfter ? '1' : '0'];
+      const child = spawn(command!, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+      let pending = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        pending += chunk.toString();
+        const lines = pending.split('\n');
+        pending = lines.pop()!;
+        for (const line of lines) {
+          if (line.startsWith('shift ')) {
+            // Where the child stopped: the next load's windows are new ones too.
+            shift = Number(line.slice('shift '.length));
+            continue;
           }
-        }),
-      );
+          const status = Number(line);
+          statuses.set(status, (statuses.get(status) ?? 0) + 1);
+          if (status === 200) counts.answered++;
+        }
+      });
+      const done = new Promise<void>((resolveDone, fail) => {
+        child.once('error', fail);
+        child.once('exit', (code) => (code === 0 ? resolveDone() : fail(new Error(`the load's clients exited with ${code}`))));
+      });
       return {
         counts,
         stop: () => {
-          running = false;
+          child.stdin.end();
           return done;
         },
       };

@@ -233,7 +233,7 @@ const schema = z.object({
   /** Compute tasks that may wait for a thread; unset: four per thread. Past it the request is answered 503 with Retry-After. */
   WORKER_POOL_QUEUE: int(0, 100_000).optional(),
   /** How much lower the worker threads' CPU priority is than the event loop's (a nice(2) increment, 0-19). */
-  WORKER_POOL_NICE: int(0, 19).default(10),
+  WORKER_POOL_NICE: int(0, 19).default(19),
   LOGIN_MAX_FAILURES: int(1, 1000).default(5),
   /** Unset: four times LOGIN_MAX_FAILURES (one address may be many users behind one NAT). */
   LOGIN_MAX_FAILURES_PER_ADDRESS: int(1, 100_000).optional(),

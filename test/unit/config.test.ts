@@ -56,10 +56,10 @@ describe('config', () => {
     expect(loadConfig({ STREAM_MAX_BUFFER_BYTES: '65536' }, noFile).stream).toMatchObject({ maxBufferedBytes: 65536 });
   });
 
-  it('when no WORKER_POOL_* variable is set, then the compute pool has a thread per core, 4 waiting tasks per thread and nice 10; when bad, loading names them', () => {
+  it('when no WORKER_POOL_* variable is set, then the compute pool has a thread per core, 4 waiting tasks per thread and nice 19; when bad, loading names them', () => {
     const cores = availableParallelism();
-    expect(loadConfig({}, noFile).workerPool).toEqual({ threads: cores, maxQueue: 4 * cores, niceIncrement: 10 });
-    expect(loadConfig({ WORKER_POOL_THREADS: '3' }, noFile).workerPool).toEqual({ threads: 3, maxQueue: 12, niceIncrement: 10 });
+    expect(loadConfig({}, noFile).workerPool).toEqual({ threads: cores, maxQueue: 4 * cores, niceIncrement: 19 });
+    expect(loadConfig({ WORKER_POOL_THREADS: '3' }, noFile).workerPool).toEqual({ threads: 3, maxQueue: 12, niceIncrement: 19 });
     expect(loadConfig({ WORKER_POOL_THREADS: '3', WORKER_POOL_QUEUE: '0', WORKER_POOL_NICE: '0' }, noFile).workerPool).toEqual({ threads: 3, maxQueue: 0, niceIncrement: 0 });
     expect(() => loadConfig({ WORKER_POOL_THREADS: '0', WORKER_POOL_QUEUE: '-1', WORKER_POOL_NICE: '20' }, noFile)).toThrow(/WORKER_POOL_THREADS="0".*WORKER_POOL_QUEUE="-1".*WORKER_POOL_NICE="20"/);
   });
