@@ -3,11 +3,11 @@
  * releases wrote them (a fleet mid-upgrade shares one Redis), and none with a hash tag.
  */
 import { describe, expect, it } from 'vitest';
-import { channels, KEY_PREFIX, keys, QUOTA_KEY_PREFIX, THROTTLE_KEY_PREFIX, UPSTREAM_KEY_PREFIX, utcDay } from '../../src/domain/key-space.js';
+import { channels, FORMATS, keys, QUOTA_KEY_PREFIX, SHARED_PREFIX, THROTTLE_KEY_PREFIX, UPSTREAM_KEY_PREFIX, utcDay } from '../../src/domain/key-space.js';
 
 describe('key space', () => {
   it('when the prefixes are read, then every one starts with mds:v1:', () => {
-    expect(KEY_PREFIX).toBe('mds:v1:');
+    expect(SHARED_PREFIX).toBe('mds:v1:');
     expect(THROTTLE_KEY_PREFIX).toBe('mds:v1:throttle:');
     expect(QUOTA_KEY_PREFIX).toBe('mds:v1:ratelimit:');
     expect(UPSTREAM_KEY_PREFIX).toBe('mds:v1:upstream:');
@@ -56,6 +56,33 @@ describe('key space', () => {
     expect(channels.invalidate).toBe('mds:v1:invalidate');
     expect(channels.identityChanged).toBe('mds:v1:auth:identity-changed');
     expect(channels.quoteEvents('yahoo')).toBe('mds:v1:quote-events:yahoo');
+    expect(channels.live('yahoo')).toBe('mds:v1:live:yahoo');
+  });
+
+  it('when a versioned family is named, then its keys start with its format version: a bump moves that family alone', () => {
+    expect(keys.representation('quote', 'yahoo', 'AAPL').startsWith(`mds:v${FORMATS.representation}:`)).toBe(true);
+    expect(keys.stale(keys.representation('quote', 'yahoo', 'AAPL')).startsWith(`mds:v${FORMATS.representation}:stale:`)).toBe(true);
+    expect(keys.fillLock(keys.representation('quote', 'yahoo', 'AAPL')).startsWith(`mds:v${FORMATS.representation}:lock:`)).toBe(true);
+    expect(keys.unknownSymbols('yahoo', 1).startsWith(`mds:v${FORMATS.unknownSymbols}:`)).toBe(true);
+    expect(keys.quoteVersion('yahoo', 'AAPL').startsWith(`mds:v${FORMATS.quoteChanges}:`)).toBe(true);
+    expect(channels.quoteEvents('yahoo').startsWith(`mds:v${FORMATS.quoteChanges}:`)).toBe(true);
+    expect(channels.live('yahoo').startsWith(`mds:v${FORMATS.liveAnnouncements}:`)).toBe(true);
+  });
+
+  it('when a key shared across releases is named, then it starts with the shared prefix, whatever the formats of the versioned families', () => {
+    for (const key of [
+      keys.quota('user:admin'),
+      keys.throttle.pair('alice', '192.0.2.1'),
+      keys.upstream.background('yahoo', 'd2026-11-25'),
+      keys.usage('2026-11-25', 'user', 'alice', 'points'),
+      keys.usageOperation('2026-11-25', 'rest', 'getQuote', 'requests', 'user', 'alice'),
+      keys.jobLock('yahoo', 'refresh-indices'),
+      keys.liveLease('yahoo', 'polygon'),
+      channels.invalidate,
+      channels.identityChanged,
+    ]) {
+      expect(key.startsWith(SHARED_PREFIX)).toBe(true);
+    }
   });
 
   it('when any key is built, then it carries no hash tag: every command names one key, so any cluster slot may hold it', () => {
