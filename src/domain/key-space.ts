@@ -160,7 +160,8 @@ export const channels = {
    * The fleet-wide "identity changed" event (domain/identity.ts): carries the identity (`user:<name>`,
    * `key:<id>`) of a user whose record changed (created, deleted, new password) or of a managed API key
    * that was revoked. Every instance drops what it remembers of that identity and closes its open
-   * streams and sessions. Shared: a revocation is honoured by both releases of an upgrade.
+   * streams and sessions. Shared: a revocation is honoured by both releases of an upgrade. An identity
+   * of a kind a release does not know matches nothing there and is ignored, so a new kind is a safe addition.
    */
   identityChanged: `${SHARED_PREFIX}auth:identity-changed`,
   /** Quote changes seen by the instances of one provider: `mds:v1:quote-events:<provider>`. */

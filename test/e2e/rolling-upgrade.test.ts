@@ -4,7 +4,7 @@
  * fleet's database, docs/operations.md "Several instances"), against a fake upstream, under a read load
  * through both instances in turn (anonymous and with a managed key) and a login load. Every answer must
  * be a 2xx whose body has the shape its operation declares: a body one release stored and the other
- * sent as it was (a raw cache entry, `["found",...]`) fails here. Quotas are one across both.
+ * sent as it was (a raw cache entry, `["found",...]`) fails here. Quotas and revocations are one across both.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -19,6 +19,7 @@ import { noteSecrets } from '../helpers/log-files.js';
 import { createTestSchema, findPostgres, shouldRunPostgres, type TestSchema } from '../helpers/postgres.js';
 import { freePort, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { MDS_BIN, spawnServe, type ServeProcess } from '../helpers/serve-process.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 /**
  * The release this one replaces in a fleet: the commit of main when the last release was cut. Bump it
@@ -135,7 +136,7 @@ describe.runIf(shouldRunPostgres(postgresUrl, 'rolling upgrade'))(`rolling upgra
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('reads and logins through both releases for 20 s: no error, no misread body, one quota for both', async () => {
+  it('reads and logins through both releases for 20 s: no error, no misread body; one quota and one revocation for both', async () => {
     const loadKey = mdsJson(env, ['keys', 'create', 'upgrade-load']).data.key;
     const order = ['previous', 'current'] as const;
     const answers: Answer[] = [];
@@ -230,6 +231,17 @@ describe.runIf(shouldRunPostgres(postgresUrl, 'rolling upgrade'))(`rolling upgra
       statuses.push(res.status);
     }
     expect(statuses).toEqual([...Array<number>(SMALL_QUOTA).fill(200), 429, 429]);
+
+    // One revocation: a key revoked through either release is refused by both.
+    for (const [revoker, other] of [[0, 1], [1, 0]] as const) {
+      const created = mdsJson(env, ['keys', 'create', `upgrade-revoke-${revoker}`]).data;
+      const status = async (instance: number) => (await fetch(`${instances[order[instance]!]!.url}/api/quotes/AAPL`, { headers: { 'x-api-key': created.key } })).status;
+      expect([await status(revoker), await status(other)]).toEqual([200, 200]);
+      const revoked = await fetch(`${instances[order[revoker]]!.url}/api/admin/api-keys/${created.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${adminToken}` } });
+      expect(revoked.status).toBe(204);
+      expect(await status(revoker)).toBe(401);
+      await waitFor(async () => (await status(other)) === 401, { timeoutMs: 3000, message: `${order[other]} refuses the key ${order[revoker]} revoked` });
+    }
   }, 180_000);
 
   it('every key either release wrote is one the key space builds: versioned families or the shared ones', async () => {
