@@ -47,6 +47,15 @@ function versioned(version: number): string {
   return `mds:v${version}:`;
 }
 
+/**
+ * What the keys of a versioned family start with in this release's format and the one before (the
+ * only two that meet in an upgrade): a flush removes both, so it empties what the release before
+ * stored too.
+ */
+export function thisFormatAndTheOneBefore(version: number): string[] {
+  return version > 1 ? [versioned(version), versioned(version - 1)] : [versioned(version)];
+}
+
 const REPRESENTATION_PREFIX = versioned(FORMATS.representation);
 
 /** Where the failed-login counters of one kind live: `mds:v1:throttle:user:<name>`, `...:ip:<address group>`. */
@@ -70,14 +79,12 @@ export const keys = {
    * namespace being the provider, so instances of different providers on one Redis stay apart.
    */
   representation: (kind: string, namespace: string, params: string): string => `${REPRESENTATION_PREFIX}${kind}:${namespace}:${params}`,
-  /** The first part of every representation of `kind` (what a flush removes). */
-  representationsOf: (kind: string): string => `${REPRESENTATION_PREFIX}${kind}:`,
   /** The kind named by a representation key (`quote` of `mds:v1:quote:yahoo:AAPL`). */
   kindOf: (representationKey: string): string => representationKey.slice(REPRESENTATION_PREFIX.length, representationKey.indexOf(':', REPRESENTATION_PREFIX.length)),
   /** The expired copy kept for stale-if-error: `mds:v1:stale:<kind>:<namespace>:<params>`. */
   stale: (representationKey: string): string => `${REPRESENTATION_PREFIX}stale:${representationKey.slice(REPRESENTATION_PREFIX.length)}`,
-  /** The first part of every stale copy of `kind`. */
-  staleOf: (kind: string): string => `${REPRESENTATION_PREFIX}stale:${kind}:`,
+  /** What a flush of `kind` removes: its entries and stale copies, in this format and the one before. */
+  flushOf: (kind: string): string[] => thisFormatAndTheOneBefore(FORMATS.representation).flatMap((prefix) => [`${prefix}${kind}:`, `${prefix}stale:${kind}:`]),
   /** The single-flight lock of one fill: `mds:v1:lock:<kind>:<namespace>:<params>`. */
   fillLock: (representationKey: string): string => `${REPRESENTATION_PREFIX}lock:${representationKey.slice(REPRESENTATION_PREFIX.length)}`,
   /**
@@ -96,8 +103,8 @@ export const keys = {
    * number of buckets per provider whatever the number of symbols asked for.
    */
   unknownSymbols: (provider: string, bucket: number): string => `${versioned(FORMATS.unknownSymbols)}unknown:${provider}:${bucket}`,
-  /** The first part of every bucket of a provider's unknown symbols (what a flush removes). */
-  unknownSymbolsOf: (provider: string): string => `${versioned(FORMATS.unknownSymbols)}unknown:${provider}:`,
+  /** What a flush of a provider's unknown symbols removes: its buckets in this format and the one before. */
+  unknownSymbolsFlushOf: (provider: string): string[] => thisFormatAndTheOneBefore(FORMATS.unknownSymbols).map((prefix) => `${prefix}unknown:${provider}:`),
   /** A symbol's last change as the live streams saw it: `mds:v1:quote-version:<provider>:<symbol>`. */
   quoteVersion: (provider: string, symbol: string): string => `${versioned(FORMATS.quoteChanges)}quote-version:${provider}:${symbol}`,
   /**

@@ -22,8 +22,8 @@
  *   say) keeps the version;
  * - any other change (a new outcome, another header, another body encoding) bumps
  *   `FORMATS.representation`: each release then reads and fills its own keys, never the other's, and
- *   the release before's entries expire by their TTL once its last instance is gone. The stale copies
- *   and fill locks move with them (same family).
+ *   the release before's entries expire by their TTL once its last instance is gone (a flush removes
+ *   them at once). The stale copies and fill locks move with them (same family).
  * What else shares the Redis, and why the quota counters and revocations are never versioned: the
  * table in docs/operations.md ("Upgrading one instance at a time"). test/e2e/rolling-upgrade.test.ts
  * runs the release before beside this one under load and fails on a misread body.
