@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CACHE_KINDS } from '../../src/services/representation-cache.js';
 import { buildOfRef } from '../helpers/build-of-ref.js';
 import { schemaViolations } from '../helpers/contract-schema.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
@@ -242,14 +243,15 @@ describe.runIf(shouldRunPostgres(postgresUrl, 'rolling upgrade'))(`rolling upgra
       expect(await status(revoker)).toBe(401);
       await waitFor(async () => (await status(other)) === 401, { timeoutMs: 3000, message: `${order[other]} refuses the key ${order[revoker]} revoked` });
     }
-  }, 180_000);
+  }, 300_000);
 
   it('every key either release wrote is one the key space builds: versioned families or the shared ones', async () => {
     const client = new Redis(redis.url);
     try {
       const written = await client.keys('*');
       expect(written.length).toBeGreaterThan(0);
-      const known = /^mds:v\d+:(quote|quotes|indices|history|search|stale|lock|unknown|quote-version|ratelimit|throttle|upstream|usage|usage-op):/;
+      const families = [...CACHE_KINDS, 'stale', 'lock', 'unknown', 'quote-version', 'ratelimit', 'throttle', 'upstream', 'usage', 'usage-op'];
+      const known = new RegExp(`^mds:v\\d+:(${families.join('|')}):`);
       expect(written.filter((k) => !known.test(k))).toEqual([]);
     } finally {
       client.disconnect();
