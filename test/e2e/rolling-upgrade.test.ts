@@ -98,10 +98,13 @@ describe.runIf(shouldRunPostgres(postgresUrl, 'rolling upgrade'))(`rolling upgra
     redis = await startRedis();
     schema = await createTestSchema(postgresUrl!);
     upstream = await startFakeUpstream({ fixturesDir: FIXTURES });
+    // Both releases in the test's own schema (pg passes `options` to the server at connection).
+    const databaseUrl = new URL(postgresUrl!);
+    databaseUrl.searchParams.set('options', `-c search_path=${schema.name}`);
     env = {
       PATH: process.env.PATH,
       HOME: dir,
-      DATABASE_URL: `${postgresUrl}?options=${encodeURIComponent(`-c search_path=${schema.name}`)}`,
+      DATABASE_URL: databaseUrl.href,
       CACHE_URL: redis.url,
       SECRET_KEY: 'rolling-upgrade-secret-0123456789abcdef',
       BCRYPT_ROUNDS: '4',
