@@ -1,6 +1,6 @@
 /**
- * `npm run bench:compare -- <git ref>`: the bench for the build of `<ref>` (checked out into a
- * temporary worktree and built there) and for this checkout, side by side in one run, and a table of
+ * `npm run bench:compare -- <git ref>`: the bench for the build of `<ref>` (test/helpers/build-of-ref.ts:
+ * a worktree under the temporary directory, built once and kept by commit) and for this checkout, side by side in one run, and a table of
  * both. The builds take turns in passes ordered A B B A (BENCH_COMPARE_PASSES, default 2: old, new,
  * new, old), so a drift of the machine's speed over the run, which on a shared 2-core host is larger
  * than the differences looked for, weighs on both builds alike instead of on whichever ran last. Each
@@ -8,9 +8,10 @@
  * baselines measured around it. Extra arguments are none; BENCH_* variables apply to every pass.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { buildOfRef } from '../test/helpers/build-of-ref.js';
 import { median } from './setup.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -90,16 +91,12 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'mds-bench-compare-'));
-const oldTree = join(dir, 'old');
 const outputs = { old: join(ROOT, 'bench', 'results', 'compare-old.json'), new: join(ROOT, 'bench', 'results', 'compare-new.json') };
 // Made before the hour of passes, not after: a fresh clone has no bench/results (ignored by git), and
 // failing to write there lost every pass's figures with the temporary folder.
 mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
 try {
-  run('git', ['worktree', 'add', '--detach', oldTree, ref], ROOT);
-  // The old build runs on this checkout's installed packages (a superset when only dependencies were added).
-  cpSync(join(ROOT, 'node_modules'), join(oldTree, 'node_modules'), { recursive: true, verbatimSymlinks: true });
-  run('npm', ['run', '--silent', 'build'], oldTree);
+  const oldTree = buildOfRef(ref);
   run('npm', ['run', '--silent', 'build'], ROOT);
   const bins = { old: join(oldTree, 'bin', 'run.js'), new: join(ROOT, 'bin', 'run.js') } as const;
   const passes: Record<'old' | 'new', Row[][]> = { old: [], new: [] };
@@ -130,6 +127,5 @@ try {
   }
   console.log(`\nwritten to ${outputs.old} and ${outputs.new}`);
 } finally {
-  if (existsSync(oldTree)) spawnSync('git', ['worktree', 'remove', '--force', oldTree], { cwd: ROOT });
   rmSync(dir, { recursive: true, force: true });
 }

@@ -2,6 +2,18 @@
  * The key space: every key and channel the service writes to Redis (and to its memory stand-ins),
  * built here and nowhere else, so a reader sees the whole layout at once and a version bump is one line.
  *
+ * Every key and channel starts with `mds:v<N>:`, N being the format version of its family. A fleet
+ * upgrades one instance at a time, so two releases share one Redis for a while; each family is one of:
+ * - versioned (`FORMATS`): what is stored or sent there is read by the release that wrote it only. Its
+ *   version goes up by one with any change of the value's or the message's shape (or of its meaning):
+ *   the release before then never sees the new entries, nor the new one the old, and each treats the
+ *   absence as a miss (a cache fill, a poll). Never reuse a number.
+ * - shared on purpose (`SHARED_PREFIX`, `mds:v1:` for good): both releases must count and honour the
+ *   same thing (a caller's quota, a revocation, the upstream's budget, the one lock of a job). Its
+ *   value may only change in a way both releases read alike (a new key beside it is the usual way);
+ *   anything else is a versioned family in disguise.
+ * docs/operations.md ("Upgrading one instance at a time") has the table of both.
+ *
  * Every key touched by one Redis command or script stands alone today (each command and script names
  * one key), so no key carries a hash tag and any Redis Cluster slot may hold it. Whoever adds a command
  * or script over several keys must build those keys here with one shared tag (`mds:v1:{<group>}:...`),
@@ -9,19 +21,51 @@
  */
 
 /**
- * What every key and channel of the service starts with. The version changes when a stored value
- * changes shape, so instances of an older release never read what a newer one wrote.
+ * The format version of each versioned family (above). Bump one when its stored value or message
+ * changes; the test of the rolling upgrade (test/e2e/rolling-upgrade.test.ts) runs the release before
+ * beside this one on one Redis.
  */
-export const KEY_PREFIX = 'mds:v1:';
+export const FORMATS = {
+  /**
+   * Cached representations (stored-entry.ts's encoding), their stale copies and their fill locks: a
+   * lock is held while its entry is filled, so it goes with the entry's format.
+   */
+  representation: 1,
+  /** The buckets of symbols a provider does not know (JSON `{member: expiry ms}`). */
+  unknownSymbols: 1,
+  /** Quote changes: each symbol's record (JSON `{v, f}`, `f` a fingerprint of the quote) and the quote events (a Quote's JSON). */
+  quoteChanges: 1,
+  /** The live channel's announcements (JSON `{i, s, u}`: instance, symbols, connected upstreams). */
+  liveAnnouncements: 1,
+} as const;
+
+/** What every key and channel shared across releases starts with: never changes (the header above says why). */
+export const SHARED_PREFIX = 'mds:v1:';
+
+/** What the keys of a versioned family of format `version` start with. */
+function versioned(version: number): string {
+  return `mds:v${version}:`;
+}
+
+/**
+ * What the keys of a versioned family start with in this release's format and the one before (the
+ * only two that meet in an upgrade): a flush removes both, so it empties what the release before
+ * stored too.
+ */
+export function thisFormatAndTheOneBefore(version: number): string[] {
+  return version > 1 ? [versioned(version), versioned(version - 1)] : [versioned(version)];
+}
+
+const REPRESENTATION_PREFIX = versioned(FORMATS.representation);
 
 /** Where the failed-login counters of one kind live: `mds:v1:throttle:user:<name>`, `...:ip:<address group>`. */
-export const THROTTLE_KEY_PREFIX = `${KEY_PREFIX}throttle:`;
+export const THROTTLE_KEY_PREFIX = `${SHARED_PREFIX}throttle:`;
 
 /** Where the request-quota counters live: `mds:v1:ratelimit:<caller>`. */
-export const QUOTA_KEY_PREFIX = `${KEY_PREFIX}ratelimit:`;
+export const QUOTA_KEY_PREFIX = `${SHARED_PREFIX}ratelimit:`;
 
 /** Where every upstream budget and pause lives: `mds:v1:upstream:<provider>:...`. */
-export const UPSTREAM_KEY_PREFIX = `${KEY_PREFIX}upstream:`;
+export const UPSTREAM_KEY_PREFIX = `${SHARED_PREFIX}upstream:`;
 
 /** An upstream quota day: `YYYY-MM-DD` of the UTC day holding `ms`. */
 export function utcDay(ms: number): string {
@@ -34,43 +78,47 @@ export const keys = {
    * A cached representation: `mds:v1:<kind>:<namespace>:<params>` (`mds:v1:quote:yahoo:AAPL`), the
    * namespace being the provider, so instances of different providers on one Redis stay apart.
    */
-  representation: (kind: string, namespace: string, params: string): string => `${KEY_PREFIX}${kind}:${namespace}:${params}`,
-  /** The first part of every representation of `kind` (what a flush removes). */
-  representationsOf: (kind: string): string => `${KEY_PREFIX}${kind}:`,
+  representation: (kind: string, namespace: string, params: string): string => `${REPRESENTATION_PREFIX}${kind}:${namespace}:${params}`,
   /** The kind named by a representation key (`quote` of `mds:v1:quote:yahoo:AAPL`). */
-  kindOf: (representationKey: string): string => representationKey.slice(KEY_PREFIX.length, representationKey.indexOf(':', KEY_PREFIX.length)),
+  kindOf: (representationKey: string): string => representationKey.slice(REPRESENTATION_PREFIX.length, representationKey.indexOf(':', REPRESENTATION_PREFIX.length)),
   /** The expired copy kept for stale-if-error: `mds:v1:stale:<kind>:<namespace>:<params>`. */
-  stale: (representationKey: string): string => `${KEY_PREFIX}stale:${representationKey.slice(KEY_PREFIX.length)}`,
-  /** The first part of every stale copy of `kind`. */
-  staleOf: (kind: string): string => `${KEY_PREFIX}stale:${kind}:`,
+  stale: (representationKey: string): string => `${REPRESENTATION_PREFIX}stale:${representationKey.slice(REPRESENTATION_PREFIX.length)}`,
+  /** What a flush of `kind` removes: its entries and stale copies, in this format and the one before. */
+  flushOf: (kind: string): string[] => thisFormatAndTheOneBefore(FORMATS.representation).flatMap((prefix) => [`${prefix}${kind}:`, `${prefix}stale:${kind}:`]),
   /** The single-flight lock of one fill: `mds:v1:lock:<kind>:<namespace>:<params>`. */
-  fillLock: (representationKey: string): string => `${KEY_PREFIX}lock:${representationKey.slice(KEY_PREFIX.length)}`,
+  fillLock: (representationKey: string): string => `${REPRESENTATION_PREFIX}lock:${representationKey.slice(REPRESENTATION_PREFIX.length)}`,
   /**
    * The lock one run of a scheduled job holds: `mds:v1:lock:job:<provider>:<job>`, one per provider so
-   * instances of another provider on the same Redis refresh their own data.
+   * instances of another provider on the same Redis refresh their own data. Shared: one run per
+   * interval across both releases of an upgrade (its value is an opaque token).
    */
-  jobLock: (provider: string, job: string): string => `${KEY_PREFIX}lock:job:${provider}:${job}`,
-  /** The lease of the one push connection to `upstream` for the fleet of a provider: `mds:v1:lock:live:<provider>:<upstream>`. */
-  liveLease: (provider: string, upstream: string): string => `${KEY_PREFIX}lock:live:${provider}:${upstream}`,
+  jobLock: (provider: string, job: string): string => `${SHARED_PREFIX}lock:job:${provider}:${job}`,
+  /**
+   * The lease of the one push connection to `upstream` for the fleet of a provider: `mds:v1:lock:live:<provider>:<upstream>`.
+   * Shared: an upstream account takes one connection, whichever release holds it (an opaque token).
+   */
+  liveLease: (provider: string, upstream: string): string => `${SHARED_PREFIX}lock:live:${provider}:${upstream}`,
   /**
    * One bucket of the symbols a provider does not know: `mds:v1:unknown:<provider>:<bucket>`, a fixed
    * number of buckets per provider whatever the number of symbols asked for.
    */
-  unknownSymbols: (provider: string, bucket: number): string => `${KEY_PREFIX}unknown:${provider}:${bucket}`,
-  /** The first part of every bucket of a provider's unknown symbols (what a flush removes). */
-  unknownSymbolsOf: (provider: string): string => `${KEY_PREFIX}unknown:${provider}:`,
+  unknownSymbols: (provider: string, bucket: number): string => `${versioned(FORMATS.unknownSymbols)}unknown:${provider}:${bucket}`,
+  /** What a flush of a provider's unknown symbols removes: its buckets in this format and the one before. */
+  unknownSymbolsFlushOf: (provider: string): string[] => thisFormatAndTheOneBefore(FORMATS.unknownSymbols).map((prefix) => `${prefix}unknown:${provider}:`),
   /** A symbol's last change as the live streams saw it: `mds:v1:quote-version:<provider>:<symbol>`. */
-  quoteVersion: (provider: string, symbol: string): string => `${KEY_PREFIX}quote-version:${provider}:${symbol}`,
+  quoteVersion: (provider: string, symbol: string): string => `${versioned(FORMATS.quoteChanges)}quote-version:${provider}:${symbol}`,
   /**
    * The request quota of one caller in the current window: `mds:v1:ratelimit:<caller>`, the caller
-   * being `ip:<address group>`, `user:<name>` or an API key's id (`key:...`).
+   * being `ip:<address group>`, `user:<name>` or an API key's id (`key:...`). Shared: a caller has one
+   * quota whichever release answers (rate-limiter-flexible's counter).
    */
   quota: (caller: string): string => `${QUOTA_KEY_PREFIX}${caller}`,
   /**
    * One caller's requests (`what` = `requests`), quota points (`points`) or quota refusals (`limited`)
    * on one UTC day, for the usage report: `mds:v1:usage:<YYYY-MM-DD>:<api-key|user>:<caller>:<what>`.
+   * Shared, like every usage key: whole numbers both releases add to, written to the database once.
    */
-  usage: (day: string, callerKind: string, caller: string, what: 'requests' | 'points' | 'limited'): string => `${KEY_PREFIX}usage:${day}:${callerKind}:${caller}:${what}`,
+  usage: (day: string, callerKind: string, caller: string, what: 'requests' | 'points' | 'limited'): string => `${SHARED_PREFIX}usage:${day}:${callerKind}:${caller}:${what}`,
   /**
    * One caller's actions (`what` = `requests`), quota points (`points`) or quota refusals (`limited`)
    * of one operation through one door on one UTC day:
@@ -79,8 +127,8 @@ export const keys = {
    * the caller comes last, so a name holding `:` can never be read as another key's door or operation.
    */
   usageOperation: (day: string, door: string, operation: string, what: 'requests' | 'points' | 'limited', callerKind: string, caller: string): string =>
-    `${KEY_PREFIX}usage-op:${day}:${door}:${operation}:${what}:${callerKind}:${caller}`,
-  /** Failed logins. */
+    `${SHARED_PREFIX}usage-op:${day}:${door}:${operation}:${what}:${callerKind}:${caller}`,
+  /** Failed logins. Shared: an upgrade must not give a guesser a second set of attempts. */
   throttle: {
     /** Of one username: `mds:v1:throttle:user:<name>`. */
     user: (username: string): string => `${THROTTLE_KEY_PREFIX}user:${username}`,
@@ -89,7 +137,7 @@ export const keys = {
     /** From one client address (an IPv6 address's /64): `mds:v1:throttle:ip:<address group>`. */
     ip: (addressGroup: string): string => `${THROTTLE_KEY_PREFIX}ip:${addressGroup}`,
   },
-  /** What one upstream provider may still be sent, fleet-wide. */
+  /** What one upstream provider may still be sent, fleet-wide. Shared: the upstream counts per account, not per release. */
   upstream: {
     /** Calls started in one epoch second: `mds:v1:upstream:<provider>:rps:<epoch second>`. */
     rps: (provider: string, epochSecond: number): string => `${UPSTREAM_KEY_PREFIX}${provider}:rps:${epochSecond}`,
@@ -110,17 +158,21 @@ export const keys = {
 
 /** Builders of every publish/subscribe channel. */
 export const channels = {
-  /** Tells every instance to drop its in-process copies of cached representations (a flush). */
-  invalidate: `${KEY_PREFIX}invalidate`,
+  /**
+   * Tells every instance to drop its in-process copies of cached representations (a flush). Shared: any
+   * message means "drop", so a flush on either release reaches both.
+   */
+  invalidate: `${SHARED_PREFIX}invalidate`,
   /**
    * The fleet-wide "identity changed" event (domain/identity.ts): carries the identity (`user:<name>`,
    * `key:<id>`) of a user whose record changed (created, deleted, new password) or of a managed API key
    * that was revoked. Every instance drops what it remembers of that identity and closes its open
-   * streams and sessions.
+   * streams and sessions. Shared: a revocation is honoured by both releases of an upgrade. An identity
+   * of a kind a release does not know matches nothing there and is ignored, so a new kind is a safe addition.
    */
-  identityChanged: `${KEY_PREFIX}auth:identity-changed`,
+  identityChanged: `${SHARED_PREFIX}auth:identity-changed`,
   /** Quote changes seen by the instances of one provider: `mds:v1:quote-events:<provider>`. */
-  quoteEvents: (provider: string): string => `${KEY_PREFIX}quote-events:${provider}`,
+  quoteEvents: (provider: string): string => `${versioned(FORMATS.quoteChanges)}quote-events:${provider}`,
   /** Each instance's subscribed symbols and each push leader's state: `mds:v1:live:<provider>`. */
-  live: (provider: string): string => `${KEY_PREFIX}live:${provider}`,
+  live: (provider: string): string => `${versioned(FORMATS.liveAnnouncements)}live:${provider}`,
 } as const;

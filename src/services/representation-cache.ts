@@ -380,8 +380,7 @@ export class RepresentationCache {
     this.#local.clear();
     let removed = 0;
     for (const kind of CACHE_KINDS) {
-      removed += await this.#cache.deleteByPrefix(keys.representationsOf(kind));
-      removed += await this.#cache.deleteByPrefix(keys.staleOf(kind));
+      for (const prefix of keys.flushOf(kind)) removed += await this.#cache.deleteByPrefix(prefix);
     }
     await this.#broadcast?.publish(INVALIDATE_CHANNEL, 'flush');
     return removed;

@@ -15,10 +15,18 @@
  *   those entries expire. Any other string (the release before's `!too-many:` refusals among them) is a
  *   miss, and the next read loads it again.
  *
- * The release before reads only bodies and `!` strings: while both releases share one Redis (an upgrade
- * instance by instance), an old instance would send a new entry with a header as it is. Upgrade the
- * fleet together, or flush the cache once the last old instance is gone and expect old instances to
- * answer quotes and refused windows wrongly until then.
+ * Versions: entries live under `mds:v<FORMATS.representation>:` (domain/key-space.ts), and a fleet
+ * upgraded one instance at a time runs two releases on one Redis. A release must read the entries of
+ * the release before it, or take them for misses, and never misread them:
+ * - a change this decoder's release before reads alike (a new optional field of `BodyParts` it ignores,
+ *   say) keeps the version;
+ * - any other change (a new outcome, another header, another body encoding) bumps
+ *   `FORMATS.representation`: each release then reads and fills its own keys, never the other's, and
+ *   the release before's entries expire by their TTL once its last instance is gone (a flush removes
+ *   them at once). The stale copies and fill locks move with them (same family).
+ * What else shares the Redis, and why the quota counters and revocations are never versioned: the
+ * table in docs/operations.md ("Upgrading one instance at a time"). test/e2e/rolling-upgrade.test.ts
+ * runs the release before beside this one under load and fails on a misread body.
  */
 import { isTooManyCandles, type TooManyCandles } from '../domain/candle-limits.js';
 

@@ -107,7 +107,9 @@ export class UnknownSymbols {
   async flush(): Promise<number> {
     this.#memory.clear();
     this.#pending.clear();
-    return this.#store.deleteByPrefix(keys.unknownSymbolsOf(this.#provider));
+    let removed = 0;
+    for (const prefix of keys.unknownSymbolsFlushOf(this.#provider)) removed += await this.#store.deleteByPrefix(prefix);
+    return removed;
   }
 
   /** Members held in this process's memory (expired ones included until pushed out). */

@@ -19,7 +19,7 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-type SpawnServeOptions = { env: NodeJS.ProcessEnv; cwd?: string; stdout?: 'ignore' | number; /** e.g. ['taskset', '-c', '1'] */ prefix?: string[] };
+type SpawnServeOptions = { env: NodeJS.ProcessEnv; cwd?: string; stdout?: 'ignore' | number; /** e.g. ['taskset', '-c', '1'] */ prefix?: string[]; /** Another build's `bin/run.js` (default `MDS_BIN`). */ bin?: string };
 
 /** Attempts at a free API port: another process may take the one `freePort` found before mds binds it. */
 const PORT_ATTEMPTS = 3;
@@ -45,7 +45,7 @@ export async function spawnServe(args: string[], options: SpawnServeOptions): Pr
 }
 
 function spawnServeOnce(args: string[], options: SpawnServeOptions): Promise<ServeProcess> {
-  const [command, ...commandArgs] = [...(options.prefix ?? []), process.execPath, MDS_BIN, 'serve', ...args];
+  const [command, ...commandArgs] = [...(options.prefix ?? []), process.execPath, options.bin ?? MDS_BIN, 'serve', ...args];
   const child = spawn(command!, commandArgs, {
     cwd: options.cwd,
     env: options.env,

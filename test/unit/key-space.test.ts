@@ -3,11 +3,11 @@
  * releases wrote them (a fleet mid-upgrade shares one Redis), and none with a hash tag.
  */
 import { describe, expect, it } from 'vitest';
-import { channels, KEY_PREFIX, keys, QUOTA_KEY_PREFIX, THROTTLE_KEY_PREFIX, UPSTREAM_KEY_PREFIX, utcDay } from '../../src/domain/key-space.js';
+import { channels, FORMATS, keys, QUOTA_KEY_PREFIX, SHARED_PREFIX, THROTTLE_KEY_PREFIX, thisFormatAndTheOneBefore, UPSTREAM_KEY_PREFIX, utcDay } from '../../src/domain/key-space.js';
 
 describe('key space', () => {
   it('when the prefixes are read, then every one starts with mds:v1:', () => {
-    expect(KEY_PREFIX).toBe('mds:v1:');
+    expect(SHARED_PREFIX).toBe('mds:v1:');
     expect(THROTTLE_KEY_PREFIX).toBe('mds:v1:throttle:');
     expect(QUOTA_KEY_PREFIX).toBe('mds:v1:ratelimit:');
     expect(UPSTREAM_KEY_PREFIX).toBe('mds:v1:upstream:');
@@ -21,17 +21,17 @@ describe('key space', () => {
     expect(keys.fillLock(key)).toBe('mds:v1:lock:quote:yahoo:AAPL');
     expect(keys.kindOf(key)).toBe('quote');
     expect(keys.kindOf(keys.representation('history', 'yahoo', '^GSPC:1d:1mo'))).toBe('history');
-    expect(keys.representationsOf('quotes')).toBe('mds:v1:quotes:');
-    expect(keys.staleOf('quotes')).toBe('mds:v1:stale:quotes:');
+    // A flush takes the kind's entries and stale copies (one format so far: no format before to empty).
+    expect(keys.flushOf('quotes')).toEqual(['mds:v1:quotes:', 'mds:v1:stale:quotes:']);
     // A flush by kind prefix takes the kind's keys and nothing of a kind that starts the same.
-    expect(keys.representation('quotes', 'yahoo', 'AAPL,MSFT').startsWith(keys.representationsOf('quote'))).toBe(false);
+    expect(keys.flushOf('quote').some((prefix) => keys.representation('quotes', 'yahoo', 'AAPL,MSFT').startsWith(prefix))).toBe(false);
   });
 
   it('when locks, versions, quotas, throttles and upstream budgets are named, then each keeps its shape', () => {
     expect(keys.jobLock('yahoo', 'refresh-indices')).toBe('mds:v1:lock:job:yahoo:refresh-indices');
     expect(keys.quoteVersion('simulated', '^GSPC')).toBe('mds:v1:quote-version:simulated:^GSPC');
     expect(keys.unknownSymbols('yahoo', 63)).toBe('mds:v1:unknown:yahoo:63');
-    expect(keys.unknownSymbolsOf('yahoo')).toBe('mds:v1:unknown:yahoo:');
+    expect(keys.unknownSymbolsFlushOf('yahoo')).toEqual(['mds:v1:unknown:yahoo:']);
     expect(keys.quota('ip:127.0.0.1')).toBe('mds:v1:ratelimit:ip:127.0.0.1');
     expect(keys.quota('ip:2001:db8:1:2::/64')).toBe('mds:v1:ratelimit:ip:2001:db8:1:2::/64');
     expect(keys.quota('user:admin')).toBe('mds:v1:ratelimit:user:admin');
@@ -56,6 +56,38 @@ describe('key space', () => {
     expect(channels.invalidate).toBe('mds:v1:invalidate');
     expect(channels.identityChanged).toBe('mds:v1:auth:identity-changed');
     expect(channels.quoteEvents('yahoo')).toBe('mds:v1:quote-events:yahoo');
+    expect(channels.live('yahoo')).toBe('mds:v1:live:yahoo');
+  });
+
+  it('when a versioned family is named, then its keys start with its format version: a bump moves that family alone', () => {
+    expect(keys.representation('quote', 'yahoo', 'AAPL').startsWith(`mds:v${FORMATS.representation}:`)).toBe(true);
+    expect(keys.stale(keys.representation('quote', 'yahoo', 'AAPL')).startsWith(`mds:v${FORMATS.representation}:stale:`)).toBe(true);
+    expect(keys.fillLock(keys.representation('quote', 'yahoo', 'AAPL')).startsWith(`mds:v${FORMATS.representation}:lock:`)).toBe(true);
+    expect(keys.unknownSymbols('yahoo', 1).startsWith(`mds:v${FORMATS.unknownSymbols}:`)).toBe(true);
+    expect(keys.quoteVersion('yahoo', 'AAPL').startsWith(`mds:v${FORMATS.quoteChanges}:`)).toBe(true);
+    expect(channels.quoteEvents('yahoo').startsWith(`mds:v${FORMATS.quoteChanges}:`)).toBe(true);
+    expect(channels.live('yahoo').startsWith(`mds:v${FORMATS.liveAnnouncements}:`)).toBe(true);
+  });
+
+  it('when a versioned family is flushed after a bump, then the format before is emptied too (the release before still fills it), and no older one', () => {
+    expect(thisFormatAndTheOneBefore(1)).toEqual(['mds:v1:']);
+    expect(thisFormatAndTheOneBefore(3)).toEqual(['mds:v3:', 'mds:v2:']);
+  });
+
+  it('when a key shared across releases is named, then it starts with the shared prefix, whatever the formats of the versioned families', () => {
+    for (const key of [
+      keys.quota('user:admin'),
+      keys.throttle.pair('alice', '192.0.2.1'),
+      keys.upstream.background('yahoo', 'd2026-11-25'),
+      keys.usage('2026-11-25', 'user', 'alice', 'points'),
+      keys.usageOperation('2026-11-25', 'rest', 'getQuote', 'requests', 'user', 'alice'),
+      keys.jobLock('yahoo', 'refresh-indices'),
+      keys.liveLease('yahoo', 'polygon'),
+      channels.invalidate,
+      channels.identityChanged,
+    ]) {
+      expect(key.startsWith(SHARED_PREFIX)).toBe(true);
+    }
   });
 
   it('when any key is built, then it carries no hash tag: every command names one key, so any cluster slot may hold it', () => {
