@@ -171,6 +171,13 @@ export class LocalMemory<K, V> {
     return loading;
   }
 
+  /** The first value that may be served now and matches, else `undefined` (a scan: for rare lookups by something other than the key). */
+  find(matches: (value: V, key: K) => boolean): V | undefined {
+    const now = this.#now();
+    for (const [key, entry] of this.#entries) if (!this.#spent(entry, now) && matches(entry.value, key)) return entry.value;
+    return undefined;
+  }
+
   /** Drops `key` (and a read of it in flight: later callers read again). */
   delete(key: K): void {
     this.#version += 1;

@@ -10,6 +10,10 @@
  * `UNCONFIRMED_MAX_AGE_MS` at most, and everything is dropped when it is live again (the one
  * in-process memory, `LocalMemory`, does both).
  *
+ * While the user store is unavailable (DESIGN 27), a user read from it within the outage grace
+ * (`outageGraceMs`, AUTH_OUTAGE_GRACE_SECONDS) is still answered from a second memory that the same
+ * announcements empty, so tokens keep working; a user not read meanwhile fails as the store does (503).
+ *
  * The number of users (the admin status reports it on every call) is kept the same way: dropped by
  * every write, here and on every instance, and read again after at most `ttlMs`. Checks that decide a
  * write (the last administrator cannot be deleted) ask the store itself, never this memory.
@@ -17,6 +21,7 @@
 import { LocalMemory } from './local-memory.js';
 import type { Broadcast } from '../domain/ports/cache.js';
 import type { User, UserStore } from '../domain/ports/accounts.js';
+import { DatabaseUnavailableError } from '../domain/errors.js';
 import { channels } from '../domain/key-space.js';
 import { userIdentity, usernameOf } from '../domain/identity.js';
 
@@ -36,6 +41,11 @@ export interface RevocationCacheOptions {
    * instance we cannot hear is seen by reading the store again).
    */
   broadcast?: Broadcast;
+  /**
+   * While the store is unavailable, a user read from it less than this many ms ago is answered from
+   * memory (changes announced meanwhile still drop it); 0 answers none. Default 600000.
+   */
+  outageGraceMs?: number | undefined;
   /** Clock in milliseconds; tests move it. Default `Date.now`. */
   now?: () => number;
 }
@@ -48,6 +58,9 @@ export class RevocationCache {
   readonly #users: LocalMemory<string, User | undefined>;
   /** The number of users, under one key; dropped by any write to any user. */
   readonly #count: LocalMemory<'count', number>;
+  /** What the store last answered for each user and for the count, for the outage grace only. */
+  readonly #lastRead: LocalMemory<string, User>;
+  readonly #lastCount: LocalMemory<'count', number>;
 
   constructor(options: RevocationCacheOptions) {
     this.#store = options.store;
@@ -73,6 +86,15 @@ export class RevocationCache {
       ...(now ? { now } : {}),
     });
     this.#count = new LocalMemory({ maxEntries: 1, maxAgeMs: this.#ttlMs, invalidation: invalidation(() => this.#count.clear()), ...(now ? { now } : {}) });
+    const graceMs = Math.max(0, options.outageGraceMs ?? 600_000);
+    this.#lastRead = new LocalMemory({
+      maxEntries: options.maxEntries ?? 10_000,
+      maxAgeMs: graceMs,
+      invalidation: invalidation((username) => this.#lastRead.delete(username)),
+      ...(now ? { now } : {}),
+    });
+    // The count is only shown (admin status): a write elsewhere makes it a little old, never wrong for a decision.
+    this.#lastCount = new LocalMemory({ maxEntries: 1, maxAgeMs: graceMs, ...(now ? { now } : {}) });
   }
 
   /**
@@ -81,8 +103,37 @@ export class RevocationCache {
    * (concurrent misses share one store read; it rejects as the store does).
    */
   lookup(username: string): User | undefined | Promise<User | undefined> {
-    if (this.#ttlMs <= 0) return this.#store.findByUsername(username);
-    return this.#users.load(username, () => this.#store.findByUsername(username));
+    if (this.#ttlMs <= 0) return this.#read(username);
+    return this.#users.load(username, () => this.#read(username));
+  }
+
+  /** The store's answer for `username`, or what it answered within the outage grace when it is unavailable. */
+  async #read(username: string): Promise<User | undefined> {
+    const version = this.#lastRead.version;
+    let user: User | undefined;
+    try {
+      user = await this.#store.findByUsername(username);
+    } catch (err) {
+      const known = err instanceof DatabaseUnavailableError ? this.#lastRead.get(username) : undefined;
+      if (known === undefined) throw err;
+      return known;
+    }
+    if (user === undefined) this.#lastRead.delete(username);
+    else this.#lastRead.set(username, user, Infinity, version);
+    return user;
+  }
+
+  /** The store's count, or the last one it gave within the outage grace when it is unavailable. */
+  async #readCount(): Promise<number> {
+    try {
+      const count = await this.#store.count();
+      this.#lastCount.set('count', count);
+      return count;
+    } catch (err) {
+      const known = err instanceof DatabaseUnavailableError ? this.#lastCount.get('count') : undefined;
+      if (known === undefined) throw err;
+      return known;
+    }
   }
 
   /**
@@ -90,8 +141,8 @@ export class RevocationCache {
    * (on this instance or, through the broadcast, on another); concurrent callers share one store read.
    */
   count(): Promise<number> {
-    if (this.#ttlMs <= 0) return this.#store.count();
-    return Promise.resolve(this.#count.load('count', () => this.#store.count()));
+    if (this.#ttlMs <= 0) return this.#readCount();
+    return Promise.resolve(this.#count.load('count', () => this.#readCount()));
   }
 
   /**
@@ -131,10 +182,13 @@ export class RevocationCache {
   close(): void {
     this.#users.close();
     this.#count.close();
+    this.#lastRead.close();
+    this.#lastCount.close();
   }
 
   #forget(username: string): void {
     this.#users.delete(username);
+    this.#lastRead.delete(username);
     this.#count.clear();
   }
 }
