@@ -23,7 +23,7 @@ import type { ActionContext, AuditLog } from '../domain/ports/audit.js';
 import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier } from '../domain/ports/api-keys.js';
 import type { Broadcast } from '../domain/ports/cache.js';
 import type { Principal } from '../domain/ports/accounts.js';
-import { LocalMemory } from './local-memory.js';
+import { lastAnswer, LocalMemory } from './local-memory.js';
 
 /** What a managed key past its `expires_at` is told (401). */
 export const EXPIRED_KEY_MESSAGE = AUTH_MESSAGES.apiKeyExpired;
@@ -217,21 +217,8 @@ export class ApiKeyService implements ApiKeyVerifier {
   /** The record of `digest` from the store (remembered for the next second and for an outage), or the one remembered when the store is unavailable. */
   async #read(digest: string): Promise<ApiKeyRecord | undefined> {
     const version = this.#cache.version;
-    const graceVersion = this.#lastVerified.version;
-    let record: ApiKeyRecord | undefined;
-    try {
-      record = await this.#store.findByDigest(digest);
-    } catch (err) {
-      const known = err instanceof DatabaseUnavailableError ? this.#lastVerified.get(digest) : undefined;
-      if (known === undefined) throw err;
-      return known;
-    }
-    if (!record) {
-      this.#lastVerified.delete(digest);
-      return undefined;
-    }
-    this.#cache.set(digest, record, Infinity, version);
-    this.#lastVerified.set(digest, record, Infinity, graceVersion);
+    const record = await lastAnswer(this.#lastVerified, digest, () => this.#store.findByDigest(digest));
+    if (record) this.#cache.set(digest, record, Infinity, version);
     return record;
   }
 

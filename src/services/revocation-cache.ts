@@ -18,10 +18,9 @@
  * every write, here and on every instance, and read again after at most `ttlMs`. Checks that decide a
  * write (the last administrator cannot be deleted) ask the store itself, never this memory.
  */
-import { LocalMemory } from './local-memory.js';
+import { lastAnswer, LocalMemory } from './local-memory.js';
 import type { Broadcast } from '../domain/ports/cache.js';
 import type { User, UserStore } from '../domain/ports/accounts.js';
-import { DatabaseUnavailableError } from '../domain/errors.js';
 import { channels } from '../domain/key-space.js';
 import { userIdentity, usernameOf } from '../domain/identity.js';
 
@@ -108,32 +107,13 @@ export class RevocationCache {
   }
 
   /** The store's answer for `username`, or what it answered within the outage grace when it is unavailable. */
-  async #read(username: string): Promise<User | undefined> {
-    const version = this.#lastRead.version;
-    let user: User | undefined;
-    try {
-      user = await this.#store.findByUsername(username);
-    } catch (err) {
-      const known = err instanceof DatabaseUnavailableError ? this.#lastRead.get(username) : undefined;
-      if (known === undefined) throw err;
-      return known;
-    }
-    if (user === undefined) this.#lastRead.delete(username);
-    else this.#lastRead.set(username, user, Infinity, version);
-    return user;
+  #read(username: string): Promise<User | undefined> {
+    return lastAnswer(this.#lastRead, username, () => this.#store.findByUsername(username));
   }
 
   /** The store's count, or the last one it gave within the outage grace when it is unavailable. */
-  async #readCount(): Promise<number> {
-    try {
-      const count = await this.#store.count();
-      this.#lastCount.set('count', count);
-      return count;
-    } catch (err) {
-      const known = err instanceof DatabaseUnavailableError ? this.#lastCount.get('count') : undefined;
-      if (known === undefined) throw err;
-      return known;
-    }
+  #readCount(): Promise<number> {
+    return lastAnswer(this.#lastCount, 'count', () => this.#store.count());
   }
 
   /**
