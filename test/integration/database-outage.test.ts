@@ -71,6 +71,16 @@ describe('database outage: what waits and what is remembered', () => {
     await expect(db.dataSource.query('SELECT no_such_column FROM users')).rejects.toThrow();
   });
 
+  it('when PostgreSQL shuts down (fast shutdown), then a store call rejects with DatabaseUnavailableError too, and a login-shaped read works once it is back', async () => {
+    await db.store.findByUsername('admin');
+    await server.stop();
+    await expect(db.store.findByUsername('admin')).rejects.toBeInstanceOf(DatabaseUnavailableError);
+    await expect(db.usage.list(utcDay(Date.now()))).rejects.toBeInstanceOf(DatabaseUnavailableError);
+    await server.start();
+    await waitFor(() => db.store.ping(), { timeoutMs: 10_000, message: 'the pool to reconnect' });
+    expect(await db.store.findByUsername('no-such-user')).toBeUndefined();
+  });
+
   it('when the database is away, then a key verified before still works, one never verified is DatabaseUnavailableError, and a revocation announced through Redis drops it', async () => {
     const service = await keyService();
     const kept = await service.create({ name: 'outage-kept', role: 'read' }, CONTEXT);
