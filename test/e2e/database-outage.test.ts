@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, openSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,7 +115,7 @@ describe('database outage under load', () => {
       const at = phase;
       let outcome: Outcome;
       try {
-        const res = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(10_000) });
+        const res = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(30_000) });
         const text = await res.text();
         let body: Outcome['body'];
         try {
@@ -143,7 +143,7 @@ describe('database outage under load', () => {
       while (running) {
         sent[counted] += 1;
         await call(kind, path, { headers });
-        await pause(10);
+        await pause(25);
       }
     };
     const logins = async () => {
@@ -203,7 +203,9 @@ describe('database outage under load', () => {
     // Assert: quotes and cached history never failed, with either credential, before, during or after.
     const reads = outcomes.filter((o) => o.kind.startsWith('quote') || o.kind.startsWith('history'));
     const failedReads = reads.filter((o) => o.status !== 200);
-    expect(failedReads).toEqual([]);
+    // With Redis away as well (a busy machine can time its commands out), no remembered credential is trusted: say so when it happened.
+    const redisLost = readFileSync(join(dir, 'service.log'), 'utf8').includes('Redis connection lost');
+    expect(failedReads, redisLost ? 'mds also lost Redis during the outage (see service.log): credentials that need the database were 503 by design' : 'reads that failed').toEqual([]);
     const readsDuring = reads.filter((o) => o.sentAt >= killedAt && o.doneAt <= restartedAt);
     for (const kind of ['quote-key', 'quote-token', 'history-key', 'history-token'] as const) expect(readsDuring.filter((o) => o.kind === kind).length).toBeGreaterThan(20);
 
