@@ -239,6 +239,7 @@ const schema = z.object({
   LOGIN_MAX_FAILURES_PER_ADDRESS: int(1, 100_000).optional(),
   LOGIN_BLOCK_SECONDS: int(1, 86_400).default(300),
   AUTH_CACHE_SECONDS: int(0, 300).default(5),
+  AUTH_OUTAGE_GRACE_SECONDS: int(0, 86_400).default(600),
   /** The API key `mds mcp` (stdio) acts with: a managed key or one of API_KEYS; unset: anonymous. */
   MCP_API_KEY: z.string().min(1).max(512).optional(),
 
@@ -506,6 +507,11 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       loginBlockMs: v.LOGIN_BLOCK_SECONDS * 1000,
       /** How long the bearer check trusts a user it read (AUTH_CACHE_SECONDS); 0 reads the database every time. */
       userCacheTtlMs: v.AUTH_CACHE_SECONDS * 1000,
+      /**
+       * While the database is unavailable, API keys and tokens this instance verified against it this
+       * recently keep working (AUTH_OUTAGE_GRACE_SECONDS); 0 refuses them all with 503 meanwhile.
+       */
+      outageGraceMs: v.AUTH_OUTAGE_GRACE_SECONDS * 1000,
       /** Market-data operations need a token or key (the contract's security is adjusted at startup). */
       dataRequiresAuth: v.DATA_REQUIRES_AUTH,
     },

@@ -164,7 +164,7 @@ export function accountServices(config: Config, logger: Logger, parts: AccountPa
     tokenTtlMs: config.auth.tokenTtlMs,
     logger,
   });
-  const keys = new ApiKeyService({ store: parts.apiKeys, audit, broadcast: parts.broadcast, logger });
+  const keys = new ApiKeyService({ store: parts.apiKeys, audit, broadcast: parts.broadcast, logger, outageGraceMs: config.auth.outageGraceMs });
   return { accounts, keys, audit };
 }
 
@@ -200,7 +200,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   logger.info({ database: db.description }, 'database ready');
 
   // Every write to a user goes through `users`, so the bearer check's memory of it is dropped on every instance.
-  const revocation = new RevocationCache({ store: db.store, ttlMs: config.auth.userCacheTtlMs, broadcast: cache });
+  const revocation = new RevocationCache({ store: db.store, ttlMs: config.auth.userCacheTtlMs, broadcast: cache, outageGraceMs: config.auth.outageGraceMs });
   shutdown.add('revocation cache', () => revocation.close());
   const users = revocation.watching();
 

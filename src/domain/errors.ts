@@ -208,6 +208,21 @@ export class ServiceBusyError extends RetryLaterError {
   }
 }
 
+/** What a caller is told while the database cannot be reached (503 with `Retry-After`). */
+export const DATABASE_UNAVAILABLE_MESSAGE = 'The database is temporarily unavailable, please retry later';
+
+/**
+ * The database cannot be reached or used (PostgreSQL down or restarting, the SQLite file locked or
+ * unreadable): nothing was done; the same call may succeed in `retryAfterSeconds`. Reads that can be
+ * answered without the database (cached data, the upstream, recently verified credentials) are, and
+ * never raise it.
+ */
+export class DatabaseUnavailableError extends RetryLaterError {
+  constructor(message: string = DATABASE_UNAVAILABLE_MESSAGE, options?: { cause?: unknown; retryAfterSeconds?: number }) {
+    super('DATABASE_UNAVAILABLE', message, options?.retryAfterSeconds ?? 5, options);
+  }
+}
+
 /** The cache store cannot answer; callers fall back or carry on without it. */
 export class CacheUnavailableError extends AppError {
   constructor(message: string, options?: { cause?: unknown }) {

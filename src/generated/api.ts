@@ -2455,8 +2455,18 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description More logins are waiting for password hashing than BCRYPT_MAX_QUEUE allows; retry after `Retry-After` seconds. */
+        /** @description More logins are waiting for password hashing than BCRYPT_MAX_QUEUE allows, or the database that holds the users is unavailable; retry after `Retry-After` seconds. */
         LoginBusy: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The database is unavailable: this operation reads or writes it, or the credential sent was not verified by this instance in the last `AUTH_OUTAGE_GRACE_SECONDS` (it may be good; it is not refused). Nothing was done; retry after `Retry-After` seconds. */
+        DatabaseUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
@@ -2465,15 +2475,15 @@ export interface components {
                 /**
                  * @example {
                  *       "success": false,
-                 *       "error": "Too many logins in progress: retry in 1 seconds",
+                 *       "error": "The database is temporarily unavailable, please retry later",
                  *       "code": 503,
-                 *       "detail": "Too many logins in progress: retry in 1 seconds"
+                 *       "detail": "The database is temporarily unavailable, please retry later"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The upstream data source failed and nothing cached can answer, or the work this answer needs (indicators, an export, a large history window) found this instance's compute pool full (`WORKER_POOL_QUEUE`); retry after `Retry-After` seconds. */
+        /** @description The upstream data source failed and nothing cached can answer, the work this answer needs (indicators, an export, a large history window) found this instance's compute pool full (`WORKER_POOL_QUEUE`), or the database is unavailable and the credential sent was not verified by this instance in the last `AUTH_OUTAGE_GRACE_SECONDS`; retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -2623,6 +2633,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     getAdminStatus: {
@@ -2650,6 +2661,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     listUsers: {
@@ -2677,6 +2689,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     createUser: {
@@ -2711,6 +2724,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     deleteUser: {
@@ -2741,6 +2755,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     flushCache: {
@@ -2768,6 +2783,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     listApiKeys: {
@@ -2795,6 +2811,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     createApiKey: {
@@ -2828,6 +2845,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     revokeApiKey: {
@@ -2857,6 +2875,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     listDataIssues: {
@@ -2891,6 +2910,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     listProviders: {
@@ -2917,6 +2937,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     startHistoryBackfill: {
@@ -2950,6 +2971,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     startHistoryVerify: {
@@ -2983,6 +3005,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     getHistoryJob: {
@@ -3014,6 +3037,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     getUsage: {
@@ -3044,6 +3068,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     getIndices: {
@@ -3452,6 +3477,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     listMarketSessions: {
@@ -3489,6 +3515,7 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DatabaseUnavailable"];
         };
     };
     streamQuotes: {
@@ -3556,7 +3583,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
-            /** @description The upstream data source failed, or this instance serves as many streams as it may (STREAM_MAX_CLIENTS) or is shutting down; retry after `Retry-After`. */
+            /** @description The upstream data source failed, this instance serves as many streams as it may (STREAM_MAX_CLIENTS) or is shutting down, or the database is unavailable and the credential sent was not verified by this instance in the last `AUTH_OUTAGE_GRACE_SECONDS`; retry after `Retry-After`. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];

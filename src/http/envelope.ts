@@ -7,6 +7,8 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import {
   AppError,
   BusinessRuleError,
+  DATABASE_UNAVAILABLE_MESSAGE,
+  DatabaseUnavailableError,
   DataSourceError,
   describeAttempts,
   ForbiddenError,
@@ -188,6 +190,10 @@ export function toErrorResponse(err: unknown, req?: { method?: string; path?: st
     }
     if (err instanceof ServiceBusyError) {
       return respond(503, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
+    }
+    if (err instanceof DatabaseUnavailableError) {
+      // The store's own reason (an address, a driver code) is for the log, never the caller.
+      return respond(503, DATABASE_UNAVAILABLE_MESSAGE, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
     }
     if (err instanceof DataSourceError) {
       // With several providers the message names each one and why it could not answer (never a key).

@@ -6,10 +6,14 @@
  * streams (the CLI announces its revocations the same way); entries also die on their own
  * after `cacheTtlMs` (at most a second), so a lost broadcast cannot keep a revoked key alive longer,
  * and within 100 ms while the broadcast is known to be down (the one in-process memory, `LocalMemory`).
+ *
+ * While the database is unavailable (DESIGN 27), a key this instance verified against it within the
+ * outage grace (AUTH_OUTAGE_GRACE_SECONDS) is still accepted from a second memory that the same
+ * revocations empty; a key it did not verify is neither accepted nor refused: 503, retry later.
  */
 import { parseInstant } from '../domain/instant.js';
 import { hash, randomBytes, randomUUID } from 'node:crypto';
-import { ApiKeyNotFoundError, InvalidCredentialsError, InvalidRequestError } from '../domain/errors.js';
+import { ApiKeyNotFoundError, DatabaseUnavailableError, InvalidCredentialsError, InvalidRequestError } from '../domain/errors.js';
 import { channels } from '../domain/key-space.js';
 import { AUTH_MESSAGES } from '../domain/credentials.js';
 import { apiKeyIdentity, apiKeyIdOf } from '../domain/identity.js';
@@ -19,7 +23,7 @@ import type { ActionContext, AuditLog } from '../domain/ports/audit.js';
 import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore, ApiKeyVerifier } from '../domain/ports/api-keys.js';
 import type { Broadcast } from '../domain/ports/cache.js';
 import type { Principal } from '../domain/ports/accounts.js';
-import { LocalMemory } from './local-memory.js';
+import { lastAnswer, LocalMemory } from './local-memory.js';
 
 /** What a managed key past its `expires_at` is told (401). */
 export const EXPIRED_KEY_MESSAGE = AUTH_MESSAGES.apiKeyExpired;
@@ -40,6 +44,8 @@ export const RATE_LIMIT_MAX_PER_MINUTE = 1_000_000;
 /** Upper bound of the lookup cache's lifetime: "revoked means refused everywhere within a second". */
 const MAX_CACHE_TTL_MS = 1000;
 const CACHE_MAX_ENTRIES = 10_000;
+/** How soon a `last_used_at` that could not be written is tried again (by the key's next use). */
+const LAST_USED_RETRY_MS = 5000;
 
 export interface ApiKeyServiceOptions {
   store: ApiKeyStore;
@@ -49,6 +55,11 @@ export interface ApiKeyServiceOptions {
   broadcast?: Broadcast | undefined;
   /** How long a verified key is trusted without asking the store, in ms (at most 1000). Default 500. */
   cacheTtlMs?: number;
+  /**
+   * While the store is unavailable, a key this instance verified against it less than this many ms
+   * ago is still accepted (revocations announced meanwhile still drop it); 0 accepts none. Default 600000.
+   */
+  outageGraceMs?: number | undefined;
   /** `last_used_at` is written at most once per this many ms per key. Default 60000. */
   lastUsedIntervalMs?: number;
   /** Clock in ms since the epoch; tests move it. Default `Date.now`. */
@@ -91,6 +102,11 @@ export class ApiKeyService implements ApiKeyVerifier {
   readonly #now: () => number;
   /** digest -> the record; dropped by a revocation here or, through the broadcast, elsewhere. */
   readonly #cache: LocalMemory<string, ApiKeyRecord>;
+  /**
+   * digest -> the record as the store last answered it, for the outage grace only: dropped by the same
+   * revocations as `#cache`, and by everything when the broadcast resyncs after a gap.
+   */
+  readonly #lastVerified: LocalMemory<string, ApiKeyRecord>;
   /** id -> when this instance last wrote (or tried to write) `last_used_at`. */
   readonly #lastTouchedMs = new Map<string, number>();
 
@@ -102,20 +118,23 @@ export class ApiKeyService implements ApiKeyVerifier {
     this.#cacheTtlMs = Math.min(Math.max(0, options.cacheTtlMs ?? 500), MAX_CACHE_TTL_MS);
     this.#lastUsedIntervalMs = options.lastUsedIntervalMs ?? 60_000;
     this.#now = options.now ?? Date.now;
-    this.#cache = new LocalMemory({
-      maxEntries: CACHE_MAX_ENTRIES,
-      maxAgeMs: this.#cacheTtlMs,
-      invalidation: this.#broadcast && {
-        broadcast: this.#broadcast,
-        channel: channels.identityChanged,
-        // The event also carries users' identities: only keys concern this cache.
-        onMessage: (identity) => {
-          const id = apiKeyIdOf(identity);
-          if (id !== undefined) this.#forget(id);
+    const memory = (maxAgeMs: number) =>
+      new LocalMemory<string, ApiKeyRecord>({
+        maxEntries: CACHE_MAX_ENTRIES,
+        maxAgeMs,
+        invalidation: this.#broadcast && {
+          broadcast: this.#broadcast,
+          channel: channels.identityChanged,
+          // The event also carries users' identities: only keys concern this cache.
+          onMessage: (identity) => {
+            const id = apiKeyIdOf(identity);
+            if (id !== undefined) this.#forget(id);
+          },
         },
-      },
-      now: this.#now,
-    });
+        now: this.#now,
+      });
+    this.#cache = memory(this.#cacheTtlMs);
+    this.#lastVerified = memory(Math.max(0, options.outageGraceMs ?? 600_000));
   }
 
   /**
@@ -177,6 +196,8 @@ export class ApiKeyService implements ApiKeyVerifier {
   /**
    * The principal of a live managed key, else `undefined` (malformed, unknown, revoked or expired).
    * Records the use in `last_used_at`, at most once per interval per key and without waiting for it.
+   * While the store is unavailable, a key verified within the outage grace is still accepted; any
+   * other key throws `DatabaseUnavailableError` (it may well be good: 503, not 401).
    */
   async verify(key: string): Promise<Principal | undefined> {
     // Not shaped like ours: no database round trip for a key that cannot exist.
@@ -184,10 +205,8 @@ export class ApiKeyService implements ApiKeyVerifier {
     const digest = apiKeyDigest(key);
     let record = this.#cache.get(digest);
     if (!record) {
-      const version = this.#cache.version;
-      record = await this.#store.findByDigest(digest);
+      record = await this.#read(digest);
       if (!record) return undefined;
-      this.#cache.set(digest, record, Infinity, version);
     }
     // The caller holds the key, so saying it expired tells them nothing they could not know.
     if (record.expiresAt && record.expiresAt.getTime() <= this.#now()) throw new InvalidCredentialsError(EXPIRED_KEY_MESSAGE);
@@ -195,19 +214,38 @@ export class ApiKeyService implements ApiKeyVerifier {
     return principalOf(record);
   }
 
-  /** Whether the key `id` still exists, asked of the store (see `ApiKeyVerifier.exists`). */
+  /** The record of `digest` from the store (remembered for the next second and for an outage), or the one remembered when the store is unavailable. */
+  async #read(digest: string): Promise<ApiKeyRecord | undefined> {
+    const version = this.#cache.version;
+    const record = await lastAnswer(this.#lastVerified, digest, () => this.#store.findByDigest(digest));
+    if (record) this.#cache.set(digest, record, Infinity, version);
+    return record;
+  }
+
+  /**
+   * Whether the key `id` still exists, asked of the store (see `ApiKeyVerifier.exists`); while the
+   * store is unavailable, whether it was verified within the outage grace and not revoked since.
+   */
   async exists(id: string): Promise<boolean> {
-    return (await this.#store.findById(id)) !== undefined;
+    try {
+      return (await this.#store.findById(id)) !== undefined;
+    } catch (err) {
+      if (!(err instanceof DatabaseUnavailableError)) throw err;
+      if (this.#lastVerified.find((record) => record.id === id) === undefined) throw err;
+      return true;
+    }
   }
 
   /** Stops listening for revocations. */
   close(): void {
     this.#cache.close();
+    this.#lastVerified.close();
   }
 
   #forget(id: string): void {
     this.#lastTouchedMs.delete(id);
     this.#cache.deleteWhere((record) => record.id === id);
+    this.#lastVerified.deleteWhere((record) => record.id === id);
   }
 
   #touch(id: string): void {
@@ -216,6 +254,8 @@ export class ApiKeyService implements ApiKeyVerifier {
     if (last !== undefined && nowMs - last < this.#lastUsedIntervalMs) return;
     this.#lastTouchedMs.set(id, nowMs);
     this.#store.touchLastUsed(id, new Date(nowMs), this.#lastUsedIntervalMs).catch((err: unknown) => {
+      // Tried again by a use of the key a few seconds later, with that use's time, not a minute later.
+      if (this.#lastTouchedMs.get(id) === nowMs) this.#lastTouchedMs.set(id, nowMs - this.#lastUsedIntervalMs + LAST_USED_RETRY_MS);
       this.#logger.warn({ keyId: id, reason: err instanceof Error ? err.message : String(err) }, 'could not record when an API key was last used');
     });
   }

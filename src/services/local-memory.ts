@@ -18,6 +18,7 @@
  * No I/O: reads are handed in by the caller.
  */
 import QuickLRU from 'quick-lru';
+import { DatabaseUnavailableError } from '../domain/errors.js';
 import type { Broadcast } from '../domain/ports/cache.js';
 
 /**
@@ -171,6 +172,13 @@ export class LocalMemory<K, V> {
     return loading;
   }
 
+  /** The first value that may be served now and matches, else `undefined` (a scan: for rare lookups by something other than the key). */
+  find(matches: (value: V, key: K) => boolean): V | undefined {
+    const now = this.#now();
+    for (const [key, entry] of this.#entries) if (!this.#spent(entry, now) && matches(entry.value, key)) return entry.value;
+    return undefined;
+  }
+
   /** Drops `key` (and a read of it in flight: later callers read again). */
   delete(key: K): void {
     this.#version += 1;
@@ -202,4 +210,24 @@ export class LocalMemory<K, V> {
     for (const stop of this.#stop.splice(0)) stop();
     this.clear();
   }
+}
+
+/**
+ * The memory of last answers that outlives a database outage (DESIGN 27): `read()`'s answer, kept in
+ * `memory` under `key` (an `undefined` answer drops the key); when `read` fails with
+ * `DatabaseUnavailableError`, what `memory` may still serve of `key`, else that failure.
+ */
+export async function lastAnswer<K, V, R extends V | undefined>(memory: LocalMemory<K, V>, key: K, read: () => Promise<R>): Promise<R> {
+  const version = memory.version;
+  let answer: R;
+  try {
+    answer = await read();
+  } catch (err) {
+    const known = err instanceof DatabaseUnavailableError ? memory.get(key) : undefined;
+    if (known === undefined) throw err;
+    return known as R;
+  }
+  if (answer === undefined) memory.delete(key);
+  else memory.set(key, answer, Infinity, version);
+  return answer;
 }

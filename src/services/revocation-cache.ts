@@ -10,11 +10,15 @@
  * `UNCONFIRMED_MAX_AGE_MS` at most, and everything is dropped when it is live again (the one
  * in-process memory, `LocalMemory`, does both).
  *
+ * While the user store is unavailable (DESIGN 27), a user read from it within the outage grace
+ * (`outageGraceMs`, AUTH_OUTAGE_GRACE_SECONDS) is still answered from a second memory that the same
+ * announcements empty, so tokens keep working; a user not read meanwhile fails as the store does (503).
+ *
  * The number of users (the admin status reports it on every call) is kept the same way: dropped by
  * every write, here and on every instance, and read again after at most `ttlMs`. Checks that decide a
  * write (the last administrator cannot be deleted) ask the store itself, never this memory.
  */
-import { LocalMemory } from './local-memory.js';
+import { lastAnswer, LocalMemory } from './local-memory.js';
 import type { Broadcast } from '../domain/ports/cache.js';
 import type { User, UserStore } from '../domain/ports/accounts.js';
 import { channels } from '../domain/key-space.js';
@@ -36,6 +40,11 @@ export interface RevocationCacheOptions {
    * instance we cannot hear is seen by reading the store again).
    */
   broadcast?: Broadcast;
+  /**
+   * While the store is unavailable, a user read from it less than this many ms ago is answered from
+   * memory (changes announced meanwhile still drop it); 0 answers none. Default 600000.
+   */
+  outageGraceMs?: number | undefined;
   /** Clock in milliseconds; tests move it. Default `Date.now`. */
   now?: () => number;
 }
@@ -48,6 +57,9 @@ export class RevocationCache {
   readonly #users: LocalMemory<string, User | undefined>;
   /** The number of users, under one key; dropped by any write to any user. */
   readonly #count: LocalMemory<'count', number>;
+  /** What the store last answered for each user and for the count, for the outage grace only. */
+  readonly #lastRead: LocalMemory<string, User>;
+  readonly #lastCount: LocalMemory<'count', number>;
 
   constructor(options: RevocationCacheOptions) {
     this.#store = options.store;
@@ -73,6 +85,15 @@ export class RevocationCache {
       ...(now ? { now } : {}),
     });
     this.#count = new LocalMemory({ maxEntries: 1, maxAgeMs: this.#ttlMs, invalidation: invalidation(() => this.#count.clear()), ...(now ? { now } : {}) });
+    const graceMs = Math.max(0, options.outageGraceMs ?? 600_000);
+    this.#lastRead = new LocalMemory({
+      maxEntries: options.maxEntries ?? 10_000,
+      maxAgeMs: graceMs,
+      invalidation: invalidation((username) => this.#lastRead.delete(username)),
+      ...(now ? { now } : {}),
+    });
+    // The count is only shown (admin status): a write elsewhere makes it a little old, never wrong for a decision.
+    this.#lastCount = new LocalMemory({ maxEntries: 1, maxAgeMs: graceMs, ...(now ? { now } : {}) });
   }
 
   /**
@@ -81,8 +102,18 @@ export class RevocationCache {
    * (concurrent misses share one store read; it rejects as the store does).
    */
   lookup(username: string): User | undefined | Promise<User | undefined> {
-    if (this.#ttlMs <= 0) return this.#store.findByUsername(username);
-    return this.#users.load(username, () => this.#store.findByUsername(username));
+    if (this.#ttlMs <= 0) return this.#read(username);
+    return this.#users.load(username, () => this.#read(username));
+  }
+
+  /** The store's answer for `username`, or what it answered within the outage grace when it is unavailable. */
+  #read(username: string): Promise<User | undefined> {
+    return lastAnswer(this.#lastRead, username, () => this.#store.findByUsername(username));
+  }
+
+  /** The store's count, or the last one it gave within the outage grace when it is unavailable. */
+  #readCount(): Promise<number> {
+    return lastAnswer(this.#lastCount, 'count', () => this.#store.count());
   }
 
   /**
@@ -90,8 +121,8 @@ export class RevocationCache {
    * (on this instance or, through the broadcast, on another); concurrent callers share one store read.
    */
   count(): Promise<number> {
-    if (this.#ttlMs <= 0) return this.#store.count();
-    return Promise.resolve(this.#count.load('count', () => this.#store.count()));
+    if (this.#ttlMs <= 0) return this.#readCount();
+    return Promise.resolve(this.#count.load('count', () => this.#readCount()));
   }
 
   /**
@@ -131,10 +162,13 @@ export class RevocationCache {
   close(): void {
     this.#users.close();
     this.#count.close();
+    this.#lastRead.close();
+    this.#lastCount.close();
   }
 
   #forget(username: string): void {
     this.#users.delete(username);
+    this.#lastRead.delete(username);
     this.#count.clear();
   }
 }

@@ -6,6 +6,11 @@
  * they answer to the database, where any instance may raise them and they are kept 90 days.
  * Operation names are folded into a fixed set first (domain/usage-operations.ts), so no caller can
  * make the counters or the tables grow by sending names of its own.
+ *
+ * Totals the database did not take (it was unavailable, DESIGN 27) wait in memory and go with every
+ * later flush until it takes them, so an outage of minutes loses no count even for a caller that makes
+ * no request after it. At most `maxUnwrittenRows` rows wait; past that the oldest are dropped, counted
+ * and logged (`droppedRows`), and the shared counters still hold their totals.
  */
 import { keys, utcDay } from '../domain/key-space.js';
 import { DOORS, usageOperationNamer } from '../domain/usage-operations.js';
@@ -24,6 +29,8 @@ export interface UsageMeterOptions {
   flushMs?: number;
   /** Days of usage kept in the database. Default 90. */
   retentionDays?: number;
+  /** Rows (caller and operation rows together) that wait in memory while the database refuses them. Default 100,000. */
+  maxUnwrittenRows?: number;
   /** Epoch ms; `Date.now` by default. */
   now?: () => number;
 }
@@ -84,6 +91,11 @@ export class UsageMeter implements UsageRecorder {
   readonly #retentionDays: number;
   readonly #now: () => number;
   #pending = new Map<string, Pending>();
+  /** Totals the database has not taken yet, by row; a later total of the same row replaces an earlier one. */
+  #unwritten = new Map<string, UsageRow>();
+  #unwrittenOperations = new Map<string, UsageOperationRow>();
+  readonly #maxUnwrittenRows: number;
+  #droppedRows = 0;
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #prunedAt = 0;
@@ -97,6 +109,7 @@ export class UsageMeter implements UsageRecorder {
     this.#operationName = usageOperationNamer(options.operations);
     this.#flushMs = options.flushMs ?? 5000;
     this.#retentionDays = options.retentionDays ?? 90;
+    this.#maxUnwrittenRows = Math.max(1, options.maxUnwrittenRows ?? 100_000);
     this.#now = options.now ?? Date.now;
   }
 
@@ -202,17 +215,60 @@ export class UsageMeter implements UsageRecorder {
         operationTotals.push({ day, callerKind, caller, door: op.door, operation: op.operation, requests: counts.requests, points: counts.points, rateLimited: counts.limited });
       });
     }
+    // Re-inserted, so the map's order is the order rows were last raised: the bound drops the stalest.
+    const wait = <Row>(map: Map<string, Row>, id: string, row: Row) => {
+      map.delete(id);
+      map.set(id, row);
+    };
+    for (const row of totals) wait(this.#unwritten, `${row.day} ${row.callerKind} ${row.caller}`, row);
+    for (const row of operationTotals) wait(this.#unwrittenOperations, `${row.day} ${row.callerKind} ${row.caller} ${row.door} ${row.operation}`, row);
+    this.#bound();
     try {
-      if (totals.length > 0) await this.#store.raiseTotals(totals, operationTotals);
+      if (this.#unwritten.size + this.#unwrittenOperations.size > 0) {
+        const rows = [...this.#unwritten.values()];
+        const operations = [...this.#unwrittenOperations.values()];
+        await this.#store.raiseTotals(rows, operations);
+        // Only what was written goes: totals read meanwhile by a concurrent caller are newer objects.
+        for (const row of rows) if (this.#unwritten.get(`${row.day} ${row.callerKind} ${row.caller}`) === row) this.#unwritten.delete(`${row.day} ${row.callerKind} ${row.caller}`);
+        for (const row of operations) {
+          const id = `${row.day} ${row.callerKind} ${row.caller} ${row.door} ${row.operation}`;
+          if (this.#unwrittenOperations.get(id) === row) this.#unwrittenOperations.delete(id);
+        }
+      }
       const now = this.#now();
       if (now - this.#prunedAt >= PRUNE_EVERY_MS) {
         this.#prunedAt = now;
         await this.#store.deleteBefore(utcDay(now - (this.#retentionDays - 1) * DAY_MS));
       }
     } catch (err) {
-      // The counters hold the totals: the next flush of the same callers writes them again.
-      this.#logger.warn({ err }, 'usage totals could not be written to the database');
+      this.#logger.warn({ err, waiting: this.#unwritten.size + this.#unwrittenOperations.size }, 'usage totals could not be written to the database; kept in memory for the next flush');
     }
+  }
+
+  /** How many waiting rows were dropped past `maxUnwrittenRows` since the start (their totals stay in the shared counters). */
+  get droppedRows(): number {
+    return this.#droppedRows;
+  }
+
+  /** Rows waiting for the database. */
+  get unwrittenRows(): number {
+    return this.#unwritten.size + this.#unwrittenOperations.size;
+  }
+
+  /** Drops the oldest waiting rows past the bound, operation rows first (the caller rows carry the totals). */
+  #bound(): void {
+    let excess = this.#unwritten.size + this.#unwrittenOperations.size - this.#maxUnwrittenRows;
+    if (excess <= 0) return;
+    const dropped = excess;
+    for (const map of [this.#unwrittenOperations, this.#unwritten] as Array<Map<string, unknown>>) {
+      for (const id of map.keys()) {
+        if (excess === 0) break;
+        map.delete(id);
+        excess -= 1;
+      }
+    }
+    this.#droppedRows += dropped;
+    this.#logger.warn({ dropped, droppedTotal: this.#droppedRows, bound: this.#maxUnwrittenRows }, 'usage rows waiting for the database passed the bound; the oldest were dropped (the shared counters still hold their totals)');
   }
 
   /**

@@ -4,6 +4,7 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { AppError } from '../../domain/errors.js';
 import { apiKeyEntity } from './api-key-entity.js';
@@ -30,6 +31,19 @@ export interface DataSourceOptions {
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
 const POSTGRES_CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * pg's client with an `error` listener for its whole life. pg-pool and TypeORM each listen only while
+ * they hold a client, and a server that dies (a killed postmaster) can send its last FATAL to a client
+ * in between: an `error` event nobody listens to throws, and would end the process. The owners still
+ * hear every error; this listener only keeps the orphan from being fatal.
+ */
+class GuardedPgClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    this.on('error', () => undefined);
+  }
+}
 
 /**
  * Parses DATABASE_URL. `sqlite:./data/mds.sqlite`, `sqlite:/abs/file`, `sqlite:///abs/file` and
@@ -93,6 +107,8 @@ export function createDataSource(databaseUrl: string, options: DataSourceOptions
     // pg waits forever for an unreachable host by default.
     connectTimeoutMS: POSTGRES_CONNECT_TIMEOUT_MS,
     applicationName: 'mds',
+    // pg-pool's option: the client class it creates.
+    extra: { Client: GuardedPgClient },
   });
 }
 

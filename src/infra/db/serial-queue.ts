@@ -6,7 +6,7 @@
  */
 import type { DataSource } from 'typeorm';
 import { AppError } from '../../domain/errors.js';
-import { isMissingTable, reasonOf } from './db-errors.js';
+import { isMissingTable, storeFailure } from './db-errors.js';
 
 /** Runs async jobs one at a time. */
 export class SerialQueue {
@@ -52,7 +52,7 @@ export function storeOperations(dataSource: DataSource, names: StoreNames): <T>(
     if (isMissingTable(err)) {
       return new AppError('DATABASE_NOT_INITIALIZED', `The database has no ${names.table} table yet: run 'mds init' (it runs the migrations)`, { cause: err });
     }
-    return new AppError('DATABASE_ERROR', `${names.store} query failed: ${reasonOf(err)}`, { cause: err });
+    return storeFailure(err, `${names.store} query failed`);
   };
   return (job) => {
     const guarded = async () => {

@@ -3,10 +3,9 @@
  * INSERTs, reads by bar (the history read's flags) and by recording time (the admin list).
  */
 import type { DataSource } from 'typeorm';
-import { AppError } from '../../domain/errors.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
 import type { BarValues, DataIssue, DataIssueStore, DivergentCloses, QualityAction, QualityFlag, QualityRule } from '../../domain/quality/data-issues.js';
-import { reasonOf } from './db-errors.js';
+import { storeFailure } from './db-errors.js';
 
 interface Row {
   symbol: string;
@@ -27,7 +26,7 @@ const COLUMNS = 'symbol, bar_interval, t, rule, action, flag, before_bar, after_
 const BATCH = 500;
 
 function unavailable(err: unknown): never {
-  throw new AppError('DATABASE_UNAVAILABLE', `Data issue store: ${reasonOf(err)}`, { cause: err });
+  throw storeFailure(err, 'Data issue store');
 }
 
 function bar(text: string | null): BarValues | null {

@@ -5,8 +5,7 @@
  */
 import type { DataSource } from 'typeorm';
 import type { Door, UsageCallerKind, UsageOperationRow, UsageRow, UsageStore } from '../../domain/ports/usage.js';
-import { AppError } from '../../domain/errors.js';
-import { reasonOf } from './db-errors.js';
+import { storeFailure } from './db-errors.js';
 
 type Count = number | string;
 
@@ -26,7 +25,7 @@ interface OperationRow extends DailyRow {
 
 /** A database failure as the error the port promises, without the SQL or its parameters. */
 function unavailable(err: unknown): never {
-  throw new AppError('DATABASE_UNAVAILABLE', `Usage store: ${reasonOf(err)}`, { cause: err });
+  throw storeFailure(err, 'Usage store');
 }
 
 /** Parameters per INSERT at most: well under SQLite's 32,766 and PostgreSQL's 65,535. */

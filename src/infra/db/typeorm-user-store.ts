@@ -4,7 +4,7 @@
  */
 import type { DataSource, Repository } from 'typeorm';
 import { isUniqueViolation, reasonOf } from './db-errors.js';
-import { AppError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../domain/errors.js';
+import { AppError, DatabaseUnavailableError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../domain/errors.js';
 import type { User, UserStore } from '../../domain/ports/accounts.js';
 import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
 import { TypeormCandleStore } from './typeorm-candle-store.js';
@@ -166,7 +166,7 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
   try {
     await dataSource.initialize();
   } catch (err) {
-    throw new AppError('DATABASE_UNAVAILABLE', `Cannot open the database at ${description}: ${reasonOf(err)}`, { cause: err });
+    throw new DatabaseUnavailableError(`Cannot open the database at ${description}: ${reasonOf(err)}`, { cause: err });
   }
   const candles = new TypeormCandleStore(dataSource, { readerNiceIncrement: options.readerNiceIncrement ?? 0 });
   let closed = false;

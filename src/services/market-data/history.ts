@@ -1,8 +1,9 @@
 /**
  * History: candles of one symbol for a named range or a window, through the one representation
- * cache, read through the history store when there is one (fetching only what it lacks).
+ * cache, read through the history store when there is one (fetching only what it lacks). While the
+ * store's database is unavailable, the upstream answers alone and nothing is stored (DESIGN 27).
  */
-import { UnknownSymbolError } from '../../domain/errors.js';
+import { DatabaseUnavailableError, UnknownSymbolError } from '../../domain/errors.js';
 import type { components } from '../../generated/api.js';
 import type { TimeSpan } from '../../domain/ports/history-store.js';
 import type { History, HistoryQuery } from '../../domain/ports/market-data.js';
@@ -44,7 +45,8 @@ export class HistoryReads {
   /** The query of `params` after the defaults and the rules (see `historyQuery`). */
   query(params: HistoryParams): Promise<HistoryQuery> {
     const history = this.#ctx.history;
-    return historyQuery(params, this.#ctx.now(), async (symbol, interval, span) => history?.holds(symbol, interval, span));
+    // With the database away nothing is known to be held: the rules decide alone.
+    return historyQuery(params, this.#ctx.now(), async (symbol, interval, span) => history?.holds(symbol, interval, span).catch(unlessUnavailable(undefined)));
   }
 
   /**
@@ -88,13 +90,19 @@ export class HistoryReads {
     const ctx = this.#ctx;
     const member = `history:${query.symbol}`;
     if (await ctx.unknown?.has(member)) return REMEMBERED_UNKNOWN;
-    if (ctx.history !== undefined) return this.#loadStoredHistory(query, adjust, ctx.history, currency);
+    let storeAway = false;
+    if (ctx.history !== undefined) {
+      const stored = await this.#loadStoredHistory(query, adjust, ctx.history, currency).catch(unlessUnavailable(undefined));
+      if (stored !== undefined) return stored;
+      storeAway = true;
+    }
     let history: History | undefined = await ctx.provider.getHistory(query);
     if (history === undefined) {
       await ctx.unknown?.remember(member);
       return UNKNOWN;
     }
-    let ttlMs = historyLifetime(query, ctx.now());
+    // Not stored: kept in the cache only briefly, so a read soon after the database returns stores it.
+    let ttlMs = storeAway ? Math.min(historyLifetime(query, ctx.now()), PARTIAL_TTL_MS) : historyLifetime(query, ctx.now());
     const refusal = tooManyCandles(history.candles.length, 'answer');
     if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
     if (currency !== undefined && needsConversion(history.currency, currency)) {
@@ -178,4 +186,12 @@ export class HistoryReads {
     afterFirstRate(spanOf(query, this.#ctx.now()));
     return this.#ctx.rates.table();
   }
+}
+
+/** A rejection handler answering `fallback` for a database that is unavailable and passing any other failure on. */
+function unlessUnavailable<T>(fallback: T): (err: unknown) => T {
+  return (err) => {
+    if (err instanceof DatabaseUnavailableError) return fallback;
+    throw err;
+  };
 }
