@@ -15,6 +15,9 @@ const LATENCY_BOUND = [
   'test/integration/shared-counters.test.ts',
   'test/integration/ws-flood.test.ts',
   'test/integration/compute-pool-latency.test.ts',
+  // Its grace for keys and tokens ends when Redis is lost too: a machine loaded by parallel suites
+  // timed out Redis commands and stood in for an outage of both.
+  'test/e2e/database-outage.test.ts',
 ];
 
 const shared = {
