@@ -7,13 +7,11 @@
  * build's figures are the medians over all its rounds of every pass, each round a ratio to the
  * baselines measured around it. Extra arguments are none; BENCH_* variables apply to every pass.
  */
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildAt, ROOT, run } from './builds.js';
 import { median } from './setup.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
 const ref = process.argv[2];
 if (!ref) {
   console.error('usage: npm run bench:compare -- <git ref of the build to compare with>');
@@ -84,24 +82,15 @@ function merge(passes: Row[][]): Map<string, Merged> {
   return merged;
 }
 
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): void {
-  const r = spawnSync(command, args, { cwd, env, stdio: 'inherit' });
-  if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} failed in ${cwd} (exit ${r.status})`);
-}
-
-const dir = mkdtempSync(join(tmpdir(), 'mds-bench-compare-'));
-const oldTree = join(dir, 'old');
 const outputs = { old: join(ROOT, 'bench', 'results', 'compare-old.json'), new: join(ROOT, 'bench', 'results', 'compare-new.json') };
 // Made before the hour of passes, not after: a fresh clone has no bench/results (ignored by git), and
 // failing to write there lost every pass's figures with the temporary folder.
 mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+const old = buildAt(ref, 'mds-bench-compare-');
+const dir = old.dir;
 try {
-  run('git', ['worktree', 'add', '--detach', oldTree, ref], ROOT);
-  // The old build runs on this checkout's installed packages (a superset when only dependencies were added).
-  cpSync(join(ROOT, 'node_modules'), join(oldTree, 'node_modules'), { recursive: true, verbatimSymlinks: true });
-  run('npm', ['run', '--silent', 'build'], oldTree);
   run('npm', ['run', '--silent', 'build'], ROOT);
-  const bins = { old: join(oldTree, 'bin', 'run.js'), new: join(ROOT, 'bin', 'run.js') } as const;
+  const bins = { old: old.bin, new: join(ROOT, 'bin', 'run.js') } as const;
   const passes: Record<'old' | 'new', Row[][]> = { old: [], new: [] };
   for (let pass = 0; pass < PASSES; pass++) {
     const order = pass % 2 === 0 ? (['old', 'new'] as const) : (['new', 'old'] as const);
@@ -130,6 +119,5 @@ try {
   }
   console.log(`\nwritten to ${outputs.old} and ${outputs.new}`);
 } finally {
-  if (existsSync(oldTree)) spawnSync('git', ['worktree', 'remove', '--force', oldTree], { cwd: ROOT });
-  rmSync(dir, { recursive: true, force: true });
+  old.remove();
 }
