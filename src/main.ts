@@ -59,6 +59,7 @@ import { HistoryBackfill } from './services/history-backfill.js';
 import { HistoryVerify } from './services/history-verify.js';
 import { chainHistory } from './services/chain-history.js';
 import { refreshJob } from './services/refresh-job.js';
+import { retentionJob } from './services/history-retention.js';
 import { ShutdownList } from './services/shutdown-list.js';
 import { accountServices } from './wiring/accounts.js';
 import { indexRefreshSchedule } from './services/background-budget.js';
@@ -102,6 +103,9 @@ export interface RunningService {
 
 /** How often an instance looks for backfill jobs whose runner died. */
 const BACKFILL_WATCH_MS = 15_000;
+
+/** How often the retention job looks for candles older than their keep (once per fleet under its lock). */
+const RETENTION_INTERVAL_MS = 3_600_000;
 
 /** How long a shutdown waits for requests in flight before it cuts their connections. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -284,10 +288,15 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     if (refresh.reason !== undefined) logger.info({ intervalMs: refresh.intervalMs, backgroundShare: config.market.backgroundShare }, `Market data: ${refresh.reason}`);
     const job = refreshJob({ market, history, horizonMs: refresh.intervalMs * 2, symbols: () => [...config.market.symbols, ...streams.subscribedSymbols()] });
     scheduler.add('refresh-indices', refresh.intervalMs, job);
-    scheduler.start();
   } else {
-    logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
+    logger.info('index refresh off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
   }
+  // Retention runs wherever a scheduler may (not in `mds mcp`), refresh or not: the job's lock keeps it to one instance an hour.
+  if (options.scheduler !== false && Object.values(config.retention).some((keepMs) => keepMs !== null)) {
+    scheduler.add('history-retention', RETENTION_INTERVAL_MS, retentionJob({ store: db.candles, keepMs: config.retention, logger: logger.child({ component: 'retention' }) }));
+  }
+  if (scheduler.status().length > 0) scheduler.start();
+  else logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process, and every HISTORY_KEEP_* forever)');
 
   const health = new HealthService({
     datasource: () => provider.health().healthy,

@@ -10,6 +10,7 @@ import { chainHistory } from '../services/chain-history.js';
 import { HistoryBackfill } from '../services/history-backfill.js';
 import { HistoryVerify } from '../services/history-verify.js';
 import { ProviderRouter } from '../services/provider-router.js';
+import { pruneHistory, type PruneResult } from '../services/history-retention.js';
 import { ShutdownList } from '../services/shutdown-list.js';
 
 /**
@@ -53,6 +54,16 @@ export async function purgeProviderBars(config: Config, provider: string): Promi
   const db = await openUserStore(config.database.url, { runMigrations: true });
   try {
     return { removed: await db.candles.purgeProvider(provider), description: db.description };
+  } finally {
+    await db.close();
+  }
+}
+
+/** Removes the stored candles older than their HISTORY_KEEP_<INTERVAL> now (`mds history prune`), as the hourly job does. */
+export async function pruneStoredHistory(config: Config, logger: Logger): Promise<{ results: PruneResult[]; description: string }> {
+  const db = await openUserStore(config.database.url, { runMigrations: true });
+  try {
+    return { results: await pruneHistory({ store: db.candles, keepMs: config.retention, logger }), description: db.description };
   } finally {
     await db.close();
   }
