@@ -12,6 +12,8 @@ import { z } from 'zod';
 import { ConfigError } from './domain/errors.js';
 import { canonical, isSymbol, MAX_SYMBOL_LENGTH, SYMBOL_CHARS_IN_WORDS } from './domain/symbols.js';
 import { isPlannedProvider, planFigures, tiersOf, type ProviderPlan } from './domain/provider-plans.js';
+import { DEFAULT_KEEP, KEEP_FORMAT, KEPT_INTERVALS, keepVariable, parseKeep } from './domain/retention.js';
+import type { HistoryInterval } from './domain/ports/market-data.js';
 
 /** Placeholder values shipped in `.env.example`; startup warns while they are in use. */
 export const PLACEHOLDERS = {
@@ -29,6 +31,15 @@ export const DEFAULT_INDICES = ['^GSPC', '^DJI', '^IXIC', '^FTSE', '^GDAXI', '^N
 
 const int = (min: number, max: number) => z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', '']).transform((v) => v === 'true' || v === '1' || v === 'yes');
+/** A keep of stored candles (`2y`, `90d`, `forever`): milliseconds, or null for forever. */
+const keep = z.string().transform((v, ctx): number | null => {
+  const ms = parseKeep(v);
+  if (ms === undefined) {
+    ctx.addIssue({ code: 'custom', message: KEEP_FORMAT });
+    return z.NEVER;
+  }
+  return ms;
+});
 const csv = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
 
 /**
@@ -219,6 +230,8 @@ const schema = z.object({
   /** The most unknown symbols remembered per provider, in memory and in Redis (64 keys at most either way). */
   CACHE_UNKNOWN_MAX_SYMBOLS: int(64, 1_000_000).default(10_000),
   QUALITY_DIVERGENCE_BPS: int(1, 10_000).default(50),
+  /** HISTORY_KEEP_<INTERVAL>: how long stored candles of each interval are kept (domain/retention.ts). */
+  ...Object.fromEntries(KEPT_INTERVALS.map((interval) => [keepVariable(interval), keep.default(parseKeep(DEFAULT_KEEP[interval]) as number | null)])),
 
   SECRET_KEY: z.string().optional(),
   ACCESS_TOKEN_EXPIRE_MINUTES: int(1, 525_600).default(10080),
@@ -475,6 +488,8 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
     database: { url: v.DATABASE_URL },
     /** Data quality (DESIGN 20): how far apart two providers' closes may be (basis points) before they diverge. */
     quality: { divergenceBps: v.QUALITY_DIVERGENCE_BPS },
+    /** How long stored candles of each interval are kept, in ms; null keeps them forever (HISTORY_KEEP_<INTERVAL>). */
+    retention: Object.fromEntries(KEPT_INTERVALS.map((interval) => [interval, (v as unknown as Record<string, number | null>)[keepVariable(interval)] ?? null])) as Record<HistoryInterval, number | null>,
     cache: {
       /** `single`: `redis` is the server; `sentinel`: `sentinel` finds the master; `cluster`: `clusterNodes` are the seeds. */
       topology,

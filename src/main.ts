@@ -19,11 +19,8 @@ import { StartupError } from './domain/errors.js';
 import { loadContract, withSecurityPolicy, type Contract } from './http/contract.js';
 import { credentialSchemes } from './http/security.js';
 import { createHandlers } from './http/handlers/index.js';
-import { PinoAuditLog } from './infra/audit/pino-audit-log.js';
 import { createPassportAuth } from './infra/auth/passport-auth.js';
 import { LoginThrottle } from './infra/auth/login-throttle.js';
-import { PasswordHasher } from './infra/auth/passwords.js';
-import { sharedBcryptPool } from './infra/auth/bcrypt-pool.js';
 import { PiscinaComputePool } from './infra/compute/piscina-compute-pool.js';
 import { RevocationCache } from './services/revocation-cache.js';
 import { TokenService } from './infra/auth/tokens.js';
@@ -37,14 +34,10 @@ import type { Logger } from './infra/logger.js';
 import { createRateLimit } from './http/rate-limit.js';
 import { channels, keys as keySpace } from './domain/key-space.js';
 import { NO_METRICS } from './domain/ports/metrics.js';
-import type { ApiKeyStore } from './domain/ports/api-keys.js';
 import type { Broadcast } from './domain/ports/cache.js';
-import type { LoginAttempts, TokenIssuer, UserStore } from './domain/ports/accounts.js';
 import type { MarketDataProvider } from './domain/ports/market-data.js';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.js';
 import { PrometheusMetrics } from './infra/metrics/index.js';
-import { AccountService } from './services/accounts.js';
-import { ApiKeyService } from './services/api-keys.js';
 import { HealthService } from './services/health.js';
 import { MarketDataService } from './services/market-data.js';
 import { ReferenceRates } from './services/reference-rates.js';
@@ -66,7 +59,9 @@ import { HistoryBackfill } from './services/history-backfill.js';
 import { HistoryVerify } from './services/history-verify.js';
 import { chainHistory } from './services/chain-history.js';
 import { refreshJob } from './services/refresh-job.js';
+import { retentionJob } from './services/history-retention.js';
 import { ShutdownList } from './services/shutdown-list.js';
+import { accountServices } from './wiring/accounts.js';
 import { indexRefreshSchedule } from './services/background-budget.js';
 
 export interface StartOptions {
@@ -109,6 +104,9 @@ export interface RunningService {
 /** How often an instance looks for backfill jobs whose runner died. */
 const BACKFILL_WATCH_MS = 15_000;
 
+/** How often the retention job looks for candles older than their keep (once per fleet under its lock). */
+const RETENTION_INTERVAL_MS = 3_600_000;
+
 /** How long a shutdown waits for requests in flight before it cuts their connections. */
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -134,38 +132,6 @@ function signingSecret(config: Config, logger: Logger): string {
   }
   logger.warn('SECRET_KEY is not set: using a random key for this process; tokens will not survive a restart');
   return randomBytes(48).toString('base64url');
-}
-
-/** The parts of the accounts and API-key services that differ between the CLI and a running service. */
-interface AccountParts {
-  users: UserStore;
-  apiKeys: ApiKeyStore;
-  tokens: TokenIssuer;
-  throttle: LoginAttempts;
-  /** Where audit lines go. */
-  auditLogger: Logger;
-  /** Carries API-key revocations to every instance (the CLI's only announces them). */
-  broadcast?: Broadcast | undefined;
-}
-
-/** The accounts and API-key services, built the same way for the CLI and the service. */
-export function accountServices(config: Config, logger: Logger, parts: AccountParts) {
-  const audit = new PinoAuditLog(parts.auditLogger);
-  // One pool of hashing threads per process; how many logins may wait for it is BCRYPT_MAX_QUEUE.
-  const pool = sharedBcryptPool();
-  pool.limitQueue(config.auth.bcryptMaxQueue);
-  const accounts = new AccountService({
-    userStore: parts.users,
-    tokens: parts.tokens,
-    throttle: parts.throttle,
-    passwords: new PasswordHasher({ rounds: config.auth.bcryptRounds, pool }),
-    audit,
-    defaultAdmin: config.auth.defaultAdmin,
-    tokenTtlMs: config.auth.tokenTtlMs,
-    logger,
-  });
-  const keys = new ApiKeyService({ store: parts.apiKeys, audit, broadcast: parts.broadcast, logger, outageGraceMs: config.auth.outageGraceMs });
-  return { accounts, keys, audit };
 }
 
 /** Builds every part, logs the startup sequence, and listens on config.server. */
@@ -322,10 +288,15 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     if (refresh.reason !== undefined) logger.info({ intervalMs: refresh.intervalMs, backgroundShare: config.market.backgroundShare }, `Market data: ${refresh.reason}`);
     const job = refreshJob({ market, history, horizonMs: refresh.intervalMs * 2, symbols: () => [...config.market.symbols, ...streams.subscribedSymbols()] });
     scheduler.add('refresh-indices', refresh.intervalMs, job);
-    scheduler.start();
   } else {
-    logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
+    logger.info('index refresh off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process)');
   }
+  // Retention runs wherever a scheduler may (not in `mds mcp`), refresh or not: the job's lock keeps it to one instance an hour.
+  if (options.scheduler !== false && Object.values(config.retention).some((keepMs) => keepMs !== null)) {
+    scheduler.add('history-retention', RETENTION_INTERVAL_MS, retentionJob({ store: db.candles, keepMs: config.retention, logger: logger.child({ component: 'retention' }) }));
+  }
+  if (scheduler.status().length > 0) scheduler.start();
+  else logger.info('scheduler off (REFRESH_INTERVAL_SECONDS=0 or disabled in this process, and every HISTORY_KEEP_* forever)');
 
   const health = new HealthService({
     datasource: () => provider.health().healthy,

@@ -12,7 +12,7 @@
  */
 import type { Config } from '../config.js';
 import type { Broadcast } from '../domain/ports/cache.js';
-import { createCache, type ResilientCache } from '../infra/cache/index.js';
+import type { ResilientCache } from '../infra/cache/index.js';
 import type { Logger } from '../infra/logger.js';
 
 /** How long the first announcement waits for Redis before giving up on telling the instances. */
@@ -36,6 +36,8 @@ export class CliAnnouncements implements Broadcast {
   /** Sends `message` to every running instance when Redis answers; never throws. */
   async publish(channel: string, message: string): Promise<void> {
     this.#cache ??= (async () => {
+      // The Redis client loads with the first announcement: a command that changes nothing never pays for it.
+      const { createCache } = await import('../infra/cache/index.js');
       // The cache's own lines (Redis unreachable, memory mode) speak of a service: the warning below says what matters here.
       const cache = createCache(this.#cacheConfig, this.#logger.child({}, { level: 'silent' }), { startTimeoutMs: CONNECT_TIMEOUT_MS });
       await cache.start();

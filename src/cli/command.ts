@@ -5,7 +5,7 @@
  * naming it and what it is.
  */
 import { Command, Errors, Flags, type Interfaces } from '@oclif/core';
-import { fail } from './context.js';
+import { fail } from './fail.js';
 
 // oclif dims part of some messages when stderr is a terminal.
 // eslint-disable-next-line no-control-regex

@@ -4,7 +4,10 @@ import { pino } from 'pino';
 import { loadConfig, type Config } from '../config.js';
 import { AppError, InvalidRequestError } from '../domain/errors.js';
 import { createLogger, logFormatFor, type Logger } from '../infra/logger.js';
-import { openAccounts } from './open-stores.js';
+import { fail } from './fail.js';
+import type { OpenOptions } from './open-accounts.js';
+
+export { fail };
 
 /** Loads config; flags win over the environment. A bad value exits with one line naming the variable. */
 export function loadCliConfig(command: Command, overrides: Record<string, string | undefined> = {}): Config {
@@ -15,14 +18,6 @@ export function loadCliConfig(command: Command, overrides: Record<string, string
   }
 }
 
-/**
- * Prints `Error: <message>` as one line on stderr and exits with `code`. (oclif's own error output
- * wraps a long message over several lines at the terminal's width.)
- */
-export function fail(command: Command, message: string, code: number): never {
-  process.stderr.write(`Error: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
-  return command.exit(code);
-}
 
 /**
  * What a command calls the request field `field` (`body.expires_at`): its argument (`NAME`), its flag
@@ -91,16 +86,18 @@ export function warnLine(text: string): void {
   process.stderr.write(`Warning: ${text.replace(/\s*\n\s*/g, ' ')}\n`);
 }
 
+type OpenModule = typeof import('./open-accounts.js');
+
 /**
  * Runs `work` with the accounts service over the configured database, then closes it. Any failure
  * becomes one line on stderr and a non-zero exit.
  */
 export async function withAccounts<T>(
   command: CliCommand,
-  work: (accounts: Awaited<ReturnType<typeof openAccounts>>['accounts'], config: Config) => Promise<T>,
+  work: (accounts: Awaited<ReturnType<OpenModule['openAccounts']>>['accounts'], config: Config) => Promise<T>,
   inputs: Record<string, string> = {},
 ): Promise<T> {
-  return withServices(command, (opened, config) => work(opened.accounts, config), inputs);
+  return withOpened(command, (open) => open.openAccounts, (opened, config) => work(opened.accounts, config), inputs);
 }
 
 /**
@@ -110,21 +107,24 @@ export async function withAccounts<T>(
  */
 export async function withKeys<T>(
   command: CliCommand,
-  work: (keys: Awaited<ReturnType<typeof openAccounts>>['keys'], config: Config) => Promise<T>,
+  work: (keys: Awaited<ReturnType<OpenModule['openKeys']>>['keys'], config: Config) => Promise<T>,
   inputs: Record<string, string> = {},
 ): Promise<T> {
-  return withServices(command, (opened, config) => work(opened.keys, config), inputs);
+  return withOpened(command, (open) => open.openKeys, (opened, config) => work(opened.keys, config), inputs);
 }
 
-async function withServices<T>(
+async function withOpened<O extends { close(): Promise<void> }, T>(
   command: CliCommand,
-  work: (opened: Awaited<ReturnType<typeof openAccounts>>, config: Config) => Promise<T>,
+  opener: (open: OpenModule) => (config: Config, logger: Logger, options: OpenOptions) => Promise<O>,
+  work: (opened: O, config: Config) => Promise<T>,
   inputs: Record<string, string>,
 ): Promise<T> {
   const config = loadCliConfig(command);
-  let opened: Awaited<ReturnType<typeof openAccounts>> | undefined;
+  let opened: O | undefined;
   try {
-    opened = await openAccounts(config, cliLogger(command, config), {
+    // The database and the services load only when a command asks for them (`mds --help` never does).
+    const open = opener(await import('./open-accounts.js'));
+    opened = await open(config, cliLogger(command, config), {
       auditLogger: cliAuditLogger(command, config),
       ...(showsLog(command, config) ? {} : { warn: warnLine }),
     });

@@ -1,5 +1,4 @@
 import { MdsCommand } from '../cli/command.js';
-import { withAccounts } from '../cli/context.js';
 
 export default class Init extends MdsCommand {
   static override description =
@@ -13,6 +12,7 @@ export default class Init extends MdsCommand {
 
   async run(): Promise<void> {
     await this.parse(Init);
+    const { withAccounts } = await import('../cli/context.js');
     // Progress for a person at a terminal; piped output stays the two lines scripts read.
     if (process.stderr.isTTY) process.stderr.write('Running database migrations and checking the default administrator...\n');
     await withAccounts(this, async (accounts, config) => {

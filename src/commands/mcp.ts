@@ -1,19 +1,16 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { pino } from 'pino';
 import { MdsCommand } from '../cli/command.js';
-import { fail, failure, loadCliConfig } from '../cli/context.js';
-import { parseDatabaseUrl } from '../infra/db/data-source.js';
-import { createLogger, logFormatFor } from '../infra/logger.js';
-import { startService } from '../main.js';
+import { fail } from '../cli/fail.js';
+import type { startService } from '../main.js';
 
 /**
  * Why `mds mcp` may not open `databaseUrl`: a SQLite file that does not exist, which opening would
  * create empty. A desktop client starts the command in a folder of its own choosing, where the default
  * relative path names no database, and an empty one knows no key. PostgreSQL URLs are not files.
  */
-function missingDatabase(databaseUrl: string): string | undefined {
+async function missingDatabase(databaseUrl: string): Promise<string | undefined> {
+  const { parseDatabaseUrl } = await import('../infra/db/data-source.js');
   const target = parseDatabaseUrl(databaseUrl);
   if (target.kind !== 'sqlite' || target.path === ':memory:') return undefined;
   const file = resolve(target.path);
@@ -33,12 +30,19 @@ export default class Mcp extends MdsCommand {
 
   async run(): Promise<void> {
     await this.parse(Mcp);
+    // The service and the MCP SDK load only when asked for: `mds --help` never pays for them.
+    const [{ failure, loadCliConfig }, { pino }, { createLogger, logFormatFor }, { startService }] = await Promise.all([
+      import('../cli/context.js'),
+      import('pino'),
+      import('../infra/logger.js'),
+      import('../main.js'),
+    ]);
     // The service listens on a loopback port of its own choosing (nothing calls it there: tool calls
     // are made in-process); metrics and the refresh timer belong to `mds serve`.
     const config = loadCliConfig(this, { PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0', REFRESH_INTERVAL_SECONDS: '0' });
     let missing: string | undefined;
     try {
-      missing = missingDatabase(config.database.url);
+      missing = await missingDatabase(config.database.url);
     } catch (err) {
       missing = failure(err);
     }
@@ -66,6 +70,7 @@ export default class Mcp extends MdsCommand {
 
   /** Serves stdin/stdout until the client goes or a signal comes, then closes the service. */
   async #serve(service: Awaited<ReturnType<typeof startService>>, apiKey: string | undefined): Promise<void> {
+    const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
     const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => {
       transport.onclose = resolve;

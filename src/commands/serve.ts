@@ -1,12 +1,10 @@
 import cluster, { type Worker } from 'node:cluster';
 import { Flags } from '@oclif/core';
 import { MdsCommand } from '../cli/command.js';
-import { fail, failure, loadCliConfig } from '../cli/context.js';
+import { fail } from '../cli/fail.js';
 import type { Config } from '../config.js';
-import { startMetricsServer, type MetricsServer } from '../http/metrics-server.js';
-import { answerClusterScrapes, clusterMetricsSource } from '../infra/metrics/index.js';
-import { createLogger, logFormatFor, type Logger } from '../infra/logger.js';
-import { startService } from '../main.js';
+import type { MetricsServer } from '../http/metrics-server.js';
+import type { Logger } from '../infra/logger.js';
 
 export default class Serve extends MdsCommand {
   static override description =
@@ -37,6 +35,12 @@ export default class Serve extends MdsCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Serve);
+    // The service loads only when asked for: `mds --help` and the other commands never pay for it.
+    const [{ failure, loadCliConfig }, { createLogger, logFormatFor }, { startService }] = await Promise.all([
+      import('../cli/context.js'),
+      import('../infra/logger.js'),
+      import('../main.js'),
+    ]);
     const overrides = { PORT: flags.port?.toString(), HOST: flags.host };
     const config = loadCliConfig(this, overrides);
     const logger = createLogger({ level: config.log.level, format: logFormatFor(config.log.format, 1) });
@@ -53,7 +57,7 @@ export default class Serve extends MdsCommand {
       await metrics?.close();
       return;
     }
-    if (cluster.isWorker && config.metrics.enabled) answerClusterScrapes();
+    if (cluster.isWorker && config.metrics.enabled) (await import('../infra/metrics/index.js')).answerClusterScrapes();
     // A signal during startup is kept and acted on once startup is done (stopping halfway would leave
     // a migration or the cache connection half made): the process still drains and exits 0.
     let onSignal = (signal: string) => {
@@ -104,6 +108,7 @@ async function primaryMetrics(config: Config, logger: Logger): Promise<MetricsSe
     logger.info('metrics off (METRICS_PORT=0)');
     return undefined;
   }
+  const [{ startMetricsServer }, { clusterMetricsSource }] = await Promise.all([import('../http/metrics-server.js'), import('../infra/metrics/index.js')]);
   const server = await startMetricsServer({ ...config.metrics, source: clusterMetricsSource(), logger });
   logger.info({ url: server.url }, `metrics of all workers on ${server.url}`);
   return server;

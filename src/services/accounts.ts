@@ -41,6 +41,12 @@ export interface AccountServiceOptions {
   defaultAdmin: { username: string; password: string };
   /** Lifetime of issued tokens in ms; default: the issuer's own. */
   tokenTtlMs?: number;
+  /**
+   * Whether to compute the dummy hash now, so the first login for an unknown user is not the one that
+   * pays for it; default true. A process that answers no login (the CLI) says false: the hash would take
+   * a thread and a few hundred milliseconds that the command then waits for before it can exit.
+   */
+  precomputeDummyHash?: boolean;
   logger: Logger;
 }
 
@@ -64,8 +70,7 @@ export class AccountService {
     this.#defaultAdmin = { ...options.defaultAdmin };
     this.#tokenTtlMs = options.tokenTtlMs;
     this.#logger = options.logger;
-    // Computed now, so the first login for an unknown user is not the one that pays for it.
-    void this.#passwords.dummyHash();
+    if (options.precomputeDummyHash ?? true) void this.#passwords.dummyHash();
   }
 
   /**

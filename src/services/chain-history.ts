@@ -1,6 +1,6 @@
 /**
  * The history store over a provider chain, with its data-quality checks: one way to build them, for the
- * service (`main.ts`) and the history commands of the CLI (`cli/open-stores.ts`).
+ * service (`main.ts`) and the history commands of the CLI (`cli/open-history.ts`).
  */
 import type { CandleStore } from '../domain/ports/history-store.js';
 import type { Logger } from '../domain/ports/logger.js';

@@ -216,6 +216,47 @@ function candleStoreContract(name: string, makeFixture: () => Promise<Fixture>):
       expect(await store.countCandles('AAPL', '1d', { startMs: T0, endMs: T0 + 10 * DAY_MS })).toBe(2);
     });
 
+    it('pruneBefore: when bars of an interval are older than the cutoff, then they go in batches of at most the limit, their covered spans are clipped at the cutoff, and other intervals and later bars stay', async () => {
+      // AAPL and MSFT daily bars on days 0..9, covered as one span each; a weekly series that must not be touched.
+      for (const [symbol, base] of [['AAPL', 100], ['MSFT', 300]] as const) {
+        await store.putCandles(symbol, '1d', Array.from({ length: 10 }, (_, day) => bar(day, base)), YAHOO);
+        await store.markCovered(symbol, '1d', { startMs: T0, endMs: T0 + 10 * DAY_MS }, YAHOO);
+      }
+      // A second, older span of AAPL that lies wholly before the cutoff.
+      await store.markCovered('AAPL', '1d', { startMs: T0 - 20 * DAY_MS, endMs: T0 - 10 * DAY_MS }, YAHOO);
+      await store.putCandles('AAPL', '1wk', [bar(0, 500)], YAHOO);
+      await store.markCovered('AAPL', '1wk', { startMs: T0, endMs: T0 + 7 * DAY_MS }, YAHOO);
+      const cutoff = T0 + 6 * DAY_MS;
+
+      // 12 bars are older than the cutoff (days 0..5 of two symbols): batches of 5, 5, then the last 2.
+      expect(await store.pruneBefore('1d', cutoff, 5)).toBe(5);
+      // After the first batch already, no span claims a bar before the cutoff.
+      expect(await store.coverage('AAPL', '1d', { startMs: T0 - 30 * DAY_MS, endMs: T0 + 30 * DAY_MS })).toEqual([{ startMs: cutoff, endMs: T0 + 10 * DAY_MS }]);
+      expect(await store.coverage('MSFT', '1d', { startMs: T0 - 30 * DAY_MS, endMs: T0 + 30 * DAY_MS })).toEqual([{ startMs: cutoff, endMs: T0 + 10 * DAY_MS }]);
+      expect(await store.pruneBefore('1d', cutoff, 5)).toBe(5);
+      expect(await store.pruneBefore('1d', cutoff, 5)).toBe(2);
+      expect(await store.pruneBefore('1d', cutoff, 5)).toBe(0);
+
+      for (const [symbol, base] of [['AAPL', 100], ['MSFT', 300]] as const) {
+        expect(await store.getCandles(symbol, '1d', { startMs: T0 - 30 * DAY_MS, endMs: T0 + 30 * DAY_MS })).toEqual([6, 7, 8, 9].map((day) => bar(day, base)));
+      }
+      expect(await store.getCandles('AAPL', '1wk', { startMs: T0, endMs: T0 + 7 * DAY_MS })).toEqual([bar(0, 500)]);
+      expect(await store.coverage('AAPL', '1wk', { startMs: T0, endMs: T0 + 7 * DAY_MS })).toEqual([{ startMs: T0, endMs: T0 + 7 * DAY_MS }]);
+    });
+
+    it('pruneBefore: when older bars are stored and covered again between two batches, then the next batch clips the new span before it drops them', async () => {
+      await store.putCandles('AAPL', '1d', [bar(0), bar(1), bar(2)], YAHOO);
+      await store.markCovered('AAPL', '1d', { startMs: T0, endMs: T0 + 3 * DAY_MS }, YAHOO);
+      const cutoff = T0 + 2 * DAY_MS;
+      expect(await store.pruneBefore('1d', cutoff, 1)).toBe(1);
+      // A request fetched the old span again meanwhile.
+      await store.putCandles('AAPL', '1d', [bar(0)], POLYGON);
+      await store.markCovered('AAPL', '1d', { startMs: T0 - DAY_MS, endMs: T0 + DAY_MS }, POLYGON);
+      expect(await store.pruneBefore('1d', cutoff, 10)).toBe(2);
+      expect(await store.getCandles('AAPL', '1d', { startMs: T0 - DAY_MS, endMs: T0 + 3 * DAY_MS })).toEqual([bar(2)]);
+      expect(await store.coverage('AAPL', '1d', { startMs: T0 - DAY_MS, endMs: T0 + 3 * DAY_MS })).toEqual([{ startMs: cutoff, endMs: T0 + 3 * DAY_MS }]);
+    });
+
     it('providerCounts: when two providers stored bars of a series, then it counts the bars in a span by provider; an unknown series is empty', async () => {
       await store.putCandles('AAPL', '1d', [bar(0), bar(1), bar(2)], YAHOO);
       await store.putCandles('AAPL', '1d', [bar(2), bar(3)], POLYGON);

@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/infra/logger.js';
-import { openAccounts } from '../../src/cli/open-stores.js';
+import { openAccounts } from '../../src/cli/open-accounts.js';
 import { startService, type RunningService, type StartOptions } from '../../src/main.js';
 import { logFile, noteSecrets } from './log-files.js';
 

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openHistory } from '../../src/cli/open-stores.js';
+import { openHistory } from '../../src/cli/open-history.js';
 import { loadConfig } from '../../src/config.js';
 import { openUserStore } from '../../src/infra/db/typeorm-user-store.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openAccounts } from '../../src/cli/open-stores.js';
+import { openAccounts } from '../../src/cli/open-accounts.js';
 import { loadConfig } from '../../src/config.js';
 import { RECHECK_INTERVAL_MS } from '../../src/services/quote-stream.js';
 import { createLogger } from '../../src/infra/logger.js';

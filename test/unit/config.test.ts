@@ -64,6 +64,24 @@ describe('config', () => {
     expect(() => loadConfig({ WORKER_POOL_THREADS: '0', WORKER_POOL_QUEUE: '-1', WORKER_POOL_NICE: '20' }, noFile)).toThrow(/WORKER_POOL_THREADS="0".*WORKER_POOL_QUEUE="-1".*WORKER_POOL_NICE="20"/);
   });
 
+  it('when no HISTORY_KEEP_* variable is set, then 1m bars are kept 2 years, 5m 10 years and the rest forever; a keep is days, weeks, years or forever, and a bad one is named', () => {
+    const DAY_MS = 86_400_000;
+    expect(loadConfig({}, noFile).retention).toEqual({ '1m': 730 * DAY_MS, '5m': 3650 * DAY_MS, '15m': null, '30m': null, '1h': null, '1d': null, '1wk': null, '1mo': null });
+    const set = loadConfig({ HISTORY_KEEP_1M: '90d', HISTORY_KEEP_1H: '12w', HISTORY_KEEP_1D: '30y', HISTORY_KEEP_5M: 'Forever', HISTORY_KEEP_1MO: '1d' }, noFile).retention;
+    expect(set).toMatchObject({ '1m': 90 * DAY_MS, '1h': 84 * DAY_MS, '1d': 30 * 365 * DAY_MS, '5m': null, '1mo': DAY_MS });
+    let message = '';
+    try {
+      loadConfig({ HISTORY_KEEP_1M: '2 years', HISTORY_KEEP_15M: '0d', HISTORY_KEEP_1WK: '-3d' }, noFile);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/HISTORY_KEEP_1M="2 years": must be a whole number of days, weeks or years \(90d, 12w, 2y\) or forever/);
+    expect(message).toMatch(/HISTORY_KEEP_15M="0d"/);
+    expect(message).toMatch(/HISTORY_KEEP_1WK="-3d"/);
+    // A misspelt interval is not silently ignored: the nearest variable is named.
+    expect(loadConfig({ HISTORY_KEEP_1MIN: '90d' }, noFile).warnings.join(' ')).toMatch(/HISTORY_KEEP_1MIN.*did you mean HISTORY_KEEP_1M/);
+  });
+
   it('when CACHE_PORT is not a number, then loading fails with one message naming it', () => {
     expect(() => loadConfig({ CACHE_PORT: 'abc' }, noFile)).toThrow(ConfigError);
     expect(() => loadConfig({ CACHE_PORT: 'abc' }, noFile)).toThrow(/CACHE_PORT="abc"/);

@@ -1,10 +1,7 @@
 import { Args, Errors, Flags } from '@oclif/core';
-import { SingleBar } from 'cli-progress';
 import { MdsCommand } from '../../cli/command.js';
-import { cliLogger, fail, failure, invalidInputLine, loadCliConfig } from '../../cli/context.js';
-import { InvalidRequestError } from '../../domain/errors.js';
+import type { openHistory } from '../../cli/open-history.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
-import { openHistory } from '../../cli/open-stores.js';
 
 const INTERVALS: HistoryInterval[] = ['1m', '5m', '15m', '30m', '1h', '1d', '1wk', '1mo'];
 
@@ -30,6 +27,12 @@ export default class HistoryBackfillCommand extends MdsCommand {
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(HistoryBackfillCommand);
+    const [{ SingleBar }, { cliLogger, fail, failure, invalidInputLine, loadCliConfig }, { InvalidRequestError }, { openHistory }] = await Promise.all([
+      import('cli-progress'),
+      import('../../cli/context.js'),
+      import('../../domain/errors.js'),
+      import('../../cli/open-history.js'),
+    ]);
     const config = loadCliConfig(this);
     let opened: Awaited<ReturnType<typeof openHistory>> | undefined;
     let failed = 0;

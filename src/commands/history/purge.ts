@@ -1,7 +1,6 @@
 import { Errors, Flags } from '@oclif/core';
 import { MdsCommand } from '../../cli/command.js';
-import { fail, failure, loadCliConfig } from '../../cli/context.js';
-import { purgeProviderBars } from '../../cli/open-stores.js';
+import { fail } from '../../cli/fail.js';
 
 export default class HistoryPurgeCommand extends MdsCommand {
   static override description =
@@ -16,6 +15,7 @@ export default class HistoryPurgeCommand extends MdsCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(HistoryPurgeCommand);
     if (!/^[a-z0-9_]{1,32}$/.test(flags.provider)) fail(this, `Not a provider name: '${flags.provider.slice(0, 40)}'`, 2);
+    const [{ failure, loadCliConfig }, { purgeProviderBars }] = await Promise.all([import('../../cli/context.js'), import('../../cli/open-history.js')]);
     const config = loadCliConfig(this);
     try {
       const { removed } = await purgeProviderBars(config, flags.provider);

@@ -1,11 +1,8 @@
 import { Args, Errors, Flags } from '@oclif/core';
-import { SingleBar } from 'cli-progress';
 import { MdsCommand } from '../../cli/command.js';
-import { cliLogger, fail, failure, loadCliConfig } from '../../cli/context.js';
-import { parseInstant } from '../../domain/instant.js';
+import { fail } from '../../cli/fail.js';
+import type { openHistory } from '../../cli/open-history.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
-import { isSymbol } from '../../domain/symbols.js';
-import { openHistory } from '../../cli/open-stores.js';
 
 const INTERVALS: HistoryInterval[] = ['1m', '5m', '15m', '30m', '1h', '1d', '1wk', '1mo'];
 const DAY_MS = 86_400_000;
@@ -30,6 +27,13 @@ export default class HistoryVerifyCommand extends MdsCommand {
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(HistoryVerifyCommand);
+    const [{ SingleBar }, { cliLogger, failure, loadCliConfig }, { parseInstant }, { isSymbol }, { openHistory }] = await Promise.all([
+      import('cli-progress'),
+      import('../../cli/context.js'),
+      import('../../domain/instant.js'),
+      import('../../domain/symbols.js'),
+      import('../../cli/open-history.js'),
+    ]);
     const symbols = [...new Set((argv as string[]).map((s) => s.toUpperCase()))];
     const bad = symbols.find((s) => !isSymbol(s));
     if (bad !== undefined || symbols.length > 100) fail(this, bad !== undefined ? `Not a symbol: '${bad.slice(0, 40)}'` : 'At most 100 symbols', 2);

@@ -1,7 +1,5 @@
 import { Args, Flags } from '@oclif/core';
 import { MdsCommand } from '../../cli/command.js';
-import { withKeys } from '../../cli/context.js';
-import { CLI_CONTEXT } from '../../services/accounts.js';
 import { RATE_LIMIT_MAX_PER_MINUTE } from '../../services/api-keys.js';
 
 export default class KeysCreate extends MdsCommand {
@@ -27,6 +25,7 @@ export default class KeysCreate extends MdsCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(KeysCreate);
+    const [{ withKeys }, { CLI_CONTEXT }] = await Promise.all([import('../../cli/context.js'), import('../../services/accounts.js')]);
     const created = await withKeys(this, (keys) =>
       keys.create(
         {

@@ -1,6 +1,5 @@
 import { Flags } from '@oclif/core';
 import { MdsCommand } from '../../cli/command.js';
-import { withKeys } from '../../cli/context.js';
 
 export default class KeysList extends MdsCommand {
   static override description = 'List managed API keys, newest first, without their secrets (the same as GET /api/admin/api-keys).';
@@ -13,6 +12,7 @@ export default class KeysList extends MdsCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(KeysList);
+    const { withKeys } = await import('../../cli/context.js');
     const keys = await withKeys(this, (service) => service.list());
     if (flags.json) {
       this.log(JSON.stringify({ success: true, data: keys }, null, 2));

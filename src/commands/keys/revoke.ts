@@ -1,7 +1,5 @@
 import { Args } from '@oclif/core';
 import { MdsCommand } from '../../cli/command.js';
-import { withKeys } from '../../cli/context.js';
-import { CLI_CONTEXT } from '../../services/accounts.js';
 
 export default class KeysRevoke extends MdsCommand {
   static override description =
@@ -15,6 +13,7 @@ export default class KeysRevoke extends MdsCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(KeysRevoke);
+    const [{ withKeys }, { CLI_CONTEXT }] = await Promise.all([import('../../cli/context.js'), import('../../services/accounts.js')]);
     await withKeys(this, (keys) => keys.revoke(args.id, CLI_CONTEXT));
     this.log(`API key '${args.id}' revoked`);
   }

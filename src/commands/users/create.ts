@@ -1,6 +1,5 @@
 import { Args, Flags } from '@oclif/core';
 import { MdsCommand } from '../../cli/command.js';
-import { withAccounts } from '../../cli/context.js';
 import { readPassword } from '../../cli/prompt.js';
 
 export default class UsersCreate extends MdsCommand {
@@ -23,6 +22,7 @@ export default class UsersCreate extends MdsCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(UsersCreate);
+    const { withAccounts } = await import('../../cli/context.js');
     const user = await withAccounts(this, async (accounts) => {
       const password = await readPassword({ confirm: true });
       return accounts.createUser({ username: args.username, password, is_admin: flags.admin });

@@ -1,6 +1,5 @@
 import { Args } from '@oclif/core';
 import { MdsCommand } from '../../cli/command.js';
-import { withAccounts } from '../../cli/context.js';
 
 export default class UsersDelete extends MdsCommand {
   static override description = 'Delete a user account. The last administrator cannot be deleted.';
@@ -13,6 +12,7 @@ export default class UsersDelete extends MdsCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(UsersDelete);
+    const { withAccounts } = await import('../../cli/context.js');
     await withAccounts(this, (accounts) => accounts.deleteUser(args.username));
     this.log(`User '${args.username}' deleted`);
   }

@@ -1,6 +1,5 @@
 import { Flags } from '@oclif/core';
 import { MdsCommand } from '../../cli/command.js';
-import { withAccounts } from '../../cli/context.js';
 
 export default class UsersList extends MdsCommand {
   static override description = 'List user accounts (the same as GET /api/admin/users).';
@@ -13,6 +12,7 @@ export default class UsersList extends MdsCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(UsersList);
+    const { withAccounts } = await import('../../cli/context.js');
     const users = await withAccounts(this, (accounts) => accounts.listUsers());
     if (flags.json) {
       this.log(JSON.stringify({ success: true, data: users }, null, 2));

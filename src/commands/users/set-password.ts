@@ -1,6 +1,5 @@
 import { Args } from '@oclif/core';
 import { MdsCommand } from '../../cli/command.js';
-import { withAccounts } from '../../cli/context.js';
 import { readPassword } from '../../cli/prompt.js';
 
 export default class UsersSetPassword extends MdsCommand {
@@ -15,6 +14,7 @@ export default class UsersSetPassword extends MdsCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(UsersSetPassword);
+    const { withAccounts } = await import('../../cli/context.js');
     await withAccounts(this, async (accounts) => {
       const password = await readPassword({ confirm: true });
       await accounts.setPassword(args.username, password);

@@ -102,6 +102,14 @@ export interface CandleStore {
   purgeProvider(provider: string, series?: { symbol: string; interval: HistoryInterval }): Promise<number>;
   /** How many candles are stored and the bytes the candle tables and their indexes take on disk. */
   footprint(): Promise<{ candles: number; bytes: number }>;
+  /**
+   * One bounded step of retention: drops at most `maxCandles` candles of `interval` (every symbol) that
+   * start before `beforeMs`. In the same transaction, and first, the covered spans of that interval are
+   * clipped to start at `beforeMs` at the earliest, so the store never claims a span whose bars it
+   * dropped (a span it no longer covers is fetched again when asked for). Resolves to how many candles
+   * went: fewer than `maxCandles` once none older is left.
+   */
+  pruneBefore(interval: HistoryInterval, beforeMs: number, maxCandles: number): Promise<number>;
 }
 
 /** What a history answer says of its instrument besides the bars. */

@@ -16,6 +16,7 @@ import { storeOperations } from './serial-queue.js';
 import { SqliteReader } from './sqlite-reader.js';
 import { barsAtMost } from '../../domain/bar-intervals.js';
 import { retryingWhileBusy } from './sqlite-busy.js';
+import { postgresPruneBefore, sqlitePruneBefore } from './candle-retention.js';
 import { CANDLE_ROW_COLUMNS, rowsToColumns, SQLITE_SELECT_CANDLES, type ArrayRow } from './candle-rows.js';
 
 /**
@@ -77,6 +78,7 @@ interface Dialect {
   coverageProviders(seriesId: number): Promise<string[]>;
   /** Candles and coverage rows of `provider`, in the series `seriesId` or (undefined) every series. */
   purgeProvider(provider: string, seriesId: number | undefined): Promise<number>;
+  pruneBefore(interval: HistoryInterval, beforeMs: number, maxCandles: number): Promise<number>;
 }
 
 function sqliteDialect(db: Database): Dialect {
@@ -139,6 +141,7 @@ function sqliteDialect(db: Database): Dialect {
     prepare('DELETE FROM candle_coverage WHERE series_id = ? AND provider = ?').run(seriesId, provider);
     return prepare('DELETE FROM candles WHERE series_id = ? AND provider = ?').run(seriesId, provider).changes;
   });
+  const prune = sqlitePruneBefore(db);
   /**
    * The bars of `span` (at most `limit`), oldest first, handed to `take` a chunk at a time. Rows come as
    * arrays (raw mode): an object per row with named keys costs better-sqlite3 about as much again as
@@ -233,6 +236,9 @@ function sqliteDialect(db: Database): Dialect {
     },
     async purgeProvider(provider, seriesId) {
       return purge(provider, seriesId);
+    },
+    async pruneBefore(interval, beforeMs, maxCandles) {
+      return prune(interval, beforeMs, maxCandles);
     },
   };
 }
@@ -403,6 +409,7 @@ function postgresDialect(dataSource: DataSource): Dialect {
         return Number(removed ?? 0);
       });
     },
+    pruneBefore: postgresPruneBefore(dataSource, t),
   };
 }
 
@@ -553,5 +560,9 @@ export class TypeormCandleStore implements CandleStore {
       const id = await this.#seriesId(series.symbol, series.interval, false);
       return id === undefined ? 0 : this.#dialect.purgeProvider(provider, id);
     });
+  }
+
+  pruneBefore(interval: HistoryInterval, beforeMs: number, maxCandles: number): Promise<number> {
+    return this.#op(() => this.#dialect.pruneBefore(interval, beforeMs, maxCandles));
   }
 }
