@@ -115,6 +115,23 @@ describe('mds db copy: the tables it knows', () => {
     expect(sqliteRows(join(dir, 'b.sqlite')).users).toEqual([]);
   });
 
+  it('when the target also holds a table of another application, then the copy goes ahead and leaves it alone', async () => {
+    const source = join(dir, 'a.sqlite');
+    const target = join(dir, 'b.sqlite');
+    await fill(`sqlite:${source}`);
+    const other = new Database(target);
+    other.exec("CREATE TABLE other_app (name TEXT); INSERT INTO other_app VALUES ('kept')");
+    other.close();
+
+    const reports = await copyDatabase({ sourceUrl: `sqlite:${source}`, targetUrl: `sqlite:${target}` });
+
+    expect(reports.every((r) => r.matches)).toBe(true);
+    expect(sqliteRows(target)).toEqual(sqliteRows(source));
+    const after = new Database(target, { readonly: true });
+    expect(after.prepare('SELECT name FROM other_app').pluck().all()).toEqual(['kept']);
+    after.close();
+  });
+
   it('when the target is the source, then the copy is refused', async () => {
     const url = `sqlite:${join(dir, 'a.sqlite')}`;
     await expect(copyDatabase({ sourceUrl: url, targetUrl: `sqlite:${join(dir, '.', 'a.sqlite')}` })).rejects.toBeInstanceOf(CopyRefusedError);

@@ -176,14 +176,18 @@ async function catalog(side: Side): Promise<Map<string, string[]>> {
   return found;
 }
 
-/** How the database's tables and columns differ from `COPY_TABLES`, one sentence each; empty when they match. */
-async function catalogProblems(side: Side): Promise<string[]> {
+/**
+ * How the database's tables and columns differ from `COPY_TABLES`, one sentence each; empty when they
+ * match. With `foreignTables: 'ignore'` a table mds does not know is not a difference (a target may share
+ * its schema with another application).
+ */
+async function catalogProblems(side: Side, foreignTables: 'report' | 'ignore' = 'report'): Promise<string[]> {
   const found = await catalog(side);
   const problems: string[] = [];
   for (const [name, columns] of found) {
     const known = COPY_TABLES.find((t) => t.name === name);
     if (!known) {
-      problems.push(`table ${name} is not one mds db copy knows`);
+      if (foreignTables === 'report') problems.push(`table ${name} is not one mds db copy knows`);
       continue;
     }
     const expected = Object.keys(known.columns);
@@ -196,11 +200,11 @@ async function catalogProblems(side: Side): Promise<string[]> {
 }
 
 /**
- * Throws unless the database holds exactly the tables and columns `COPY_TABLES` lists: a table this
- * release would not copy must stop the copy, not be left behind.
+ * Throws unless the database holds the tables and columns `COPY_TABLES` lists: a source table this
+ * release would not copy must stop the copy, not be left behind; the target's other tables are not ours.
  */
-async function checkCatalog(side: Side, which: string): Promise<void> {
-  const problems = await catalogProblems(side);
+async function checkCatalog(side: Side, which: 'source' | 'target'): Promise<void> {
+  const problems = await catalogProblems(side, which === 'source' ? 'report' : 'ignore');
   if (problems.length > 0) throw new AppError('DATABASE_COPY_SCHEMA', `The ${which} database (${side.description}) is not the schema this release copies: ${problems.join('; ')}`);
 }
 
