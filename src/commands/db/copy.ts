@@ -61,18 +61,21 @@ export default class DbCopyCommand extends MdsCommand {
 async function progressShown(command: MdsCommand): Promise<{ update(p: CopyProgress & { phase: 'copy' | 'verify' }): void; stop(): void }> {
   if (process.stderr.isTTY) {
     const { SingleBar } = await import('cli-progress');
-    const bar = new SingleBar({ format: '{table} {bar} {value}/{total} rows', hideCursor: true });
+    // The count is a payload: an empty table shows 0/0, where the bar itself needs a total of at least 1.
+    const bar = new SingleBar({ format: '{table} {bar} {rows} rows', hideCursor: true });
     let current: string | undefined;
     return {
       update(p) {
         if (p.phase !== 'copy') return;
+        const payload = { table: p.table.padEnd(17), rows: `${p.done}/${p.total}` };
+        const [value, total] = p.total === 0 ? [1, 1] : [p.done, p.total];
         if (p.table !== current) {
           if (current !== undefined) bar.stop();
           current = p.table;
-          bar.start(Math.max(p.total, 1), p.done, { table: p.table.padEnd(17) });
+          bar.start(total, value, payload);
         } else {
-          bar.setTotal(Math.max(p.total, 1));
-          bar.update(p.done, { table: p.table.padEnd(17) });
+          bar.setTotal(total);
+          bar.update(value, payload);
         }
       },
       stop: () => bar.stop(),
