@@ -75,3 +75,11 @@ export async function createTestSchema(url: string): Promise<TestSchema> {
     },
   };
 }
+
+/**
+ * `url` with the schema as its search path (`?options=-c search_path=<schema>`), for a process that
+ * only reads DATABASE_URL: every unqualified table, the migrations' included, lands in that schema.
+ */
+export function schemaUrl(url: string, schema: string): string {
+  return `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+}
