@@ -11,7 +11,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, chownSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import { answers } from './postgres.js';
 import { freePort } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
@@ -78,19 +78,6 @@ function processesOf(dataDir: string): number[] {
   return pids;
 }
 
-async function answers(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
 
 /** Creates a cluster in a new temporary directory and starts it; `destroy()` when done. */
 export async function startPgServer(): Promise<PgServer> {
@@ -117,7 +104,7 @@ export async function startPgServer(): Promise<PgServer> {
     await waitFor(
       async () => {
         if (started.exitCode !== null || started.signalCode !== null) throw new Error(`postgres exited while starting (${started.exitCode ?? started.signalCode}): ${log}`);
-        return answers(url);
+        return answers(url, 1000);
       },
       { timeoutMs: READY_TIMEOUT_MS, intervalMs: 100, message: `postgres on port ${port} to answer` },
     ).catch((err: unknown) => {

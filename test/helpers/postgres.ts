@@ -8,8 +8,10 @@ import pg from 'pg';
 const CANDIDATE_URLS = ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
 const PROBE_TIMEOUT_MS = 2000;
 
-async function answers(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: PROBE_TIMEOUT_MS });
+/** Whether a PostgreSQL at `url` answers a query within `timeoutMs` (a server going away mid-probe is a no). */
+export async function answers(url: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => undefined);
   try {
     await client.connect();
     await client.query('SELECT 1');
