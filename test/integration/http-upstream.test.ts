@@ -381,8 +381,9 @@ describe('the refresh scheduler', () => {
     expect(Date.parse(job?.next_run_at ?? '')).toBeGreaterThan(Date.parse(job?.last_run_at ?? ''));
     // The run's lock is the provider's own, so instances of another provider on this Redis refresh theirs.
     let locks: string[] = [];
-    await waitFor(async () => (locks = await client.keys('mds:v1:lock:job:*')).length > 0, { timeoutMs: 3_000, intervalMs: 50, message: 'a run holding its lock' });
-    expect(locks).toEqual(['mds:v1:lock:job:yahoo:refresh-indices']);
+    await waitFor(async () => (locks = await client.keys('mds:v1:lock:job:*')).includes('mds:v1:lock:job:yahoo:refresh-indices'), { timeoutMs: 3_000, intervalMs: 50, message: 'a run holding its lock' });
+    // The history retention job's lock may be held beside it (it runs once at start).
+    expect(locks.filter((lock) => !lock.startsWith('mds:v1:lock:job:yahoo:'))).toEqual([]);
 
     await upstream.setMode('error500');
     await waitFor(async () => (await refreshJob(svc))?.last_result === 'failed', { timeoutMs: 10_000, intervalMs: 100, message: 'a failed run' });

@@ -4,7 +4,8 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import { DataSource } from 'typeorm';
 import { AppError } from '../../domain/errors.js';
 import { apiKeyEntity } from './api-key-entity.js';
@@ -32,17 +33,27 @@ export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgre
 
 const POSTGRES_CONNECT_TIMEOUT_MS = 5000;
 
+const require = createRequire(import.meta.url);
+let guardedPgClient: typeof pg.Client | undefined;
+
 /**
  * pg's client with an `error` listener for its whole life. pg-pool and TypeORM each listen only while
  * they hold a client, and a server that dies (a killed postmaster) can send its last FATAL to a client
  * in between: an `error` event nobody listens to throws, and would end the process. The owners still
- * hear every error; this listener only keeps the orphan from being fatal.
+ * hear every error; this listener only keeps the orphan from being fatal. Made on first use, so a
+ * process on SQLite (the CLI's commands above all) never loads pg.
  */
-class GuardedPgClient extends pg.Client {
-  constructor(config?: string | pg.ClientConfig) {
-    super(config);
-    this.on('error', () => undefined);
+function GuardedPgClient(): typeof pg.Client {
+  if (guardedPgClient === undefined) {
+    const { Client } = require('pg') as typeof pg;
+    guardedPgClient = class GuardedPgClient extends Client {
+      constructor(config?: string | pg.ClientConfig) {
+        super(config);
+        this.on('error', () => undefined);
+      }
+    };
   }
+  return guardedPgClient;
 }
 
 /**
@@ -108,7 +119,7 @@ export function createDataSource(databaseUrl: string, options: DataSourceOptions
     connectTimeoutMS: POSTGRES_CONNECT_TIMEOUT_MS,
     applicationName: 'mds',
     // pg-pool's option: the client class it creates.
-    extra: { Client: GuardedPgClient },
+    extra: { Client: GuardedPgClient() },
   });
 }
 
