@@ -61,7 +61,8 @@ import { chainHistory } from './services/chain-history.js';
 import { refreshJob } from './services/refresh-job.js';
 import { retentionJob } from './services/history-retention.js';
 import { ShutdownList } from './services/shutdown-list.js';
-import { accountServices } from './wiring/accounts.js';
+import { accountServices } from './services/account-services.js';
+import { auditLogTo, passwordHasher } from './infra/auth/auth-parts.js';
 import { indexRefreshSchedule } from './services/background-budget.js';
 
 export interface StartOptions {
@@ -179,7 +180,18 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     blockMs: config.auth.loginBlockMs,
     metrics,
   });
-  const { accounts, keys, audit } = accountServices(config, logger, { users, apiKeys: db.apiKeys, tokens, throttle, auditLogger: logger, broadcast: cache });
+  const { accounts, keys, audit } = accountServices(logger, {
+    users,
+    apiKeys: db.apiKeys,
+    tokens,
+    throttle,
+    audit: auditLogTo(logger),
+    passwords: passwordHasher(config),
+    broadcast: cache,
+    defaultAdmin: config.auth.defaultAdmin,
+    tokenTtlMs: config.auth.tokenTtlMs,
+    outageGraceMs: config.auth.outageGraceMs,
+  });
   shutdown.add('api keys', () => keys.close());
   const adminName = config.auth.defaultAdmin.username;
   if (await accounts.defaultAdminExists()) {

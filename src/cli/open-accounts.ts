@@ -12,7 +12,8 @@ import type { AccountService } from '../services/accounts.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import { RevocationCache } from '../services/revocation-cache.js';
 import { ShutdownList } from '../services/shutdown-list.js';
-import { accountServices, keyServices } from '../wiring/accounts.js';
+import { accountServices, keyServices } from '../services/account-services.js';
+import { auditLogTo, passwordHasher } from '../infra/auth/auth-parts.js';
 import { CliAnnouncements } from './announcements.js';
 
 /** What a CLI process's account commands are told besides the config and the logger. */
@@ -40,7 +41,7 @@ async function openShared(config: Config, logger: Logger, options: OpenOptions) 
  */
 export async function openKeys(config: Config, logger: Logger, options: OpenOptions = {}): Promise<{ keys: ApiKeyService; description: string; close(): Promise<void> }> {
   const { db, announcements, shutdown } = await openShared(config, logger, options);
-  const { keys } = keyServices(logger, { apiKeys: db.apiKeys, broadcast: announcements, auditLogger: options.auditLogger ?? logger });
+  const { keys } = keyServices(logger, { apiKeys: db.apiKeys, broadcast: announcements, audit: auditLogTo(options.auditLogger ?? logger) });
   shutdown.add('api keys', () => keys.close());
   return { keys, description: db.description, close: () => shutdown.close() };
 }
@@ -62,13 +63,16 @@ export async function openAccounts(
   // Nothing is remembered here (a lifetime of 0): the memory only announces each write to a user.
   const revocation = new RevocationCache({ store: db.store, ttlMs: 0, broadcast: announcements });
   shutdown.add('revocation cache', () => revocation.close());
-  const { accounts, keys } = accountServices(config, logger, {
+  const { accounts, keys } = accountServices(logger, {
     users: revocation.watching(),
     apiKeys: db.apiKeys,
     broadcast: announcements,
     tokens: new TokenService({ secret: randomBytes(48).toString('base64url'), ttlMs: config.auth.tokenTtlMs }),
     throttle: new LoginThrottle({ maxFailures: config.auth.loginMaxFailures, maxFailuresPerIp: config.auth.loginMaxFailuresPerAddress, blockMs: config.auth.loginBlockMs }),
-    auditLogger: options.auditLogger ?? logger,
+    audit: auditLogTo(options.auditLogger ?? logger),
+    passwords: passwordHasher(config),
+    defaultAdmin: config.auth.defaultAdmin,
+    tokenTtlMs: config.auth.tokenTtlMs,
     answersLogins: false,
   });
   shutdown.add('api keys', () => keys.close());
