@@ -6,7 +6,8 @@
  */
 import { isatty } from 'node:tty';
 import { pino, type Logger, type LevelWithSilent } from 'pino';
-import { prettyFactory } from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type PinoPretty from 'pino-pretty';
 
 export type { Logger };
 
@@ -59,6 +60,8 @@ export function errorField(err: unknown, depth = 0): unknown {
  * lost, and the destination's own flush on exit still applies.
  */
 function prettyDestination(destination: pino.DestinationStream, colorize: boolean): pino.DestinationStream {
+  // Loaded only for a pretty logger: JSON logs, and the CLI's quiet commands, never need it.
+  const { prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
   const prettify = prettyFactory({ colorize, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
   return { write: (line: string) => destination.write(prettify(line)) };
 }

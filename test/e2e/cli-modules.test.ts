@@ -5,9 +5,9 @@
  * not by how long it took.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv } from '../helpers/cli-env.js';
@@ -71,5 +71,17 @@ describe('modules a command loads', () => {
     expect([...list.packages]).toEqual(expect.arrayContaining(DATABASE_PACKAGES));
     expect([...list.packages].filter((p) => [...SERVICE_PACKAGES, 'jsonwebtoken', 'rate-limiter-flexible'].includes(p))).toEqual([]);
     expect([...list.own].filter((m) => m === 'main.js' || /^http\//.test(m) || /^infra\/(market|cache|stream)\//.test(m))).toEqual([]);
+    // Neither what only a pretty terminal log, the candle reader thread or another command needs.
+    expect([...list.packages].filter((p) => ['pino-pretty', 'piscina'].includes(p))).toEqual([]);
+    expect([...list.own].filter((m) => m.startsWith('commands/') && m !== 'commands/keys/list.js')).toEqual([]);
+  });
+
+  it('the build wrote oclif.manifest.json for exactly the commands under dist/commands, so oclif imports no other command', () => {
+    const manifest = JSON.parse(readFileSync(resolve(DIST, '../oclif.manifest.json'), 'utf8')) as { commands: Record<string, unknown> };
+    const built = readdirSync(join(DIST, 'commands'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.js'))
+      .map((f) => f.slice(0, -'.js'.length).split(sep).join(':'))
+      .sort();
+    expect(Object.keys(manifest.commands).sort()).toEqual(built);
   });
 });

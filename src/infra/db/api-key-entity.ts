@@ -2,7 +2,7 @@
  * The `api_keys` table as TypeORM sees it: an EntitySchema with every column type spelled out, as
  * for users. Only the SHA-256 digest of a key is stored. This row type never leaves `src/infra/db`.
  */
-import { EntitySchema } from 'typeorm';
+import { EntitySchema } from './typeorm.js';
 import { DIALECT, type DatabaseKind } from './user-entity.js';
 
 /** One row of `api_keys`. */

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-import { DataSource } from 'typeorm';
+import { DataSource } from './typeorm.js';
 import { AppError } from '../../domain/errors.js';
 import { apiKeyEntity } from './api-key-entity.js';
 import { CreateUsers1763726400000 } from './migrations/1763726400000-create-users.js';

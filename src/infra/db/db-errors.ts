@@ -1,5 +1,5 @@
 /** Reading driver errors the same way on SQLite and PostgreSQL, for the stores' translations. */
-import { QueryFailedError } from 'typeorm';
+import { QueryFailedError } from './typeorm.js';
 import { AppError, DatabaseUnavailableError } from '../../domain/errors.js';
 
 const PG_UNIQUE_VIOLATION = '23505';

@@ -2,7 +2,7 @@
  * The `history_jobs` table as TypeORM sees it: backfill jobs, their progress and the heartbeat of
  * the instance running each. This row type never leaves `src/infra/db`.
  */
-import { EntitySchema } from 'typeorm';
+import { EntitySchema } from './typeorm.js';
 import { DIALECT, type DatabaseKind } from './user-entity.js';
 
 /** One row of `history_jobs`. */

@@ -11,7 +11,8 @@
  * the file, the file went away) the read rejects, and the store reads on its own connection instead.
  */
 import { pathToFileURL } from 'node:url';
-import { Piscina } from 'piscina';
+import { createRequire } from 'node:module';
+import type { Piscina } from 'piscina';
 import type { CandleColumns, TimeSpan } from '../../domain/ports/history-store.js';
 import { workerModule } from '../worker-module.js';
 import type { ReadRequest } from './sqlite-reader-worker.js';
@@ -45,7 +46,9 @@ export class SqliteReader {
   #thread(): Piscina {
     if (this.#pool === undefined) {
       const { filename, execArgv } = workerModule(import.meta.url, 'sqlite-reader-worker');
-      this.#pool = new Piscina({
+      // Loaded with the first read it takes: a process that never reads candles (the CLI's account commands) never loads it.
+      const { Piscina: Pool } = createRequire(import.meta.url)('piscina') as typeof import('piscina');
+      this.#pool = new Pool({
         filename: pathToFileURL(filename).href,
         ...(execArgv !== undefined ? { execArgv } : {}),
         workerData: { path: this.#path },

@@ -2,7 +2,8 @@
  * `ApiKeyStore` over TypeORM, on SQLite or PostgreSQL, in the same database as the users. TypeORM rows
  * and errors stop here: callers get `ApiKeyRecord` values and the errors of `src/errors.ts`.
  */
-import { Brackets, type DataSource, type Repository } from 'typeorm';
+import type { DataSource, Repository } from 'typeorm';
+import { Brackets } from './typeorm.js';
 import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore } from '../../domain/ports/api-keys.js';
 import { API_KEY_ENTITY, type ApiKeyRow } from './api-key-entity.js';
 import { storeOperations } from './serial-queue.js';

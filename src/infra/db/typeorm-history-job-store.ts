@@ -2,7 +2,8 @@
  * `HistoryJobStore` over TypeORM, on SQLite or PostgreSQL, in the same database as the users. A claim
  * is one conditional UPDATE, so two instances reaching for the same job cannot both get it.
  */
-import { Brackets, type DataSource, type Repository } from 'typeorm';
+import type { DataSource, Repository } from 'typeorm';
+import { Brackets } from './typeorm.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
 import type { HistoryJob, HistoryJobState, HistoryJobStore, VerifyResult } from '../../domain/ports/history-store.js';
 import { HISTORY_JOB_ENTITY, type HistoryJobRow } from './history-job-entity.js';

@@ -2,7 +2,7 @@
  * The `users` table as TypeORM sees it. An EntitySchema (no decorators, no reflect-metadata) with every
  * column type spelled out. This row type never leaves `src/infra/db`: the store maps it to `User`.
  */
-import { EntitySchema } from 'typeorm';
+import { EntitySchema } from './typeorm.js';
 
 /** The two SQL dialects the store runs on. */
 export type DatabaseKind = 'sqlite' | 'postgres';

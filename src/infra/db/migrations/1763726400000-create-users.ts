@@ -2,7 +2,8 @@
  * Creates the `users` table. Written with TypeORM's Table API so one class serves SQLite and
  * PostgreSQL, and the table lands in the DataSource's configured PostgreSQL schema.
  */
-import { Table, type MigrationInterface, type QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { Table } from '../typeorm.js';
 
 // Kept local rather than imported from the entity: a migration must keep meaning what it meant the day
 // it shipped, even after the entity changes.

@@ -2,7 +2,8 @@
  * Creates the `api_keys` table for managed API keys. The key itself is never stored: `key_digest` is
  * its SHA-256 (hex), unique, so a presented key is found by one indexed lookup.
  */
-import { Table, type MigrationInterface, type QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { Table } from '../typeorm.js';
 
 // Kept local rather than imported from the entity: a migration must keep meaning what it meant the day
 // it shipped, even after the entity changes.

@@ -1,5 +1,6 @@
 /** Creates `history_jobs`: backfill jobs, their progress and the heartbeat of the instance running each. */
-import { Table, type MigrationInterface, type QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { Table } from '../typeorm.js';
 
 // Kept local rather than imported from the entity: a migration must keep meaning what it meant the day it shipped.
 const TABLE = 'history_jobs';

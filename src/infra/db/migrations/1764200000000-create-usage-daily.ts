@@ -1,5 +1,6 @@
 /** Creates `usage_daily`: requests and quota refusals per caller per UTC day, for the usage report. */
-import { Table, type MigrationInterface, type QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { Table } from '../typeorm.js';
 
 // Kept local rather than imported from the store: a migration must keep meaning what it meant the day it shipped.
 const TABLE = 'usage_daily';

@@ -3,7 +3,8 @@
  * or suspect (symbol, interval, bar start, rule, what was done, the bar before and after as JSON, the
  * providers involved), kept for good so a repaired bar's raw value outlives a restart.
  */
-import { Table, TableIndex, type MigrationInterface, type QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { Table, TableIndex } from '../typeorm.js';
 
 // Kept local rather than imported from the store: a migration must keep meaning what it meant the day it shipped.
 const TABLE = 'data_issues';

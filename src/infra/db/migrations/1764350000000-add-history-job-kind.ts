@@ -3,7 +3,8 @@
  * before this) and `result`, JSON of the verify's settings and findings (whether it repairs, the bars
  * compared, the divergences found); null for a backfill.
  */
-import { TableColumn, type MigrationInterface, type QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { TableColumn } from '../typeorm.js';
 
 // Kept local rather than imported from the entity: a migration must keep meaning what it meant the day it shipped.
 const TABLE = 'history_jobs';

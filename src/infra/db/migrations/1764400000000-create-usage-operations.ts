@@ -3,7 +3,8 @@
  * and quota refusals per UTC day, door and operation, and `usage_daily` gains the caller's points of the
  * day. Only adds: a release before this one keeps writing `usage_daily` as it did (its rows get 0 points).
  */
-import { Table, TableColumn, type MigrationInterface, type QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { Table, TableColumn } from '../typeorm.js';
 
 // Kept local rather than imported from the store: a migration must keep meaning what it meant the day it shipped.
 const TABLE = 'usage_operations';

@@ -3,7 +3,8 @@
  * bar's and each disagreeing provider's, each with its provider); null for every other rule and for
  * the records written before it.
  */
-import { TableColumn, type MigrationInterface, type QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { TableColumn } from '../typeorm.js';
 
 // Kept local rather than imported from the store: a migration must keep meaning what it meant the day it shipped.
 const TABLE = 'data_issues';

@@ -2,7 +2,8 @@
  * Creates `fx_rates`: reference rates by source, currency and publication day (units of the currency
  * per euro for the ECB), kept for good so the full history is fetched once (DESIGN 25).
  */
-import { Table, type MigrationInterface, type QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { Table } from '../typeorm.js';
 
 // Kept local rather than imported from the store: a migration must keep meaning what it meant the day it shipped.
 const TABLE = 'fx_rates';
