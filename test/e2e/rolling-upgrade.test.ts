@@ -27,7 +27,7 @@ import { waitFor } from '../helpers/wait-for.js';
  * with every release (to the commit the release was cut from), so the test always runs the two
  * releases that meet during an upgrade. The clone must have it (a shallow clone fails with a clear message).
  */
-const PREVIOUS_RELEASE = process.env.MDS_PREVIOUS_RELEASE ?? 'f8a357d';
+const PREVIOUS_RELEASE = process.env.MDS_PREVIOUS_RELEASE ?? 'f2df386';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/yahoo');
 const LOAD_MS = 20_000;

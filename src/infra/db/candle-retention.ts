@@ -6,7 +6,8 @@
  * stored and covered older bars again between two batches.
  */
 import type { Database } from 'better-sqlite3';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { CandlePartitions } from './candle-partitions.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
 
 /** `pruneBefore` over better-sqlite3's connection (the store's serial queue keeps it to itself). */
@@ -30,24 +31,44 @@ export function sqlitePruneBefore(db: Database): (interval: HistoryInterval, bef
   return (interval, beforeMs, maxCandles) => (step ??= prepared())(interval, beforeMs, maxCandles);
 }
 
-/** `pruneBefore` on PostgreSQL; `t` names a table in the store's schema. */
-export function postgresPruneBefore(dataSource: DataSource, t: (table: string) => string): (interval: HistoryInterval, beforeMs: number, maxCandles: number) => Promise<number> {
-  return (interval, beforeMs, maxCandles) =>
-    dataSource.transaction(async (manager) => {
-      const clipped = (await manager.query(
-        `SELECT DISTINCT series_id FROM ${t('candle_coverage')} WHERE series_id IN (SELECT id FROM ${t('candle_series')} WHERE bar_interval = $1) AND start_ms < $2 ORDER BY series_id`,
-        [interval, beforeMs],
-      )) as Array<{ series_id: number }>;
-      for (const { series_id: id } of clipped) {
-        // The lock a coverage merge takes (`cover`), so an instance merging spans of this series meanwhile cannot bring a clipped one back.
-        await manager.query('SELECT pg_advisory_xact_lock($1)', [id]);
-        await manager.query(`DELETE FROM ${t('candle_coverage')} WHERE series_id = $1 AND end_ms <= $2`, [id, beforeMs]);
-        await manager.query(`UPDATE ${t('candle_coverage')} SET start_ms = $2 WHERE series_id = $1 AND start_ms < $2`, [id, beforeMs]);
-      }
+/**
+ * Clips the covered spans of `interval`'s series to `beforeMs` inside `manager`'s transaction, each
+ * series under the lock a coverage merge takes (`cover`), so an instance merging spans of it meanwhile
+ * cannot bring a clipped one back.
+ */
+async function clipCoverage(manager: EntityManager, t: (table: string) => string, interval: HistoryInterval, beforeMs: number): Promise<void> {
+  const clipped = (await manager.query(
+    `SELECT DISTINCT series_id FROM ${t('candle_coverage')} WHERE series_id IN (SELECT id FROM ${t('candle_series')} WHERE bar_interval = $1) AND start_ms < $2 ORDER BY series_id`,
+    [interval, beforeMs],
+  )) as Array<{ series_id: number }>;
+  for (const { series_id: id } of clipped) {
+    await manager.query('SELECT pg_advisory_xact_lock($1)', [id]);
+    await manager.query(`DELETE FROM ${t('candle_coverage')} WHERE series_id = $1 AND end_ms <= $2`, [id, beforeMs]);
+    await manager.query(`UPDATE ${t('candle_coverage')} SET start_ms = $2 WHERE series_id = $1 AND start_ms < $2`, [id, beforeMs]);
+  }
+}
+
+/**
+ * `pruneBefore` on PostgreSQL; `t` names a table in the store's schema. Whole months older than the
+ * cutoff go first, as tables (`CandlePartitions.dropExpired`); then one bounded batch of the rows left
+ * (the month the cutoff falls in, the bars from before partitioning, months mostly kept for other
+ * intervals) is deleted.
+ */
+export function postgresPruneBefore(
+  dataSource: DataSource,
+  t: (table: string) => string,
+  partitions: Pick<CandlePartitions, 'dropExpired'>,
+): (interval: HistoryInterval, beforeMs: number, maxCandles: number) => Promise<number> {
+  return async (interval, beforeMs, maxCandles) => {
+    const dropped = await partitions.dropExpired(interval, beforeMs, (manager) => clipCoverage(manager, t, interval, beforeMs));
+    const deleted = await dataSource.transaction(async (manager) => {
+      await clipCoverage(manager, t, interval, beforeMs);
       const [, removed] = (await manager.query(
         `DELETE FROM ${t('candles')} WHERE (series_id, t) IN (SELECT series_id, t FROM ${t('candles')} WHERE series_id IN (SELECT id FROM ${t('candle_series')} WHERE bar_interval = $1) AND t < $2 ORDER BY series_id, t LIMIT $3)`,
         [interval, beforeMs, maxCandles],
       )) as [unknown, number];
       return Number(removed ?? 0);
     });
+    return dropped + deleted;
+  };
 }

@@ -19,6 +19,7 @@ import { AddHistoryJobKind1764350000000 } from './migrations/1764350000000-add-h
 import { CreateUsageOperations1764400000000 } from './migrations/1764400000000-create-usage-operations.js';
 import { AddDataIssueCloses1764500000000 } from './migrations/1764500000000-add-data-issue-closes.js';
 import { CreateFxRates1764600000000 } from './migrations/1764600000000-create-fx-rates.js';
+import { PartitionCandles1764700000000 } from './migrations/1764700000000-partition-candles.js';
 import { historyJobEntity } from './history-job-entity.js';
 import { userEntity, type DatabaseKind } from './user-entity.js';
 
@@ -95,7 +96,7 @@ export function createDataSource(databaseUrl: string, options: DataSourceOptions
   const target = parseDatabaseUrl(databaseUrl);
   const common = {
     entities: [userEntity(target.kind), apiKeyEntity(target.kind), historyJobEntity(target.kind)],
-    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000, CreateCandles1764000000000, CreateHistoryJobs1764100000000, CreateUsageDaily1764200000000, CreateDataIssues1764300000000, AddHistoryJobKind1764350000000, CreateUsageOperations1764400000000, AddDataIssueCloses1764500000000, CreateFxRates1764600000000],
+    migrations: [CreateUsers1763726400000, CreateApiKeys1763900000000, CreateCandles1764000000000, CreateHistoryJobs1764100000000, CreateUsageDaily1764200000000, CreateDataIssues1764300000000, AddHistoryJobKind1764350000000, CreateUsageOperations1764400000000, AddDataIssueCloses1764500000000, CreateFxRates1764600000000, PartitionCandles1764700000000],
     synchronize: false,
     migrationsRun: false,
     logging: false,

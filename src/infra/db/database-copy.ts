@@ -159,7 +159,9 @@ async function catalog(side: Side): Promise<Map<string, string[]>> {
   const found = new Map<string, string[]>();
   if (side.postgres) {
     const rows = await side.query(
-      "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name IN (SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE') ORDER BY table_name, ordinal_position",
+      "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name IN (SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE') " +
+        // The months of a partitioned table (candles) are its storage, not tables of their own.
+        "AND table_name NOT IN (SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relispartition AND n.nspname = current_schema()) ORDER BY table_name, ordinal_position",
     );
     for (const row of rows) {
       const name = String(row.table_name);

@@ -17,6 +17,7 @@ import { SqliteReader } from './sqlite-reader.js';
 import { barsAtMost } from '../../domain/bar-intervals.js';
 import { retryingWhileBusy } from './sqlite-busy.js';
 import { postgresPruneBefore, sqlitePruneBefore } from './candle-retention.js';
+import { CandlePartitions } from './candle-partitions.js';
 import { CANDLE_ROW_COLUMNS, rowsToColumns, SQLITE_SELECT_CANDLES, type ArrayRow } from './candle-rows.js';
 
 /**
@@ -259,6 +260,7 @@ function postgresDialect(dataSource: DataSource): Dialect {
     });
     return rows;
   };
+  const partitions = new CandlePartitions(dataSource, t);
   return {
     async seriesId(symbol, interval, create) {
       const found = await query<Array<{ id: number }>>(`SELECT id FROM ${t('candle_series')} WHERE symbol = $1 AND bar_interval = $2`, [symbol, interval]);
@@ -268,6 +270,7 @@ function postgresDialect(dataSource: DataSource): Dialect {
       return made[0]?.id;
     },
     async insertCandles(seriesId, candles, source) {
+      await partitions.ensure(candles.map((c) => c.timeMs));
       for (let at = 0; at < candles.length; at += PG_BATCH_ROWS) {
         const batch = candles.slice(at, at + PG_BATCH_ROWS);
         await query(
@@ -392,8 +395,10 @@ function postgresDialect(dataSource: DataSource): Dialect {
     },
     async footprint() {
       const [row] = await query<Array<{ candles: string; bytes: string }>>(
+        // A partitioned table has no storage of its own: its size is its months'.
         `SELECT (SELECT count(*) FROM ${t('candles')}) AS candles, ` +
-          `pg_total_relation_size('${t('candles')}') + pg_total_relation_size('${t('candle_series')}') + pg_total_relation_size('${t('candle_coverage')}') AS bytes`,
+          `(SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0) FROM pg_inherits WHERE inhparent = '${t('candles')}'::regclass) + ` +
+          `pg_total_relation_size('${t('candle_series')}') + pg_total_relation_size('${t('candle_coverage')}') AS bytes`,
       );
       return { candles: Number(row?.candles ?? 0), bytes: Number(row?.bytes ?? 0) };
     },
@@ -409,7 +414,7 @@ function postgresDialect(dataSource: DataSource): Dialect {
         return Number(removed ?? 0);
       });
     },
-    pruneBefore: postgresPruneBefore(dataSource, t),
+    pruneBefore: postgresPruneBefore(dataSource, t, partitions),
   };
 }
 
