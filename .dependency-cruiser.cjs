@@ -92,6 +92,15 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/(domain|generated)/|^src/config\\.ts$' },
     },
     {
+      name: 'framework-internals-in-one-adapter',
+      severity: 'error',
+      comment:
+        "A dependency's internals (files beside its public entry) are reached from one adapter module per dependency, whose test pins the version: " +
+        'express-openapi-validator from src/http/openapi-validator.ts only (src/http/express-messages.ts is the one for Express, which is reached through its public entry).',
+      from: { path: '^src/', pathNot: '^src/http/openapi-validator\\.ts$' },
+      to: { path: 'node_modules/express-openapi-validator/dist/', pathNot: 'node_modules/express-openapi-validator/dist/index\\.(js|d\\.ts)$' },
+    },
+    {
       name: 'generated-is-a-leaf',
       severity: 'error',
       from: { path: '^src/generated/' },

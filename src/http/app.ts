@@ -13,16 +13,16 @@
  * No I/O happens here; everything it needs is handed in.
  */
 import { randomUUID } from 'node:crypto';
-import { IncomingMessage, ServerResponse, type RequestListener } from 'node:http';
+import { ServerResponse, type IncomingMessage, type RequestListener } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
 import type { Contract } from './contract.js';
 import { createCors, isAllowedOrigin } from './cors.js';
 import { ForbiddenError, RateLimitedError, StartupError } from '../domain/errors.js';
 import { toErrorResponse, writeEnvelope } from './envelope.js';
 import type { Handlers } from './handlers/types.js';
 import type { Logger } from '../domain/ports/logger.js';
-import { openApiValidatorMiddleware } from './openapi-validator.js';
+import { openApiValidatorMiddleware, type OpenApiRequestMetadata } from './openapi-validator.js';
+import { lendHelpers, messageClasses, type MessageClasses } from './express-messages.js';
 import { requestLog } from './request-log.js';
 import { contractSecurity, credentialCheck, credentialSchemes, type Authenticator } from './security.js';
 import { runStep, series } from './series.js';
@@ -136,58 +136,6 @@ export type IdentifyUpgrade = (req: IncomingMessage, done: (refusal: unknown, he
  * the admission of the actions of doors that are not one request each (caller.ts `Admission`).
  */
 export type AppListener = RequestListener & { messages: MessageClasses; identifyUpgrade: IdentifyUpgrade; admission: Admission };
-
-/** Node's request and response classes for `http.createServer`'s `IncomingMessage` and `ServerResponse` options. */
-export interface MessageClasses {
-  IncomingMessage: typeof IncomingMessage;
-  ServerResponse: typeof ServerResponse;
-}
-
-/**
- * Node's request and response classes with `app`'s request and response helpers (Express's, with
- * the app's settings): a server that builds its messages with them hands the app requests that need
- * no prototype change. The helpers are copied onto one prototype each, so a message is one link away
- * from Node's own prototype: with Express's two-link chain as its prototype, a response was
- * measurably slower in Node's own write path (the cached-answer shortcut lost a fifth of its rate).
- *
- * The constructors are functions that call Node's, as Node's own subclasses do, not `class extends`:
- * messages built through a derived class cost the cached-answer shortcut about 15 % more CPU per
- * request than Node's own classes (measured on a cached quote, server pinned to one core), while
- * these cost the same as Node's own.
- */
-function messageClasses(app: Express): MessageClasses {
-  const AppRequest = derive(IncomingMessage);
-  const AppResponse = derive(ServerResponse);
-  for (const [target, helpers, base] of [
-    [AppRequest.prototype, app.request, IncomingMessage.prototype],
-    [AppResponse.prototype, app.response, ServerResponse.prototype],
-  ] as const) {
-    // Express's helpers and the app's own link (`app`), outermost first so the nearer ones win.
-    const chain: object[] = [];
-    for (let at: object | null = helpers; at !== null && at !== base; at = Object.getPrototypeOf(at) as object | null) chain.unshift(at);
-    for (const link of chain) Object.defineProperties(target, Object.getOwnPropertyDescriptors(link));
-  }
-  return { IncomingMessage: AppRequest, ServerResponse: AppResponse };
-}
-
-/**
- * A constructor whose instances are `Base`'s, with a prototype of their own: a function calling
- * `Base` on the new object when `Base` is a function constructor (Node's message classes are), else
- * a derived class.
- */
-function derive<T extends abstract new (...args: never[]) => object>(Base: T): T {
-  if (Function.prototype.toString.call(Base).startsWith('class')) {
-    // @ts-expect-error -- a mixin-style subclass of a constructor type; only reached if Node's classes become classes.
-    return class extends Base {} as T;
-  }
-  const base = Base as unknown as (this: object, ...args: unknown[]) => void;
-  function Derived(this: object, ...args: unknown[]): void {
-    base.apply(this, args);
-  }
-  Derived.prototype = Object.create(Base.prototype as object, { constructor: { value: Derived, writable: true, configurable: true } }) as object;
-  Object.setPrototypeOf(Derived, Base);
-  return Derived as unknown as T;
-}
 
 export function createApp(deps: AppDeps): AppListener {
   const { contract, handlers, authenticator, logger } = deps;
@@ -333,15 +281,7 @@ export function createApp(deps: AppDeps): AppListener {
   const fullWay = (req: IncomingMessage, res: ServerResponse, path: string) => {
     const request = req as Request;
     const response = res as Response;
-    // A server made with `messages` (createWireServer) built them with Express's helpers already;
-    // changing an object's prototype costs its shape (what Express does for every request).
-    if (!(req instanceof messages.IncomingMessage) && Object.getPrototypeOf(req) !== app.request) Object.setPrototypeOf(request, app.request);
-    if (!(res instanceof messages.ServerResponse) && Object.getPrototypeOf(res) !== app.response) Object.setPrototypeOf(response, app.response);
-    request.res = response;
-    response.req = request;
-    response.locals = Object.create(null) as Record<string, unknown>;
-    request.originalUrl = req.url ?? '/';
-    request.baseUrl = '';
+    lendHelpers(app, messages, request, response);
     (consoleWay !== undefined && isConsolePath(path) ? consoleWay : api)(request, response, (err?: unknown) => fail(req, res, err ?? Object.assign(new Error('not found'), { status: 404, path }), path));
   };
 

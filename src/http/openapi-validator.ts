@@ -22,9 +22,12 @@
  */
 import { createRequire } from 'node:module';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/framework/types.js';
+import type { OpenApiRequestMetadata, OpenApiValidatorOpts } from 'express-openapi-validator/dist/framework/types.js';
 import QuickLRU from 'quick-lru';
 import { series } from './series.js';
+
+/** What the validator's metadata step puts on `req.openapi`: the operation found and its path parameters. */
+export type { OpenApiRequestMetadata };
 
 const requireHere = createRequire(import.meta.url);
 const validatorMain = requireHere.resolve('express-openapi-validator');

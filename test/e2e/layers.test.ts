@@ -66,6 +66,15 @@ describe('lint: the layer rules of src/', () => {
     expect(output).toContain('http-knows-no-adapters');
   });
 
+  it("when a module other than the validator's adapter reaches into the validator's internals, then it fails naming the rule", async () => {
+    const remove = plant('src/http/planted.ts', "import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';\nexport type Planted = OpenApiRequestMetadata;\n");
+    const { code, output } = await lintLayers(copy);
+    remove();
+    expect(code).not.toBe(0);
+    expect(output).toContain('framework-internals-in-one-adapter');
+    expect(output).toContain('src/http/planted.ts');
+  });
+
   it('when two modules import each other, then it fails as a cycle', async () => {
     const removeA = plant('src/domain/planted-a.ts', "import { b } from './planted-b.js';\nexport const a = () => b;\n");
     const removeB = plant('src/domain/planted-b.ts', "import { a } from './planted-a.js';\nexport const b = () => a;\n");
