@@ -99,6 +99,9 @@ export class LiveBars {
   #finals: LiveBar[] = [];
   /** The earliest moment a kept bar becomes final. */
   #due = Infinity;
+  /** Wakes the round at `#due` itself rather than at the next 100 ms step. */
+  #dueTimer: NodeJS.Timeout | undefined;
+  #dueTimerAt = Infinity;
   #lastPersist = 0;
   #timer: NodeJS.Timeout | undefined;
   #stopSub: (() => void) | undefined;
@@ -185,6 +188,8 @@ export class LiveBars {
   async close(): Promise<void> {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    if (this.#dueTimer !== undefined) clearTimeout(this.#dueTimer);
+    this.#dueTimer = undefined;
     this.#stopSub?.();
     await this.#persist();
   }
@@ -224,7 +229,7 @@ export class LiveBars {
     this.#noteDue(led, state);
     for (const tick of waiting) this.#apply(upstream, led, state, tick);
     // A bar its predecessor left open past its grace is final now.
-    this.#due = Math.min(this.#due, this.#o.now());
+    this.#setDue(this.#o.now());
   }
 
   #apply(upstream: string, led: Led, state: SymbolBars, tick: BarTick): void {
@@ -239,7 +244,21 @@ export class LiveBars {
   }
 
   #noteDue(led: Led, state: SymbolBars): void {
-    for (const bar of state.bars) if (!bar.f) this.#due = Math.min(this.#due, bar.t + MINUTE_MS + led.builder.graceMs);
+    for (const bar of state.bars) if (!bar.f) this.#setDue(bar.t + MINUTE_MS + led.builder.graceMs);
+  }
+
+  #setDue(at: number): void {
+    if (at >= this.#due) return;
+    this.#due = at;
+    if (this.#timer === undefined || at >= this.#dueTimerAt) return;
+    if (this.#dueTimer !== undefined) clearTimeout(this.#dueTimer);
+    this.#dueTimerAt = at;
+    this.#dueTimer = setTimeout(() => {
+      this.#dueTimer = undefined;
+      this.#dueTimerAt = Infinity;
+      this.tick();
+    }, Math.max(0, at - this.#o.now()) + 1);
+    this.#dueTimer.unref();
   }
 
   #emit(upstream: string, changes: readonly BarChange[], now: number): void {
