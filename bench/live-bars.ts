@@ -15,6 +15,7 @@
  * - bar-close latency: for each final bar received from the bus, the time from its minute's end plus
  *   LIVE_BAR_GRACE_MS to its arrival; p50, p99, max over every symbol's final bar.
  */
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { barSessions } from '../src/domain/bar-sessions.js';
@@ -115,6 +116,8 @@ async function main(): Promise<void> {
   const finalsExpected = closeLatency.length + SYMBOLS;
   const waitUntil = Math.min(lastMinuteEnd + GRACE_MS + 3000, Date.now() + 5000);
   while (Date.now() < waitUntil && closeLatency.length < finalsExpected) await new Promise((resolve) => setTimeout(resolve, 100));
+  // A Redis that stopped answering in time (a loaded machine) puts the cache in memory: the figures then are not Redis's.
+  const mode = cache.status().mode;
   await bars.close();
   await cache.close();
   await redis.stop();
@@ -125,7 +128,8 @@ async function main(): Promise<void> {
   console.log(`CPU per tick (whole process: feed, builder, Redis writes, bus): ${cpuUs.toFixed(1)} µs (user ${(cpu.user / fed).toFixed(1)}, system ${(cpu.system / fed).toFixed(1)}); ${(((cpu.user + cpu.system) / 1e6 / wallS) * 100).toFixed(1)} % of one core`);
   console.log(`time inside accept per tick (builder + bookkeeping): ${((acceptMs * 1000) / fed).toFixed(2)} µs`);
   console.log(`open-bar updates received: ${updates} (at most 1/s per symbol: bound ${Math.ceil(SYMBOLS * (wallS + 1))})`);
-  console.log(`bar-close latency (minute end + grace -> final bar received), ${sorted.length} final bars: p50 ${percentile(sorted, 50)} ms, p99 ${percentile(sorted, 99)} ms, max ${sorted[sorted.length - 1]} ms`);
+  console.log(`bar-close latency (minute end + grace -> final bar received), ${sorted.length} final bars: min ${sorted[0]} ms, p50 ${percentile(sorted, 50)} ms, p99 ${percentile(sorted, 99)} ms, max ${sorted[sorted.length - 1]} ms`);
+  console.log(`cache at the end: ${mode}${mode === 'redis' ? '' : ' (Redis stopped answering in time during the run: not a Redis figure, run again)'}; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 }
 
 await main();

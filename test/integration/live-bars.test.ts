@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { btcReplay, frameOf, referenceBars, type ReplayTick } from '../helpers/bar-replay.js';
+import { schemaViolations } from '../helpers/contract-schema.js';
 import { ControlledProvider } from '../helpers/controlled-provider.js';
 import { startFakeYahooStreamer, type FakeYahooStreamer } from '../helpers/fake-push-upstream.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
@@ -120,6 +121,9 @@ describe("live bars from Yahoo's streamer", () => {
     expect(ohlcv(revised.data as unknown as Bar)).toEqual(referenceBars([...ticks, late])[0]);
     expect(revised.data).toMatchObject({ final: true, revised: true });
     await waitFor(() => sseBars(sse).some((b) => b.revised), { timeoutMs: 5000, message: 'the revised bar over SSE' });
+
+    // Every bar sent, over both doors, is a LiveBar of openapi.yaml.
+    for (const bar of [...wsBars(ws).map((b) => b.bar), ...sseBars(sse)]) expect(schemaViolations('LiveBar', bar)).toEqual([]);
 
     // One final bar per minute, no bar for a minute without ticks.
     expect(wsBars(ws).filter((b) => b.bar.final && !b.bar.revised).map((b) => b.bar.time)).toEqual([new Date(minute).toISOString()]);
