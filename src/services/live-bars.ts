@@ -153,6 +153,7 @@ export class LiveBars {
     for (const upstream of leading) this.#lead(upstream);
     if (now >= this.#due) {
       this.#due = Infinity;
+      const followed = new Set(this.#o.symbols());
       for (const [upstream, led] of this.#led) {
         for (const [symbol, state] of led.states) {
           const changes: BarChange[] = [];
@@ -161,6 +162,11 @@ export class LiveBars {
           if (changes.length > 0 || state.bars.length !== before) led.dirty.add(symbol);
           this.#emit(upstream, changes, now);
           this.#noteDue(led, state);
+          // A symbol nobody follows any more, with nothing left to close or revise, leaves memory (its state stays in the store for its TTL).
+          if (state.bars.length === 0 && !led.dirty.has(symbol) && !followed.has(symbol)) {
+            led.states.delete(symbol);
+            this.#sentAt.delete(`${upstream}\n${symbol}`);
+          }
         }
       }
     }
