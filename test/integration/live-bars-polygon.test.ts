@@ -169,3 +169,26 @@ describe('live bars from Polygon trades on a local socket', () => {
     expect(finals.map(ohlcv)).toEqual([reference(trades)]);
   });
 });
+
+describe('live bars publishing', () => {
+  it('when a symbol trades many times within a second, then its open bar is published at most once that second (the latest state next), and the final bar at once', async () => {
+    const polygon = await startFakePolygonSocket(['good']);
+    cleanups.push(() => polygon.close());
+    const clock = { now: M + 500 };
+    const delivered: string[] = [];
+    const { socket, bars } = await leader(polygon, new MemoryCacheStore({ maxEntries: 1000 }), localBroadcast(), clock, delivered, []);
+    cleanups.push(() => socket.stop(), () => bars.close());
+    for (let i = 0; i < 20; i++) polygon.trade('AAPL', 100 + i, M + 1000 + i, { size: 1, sequence: 900 + i });
+    await waitFor(() => bars.accepted === 20, { message: 'twenty trades taken' });
+    bars.tick();
+    // Within the same second: only the first state went out.
+    expect(delivered.map((j) => (JSON.parse(j) as { close: number; volume: number }).volume)).toEqual([1]);
+    clock.now += 1000;
+    bars.tick();
+    expect(delivered.map((j) => (JSON.parse(j) as { volume: number }).volume)).toEqual([1, 20]);
+    expect(JSON.parse(delivered[1]!)).toMatchObject({ close: 119, high: 119, low: 100, final: false });
+    clock.now = M + MINUTE + GRACE;
+    bars.tick();
+    expect(delivered.map((j) => (JSON.parse(j) as { final: boolean }).final)).toEqual([false, false, true]);
+  });
+});
