@@ -306,6 +306,10 @@ const schema = z.object({
   POLYGON_STREAM_FEED: z.enum(['delayed', 'realtime']).default('delayed'),
   /** Largest message a WebSocket API client may send, in bytes. */
   WS_MAX_MESSAGE_BYTES: int(256, 1024 * 1024).default(16 * 1024),
+  /** How long after its minute's end a live bar becomes final (DESIGN 26): late trades within it need no revision. */
+  LIVE_BAR_GRACE_MS: int(0, 60_000).default(2000),
+  /** How long after it became final a live bar may still be revised by a late trade; later ones are dropped. */
+  LIVE_BAR_REVISION_SECONDS: int(0, 3600).default(300),
   CORS_ORIGINS: csv
     .default([])
     .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be * or origins like https://app.example.com, comma-separated'),
@@ -594,6 +598,10 @@ export function loadConfig(env: Env = process.env, options: { cwd?: string; read
       polygonKeys: providers.settings.polygon.apiKeys,
       /** Largest WebSocket API message a client may send. */
       wsMaxMessageBytes: v.WS_MAX_MESSAGE_BYTES,
+      /** Live bars (DESIGN 26): final at the minute's end plus this (LIVE_BAR_GRACE_MS). */
+      barGraceMs: v.LIVE_BAR_GRACE_MS,
+      /** Late trades revise a final bar within this (LIVE_BAR_REVISION_SECONDS in ms). */
+      barRevisionWindowMs: v.LIVE_BAR_REVISION_SECONDS * 1000,
     },
     metrics: {
       /** False when METRICS_PORT=0: no listener, and every service gets the no-op metrics. */

@@ -47,6 +47,9 @@ import { MarketCalendarService } from './services/market-calendar.js';
 import { ProviderRouter } from './services/provider-router.js';
 import { QuoteStreamHub } from './services/quote-stream.js';
 import { LiveFeed } from './services/live-feed.js';
+import { LiveBars } from './services/live-bars.js';
+import { barSessions } from './domain/bar-sessions.js';
+import type { LiveBarSink } from './domain/live-bar.js';
 import { PushedQuotes } from './services/pushed-quotes.js';
 import { createPushUpstreams } from './infra/stream/index.js';
 import { WebSocketApi } from './http/ws-api.js';
@@ -278,10 +281,48 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
   const live: LiveFeed | undefined =
     upstreams.length === 0
       ? undefined
-      : new LiveFeed({ upstreams, lease: cache, broadcast: cache, leaseKey: (upstream) => keySpace.liveLease(provider.name, upstream), channel: channels.live(provider.name), symbols: () => streams.subscribedSymbols(), onPrice: (update, from) => pushed.accept(update, from), shared: () => cache.status().mode === 'redis', logger: logger.child({ component: 'live' }) });
+      : new LiveFeed({
+          upstreams,
+          lease: cache,
+          broadcast: cache,
+          leaseKey: (upstream) => keySpace.liveLease(provider.name, upstream),
+          channel: channels.live(provider.name),
+          symbols: () => streams.subscribedSymbols(),
+          onPrice: (update, from) => {
+            // A minute aggregate is the bar builder's alone: a quote moves with trades and ticks.
+            if (update.aggregate === undefined) pushed.accept(update, from);
+            bars?.accept(update, from);
+          },
+          shared: () => cache.status().mode === 'redis',
+          logger: logger.child({ component: 'live' }),
+        });
+  // Live one-minute bars (DESIGN 26): built by each push upstream's leader, streamed by every instance.
+  const liveBarSink: LiveBarSink | undefined = undefined; // MERGE: the history store's sink (branch livehist) is plugged in here.
+  const bars: LiveBars | undefined =
+    live === undefined
+      ? undefined
+      : new LiveBars({
+          store: cache,
+          stateKey: (upstream, symbol) => keySpace.liveBarState(provider.name, upstream, symbol),
+          broadcast: cache,
+          channel: channels.liveBars(provider.name),
+          leading: () => live.leading(),
+          symbols: () => live.union(),
+          deliver: (symbol, json) => streams.sendBar(symbol, json),
+          sink: liveBarSink,
+          sessionOf: barSessions(),
+          graceMs: config.live.barGraceMs,
+          revisionWindowMs: config.live.barRevisionWindowMs,
+          logger: logger.child({ component: 'live-bars' }),
+        });
   if (live !== undefined) {
     shutdown.add('push upstreams', () => live.close());
     live.start();
+  }
+  if (bars !== undefined) {
+    // Closed before the push upstreams (the list closes in reverse): the open bars are written for the next leader before the lease goes.
+    shutdown.add('live bars', () => bars.close());
+    bars.start();
   }
 
   // Verify jobs (POST /api/admin/history/verify) run as `mds history verify` does, through the backfill's job machinery.

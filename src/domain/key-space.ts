@@ -37,6 +37,8 @@ export const FORMATS = {
   quoteChanges: 1,
   /** The live channel's announcements (JSON `{i, s, u}`: instance, symbols, connected upstreams). */
   liveAnnouncements: 1,
+  /** Live bars (DESIGN 26): each symbol's builder state (bar-builder.ts `SymbolBars` JSON) and the bar events (a LiveBar's JSON). */
+  liveBars: 1,
 } as const;
 
 /** What every key and channel shared across releases starts with: never changes (the header above says why). */
@@ -107,6 +109,8 @@ export const keys = {
   unknownSymbolsFlushOf: (provider: string): string[] => thisFormatAndTheOneBefore(FORMATS.unknownSymbols).map((prefix) => `${prefix}unknown:${provider}:`),
   /** A symbol's last change as the live streams saw it: `mds:v1:quote-version:<provider>:<symbol>`. */
   quoteVersion: (provider: string, symbol: string): string => `${versioned(FORMATS.quoteChanges)}quote-version:${provider}:${symbol}`,
+  /** The live bars of a symbol being built from `upstream`'s pushes, for the next leader: `mds:v1:live-bars:<provider>:<upstream>:<symbol>`. */
+  liveBarState: (provider: string, upstream: string, symbol: string): string => `${versioned(FORMATS.liveBars)}live-bars:${provider}:${upstream}:${symbol}`,
   /**
    * The request quota of one caller in the current window: `mds:v1:ratelimit:<caller>`, the caller
    * being `ip:<address group>`, `user:<name>` or an API key's id (`key:...`). Shared: a caller has one
@@ -175,4 +179,6 @@ export const channels = {
   quoteEvents: (provider: string): string => `${versioned(FORMATS.quoteChanges)}quote-events:${provider}`,
   /** Each instance's subscribed symbols and each push leader's state: `mds:v1:live:<provider>`. */
   live: (provider: string): string => `${versioned(FORMATS.liveAnnouncements)}live:${provider}`,
+  /** Live bars built by the push leaders of one provider's fleet: `mds:v1:bar-events:<provider>`. */
+  liveBars: (provider: string): string => `${versioned(FORMATS.liveBars)}bar-events:${provider}`,
 } as const;

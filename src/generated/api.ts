@@ -1883,6 +1883,67 @@ export interface components {
          * @example 2020-08-31
          */
         DateOrDateTime: string;
+        /** @description One one-minute bar built from pushed prices (DESIGN 26), as the `bar` event of a stream (SSE with `bars=1m`, the WebSocket API with `"bars":"1m"`) carries it. */
+        LiveBar: {
+            /**
+             * @description Canonical (upper-case) symbol.
+             * @example AAPL
+             */
+            symbol: string;
+            /**
+             * @description The bar's interval.
+             * @example 1m
+             * @enum {string}
+             */
+            interval: "1m";
+            /**
+             * Format: date-time
+             * @description The minute's start, ISO 8601 UTC.
+             * @example 2026-11-23T14:31:00.000Z
+             */
+            time: string;
+            /**
+             * @description The first price of the minute.
+             * @example 227.41
+             */
+            open: number;
+            /**
+             * @description The highest price of the minute.
+             * @example 227.62
+             */
+            high: number;
+            /**
+             * @description The lowest price of the minute.
+             * @example 227.3
+             */
+            low: number;
+            /**
+             * @description The last price of the minute so far (the last one once final).
+             * @example 227.55
+             */
+            close: number;
+            /**
+             * @description Shares (or units) traded within the minute; null where the upstream gives no volume (indices, currencies).
+             * @example 18250
+             */
+            volume: number | null;
+            /**
+             * @description True once the minute has ended and LIVE_BAR_GRACE_MS passed; an open bar (false) may still change.
+             * @example true
+             */
+            final: boolean;
+            /**
+             * @description True when a final bar is sent again because a late trade changed it.
+             * @example false
+             */
+            revised: boolean;
+            /**
+             * @description Where in the exchange's day the minute lies; crypto and currency bars are always `regular`.
+             * @example regular
+             * @enum {string}
+             */
+            session: "regular" | "pre" | "post";
+        };
         /** @description One bar of trading. */
         Candle: {
             /**
@@ -3523,6 +3584,8 @@ export interface operations {
             query: {
                 /** @description 1 to 50 distinct Yahoo-style symbols, comma-separated, case-insensitive (`aapl` is `AAPL`). */
                 symbols: string;
+                /** @description `1m` also sends a `bar` event (data: a LiveBar) for each one-minute bar built from pushed prices: the open bar at most once a second while it changes, the final bar once its minute has ended and LIVE_BAR_GRACE_MS passed, and a final bar again with `revised: true` when a late trade changes it. */
+                bars?: "1m";
             };
             header?: {
                 /** @description The `id` of the last event received, sent by EventSource on a reconnect; the stream then begins with only the quotes that changed since (and up to 5 s before, to cover delays between instances). */

@@ -77,7 +77,7 @@ export interface WebSocketApiOptions {
 }
 
 /** An action as read from a message, before anything is done. */
-type Action = { name: 'auth'; credential: MessageCredential } | { name: 'subscribe'; symbols: string[] } | { name: 'unsubscribe'; symbols: string[] } | { name: 'ping' };
+type Action = { name: 'auth'; credential: MessageCredential } | { name: 'subscribe'; symbols: string[]; bars: boolean } | { name: 'unsubscribe'; symbols: string[] } | { name: 'ping' };
 
 /** What a message asks for: its operation and price, and the action, or why it is refused. */
 interface ReadMessage {
@@ -131,6 +131,13 @@ function symbolsOf(value: unknown): string[] {
   return [...new Set(value.map((s, i) => canonicalSymbol(typeof s === 'string' ? s : '', `symbols[${i}]`)))];
 }
 
+/** Whether a `subscribe` asks for live bars too: `"bars":"1m"` (the one interval built), or absent. Throws `InvalidRequestError`. */
+function barsOf(value: unknown): boolean {
+  if (value === undefined) return false;
+  if (value !== '1m') throw new InvalidRequestError([{ path: 'bars', message: 'must be "1m" (the live bars interval) when given' }]);
+  return true;
+}
+
 /** The credential of an `auth` message: exactly one of a token and a key. Throws `InvalidRequestError`. */
 function credentialOf(message: { key?: unknown; token?: unknown }): MessageCredential {
   const token = typeof message.token === 'string' && message.token.length <= 4096 ? message.token : undefined;
@@ -143,7 +150,7 @@ function credentialOf(message: { key?: unknown; token?: unknown }): MessageCrede
 
 /** Reads one message into an action and its price; never throws (what is refused says so). */
 function readMessage(text: string): ReadMessage {
-  let message: { action?: unknown; symbols?: unknown; key?: unknown; token?: unknown };
+  let message: { action?: unknown; symbols?: unknown; key?: unknown; token?: unknown; bars?: unknown };
   try {
     message = JSON.parse(text) as typeof message;
   } catch {
@@ -164,7 +171,7 @@ function readMessage(text: string): ReadMessage {
       case 'subscribe': {
         const symbols = symbolsOf(message.symbols);
         // The price of getQuotes for the same symbols: what the look-ups will cost.
-        return { operation, name, points: priceOf('symbols', { symbols }), action: { name, symbols } };
+        return { operation, name, points: priceOf('symbols', { symbols }), action: { name, symbols, bars: barsOf(message.bars) } };
       }
       case 'unsubscribe':
         return { operation, name, points: 1, action: { name, symbols: symbolsOf(message.symbols) } };
@@ -281,7 +288,8 @@ export class WebSocketApi {
     try {
       conn.session = this.#o.hub.openSession(
         who,
-        (symbol, json) => this.#deliver(conn, symbol, `{"event":"quote","data":${json}}`),
+        // A bar (at most one a second per symbol, finals once) is sent as it comes: quotes are the ones that wait as the latest.
+        (symbol, json, _version, event) => (event === 'bar' ? this.#send(conn, `{"event":"bar","data":${json}}`) : this.#deliver(conn, symbol, `{"event":"quote","data":${json}}`)),
         // The hub ends a session for shutdown (1001), or for its caller's revoked or expired credentials (an error event, 1008).
         (refusal) => (refusal === undefined ? this.#close(conn, 1001, 'server shutting down') : this.#refuse(conn, refusal, true)),
       );
@@ -349,7 +357,7 @@ export class WebSocketApi {
       case 'subscribe': {
         const session = conn.session!;
         conn.subscribing = new Set(action.symbols);
-        const { symbols, missing } = await session.subscribe(action.symbols);
+        const { symbols, missing } = await session.subscribe(action.symbols, { bars: action.bars });
         return JSON.stringify({ event: 'subscribed', symbols, missing });
       }
       case 'unsubscribe': {

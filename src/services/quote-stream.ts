@@ -102,7 +102,7 @@ export interface LiveSession {
    * every symbol now followed and those unknown. Throws `InvalidRequestError` past the session's bound,
    * `DataSourceError` when the upstream fails.
    */
-  subscribe(symbols: readonly string[]): Promise<{ symbols: string[]; missing: string[] }>;
+  subscribe(symbols: readonly string[], options?: { bars?: boolean }): Promise<{ symbols: string[]; missing: string[] }>;
   /** Stops following `symbols`; returns those it followed. Nothing more of them is delivered. */
   unsubscribe(symbols: readonly string[]): string[];
   /** Gives the session's place back; nothing more is delivered. */
@@ -190,14 +190,18 @@ export interface StreamRequest extends StreamCaller {
   symbols: readonly string[];
   /** The version the client last saw (`Last-Event-ID`), if it reconnects. */
   lastEventId?: number;
+  /** Also `bar` events of the symbols' live one-minute bars (DESIGN 26, `bars=1m`). */
+  bars?: boolean;
   sink: StreamSink;
 }
 
 interface Client {
   /** An SSE stream's response; absent for a session (the WebSocket API), which has `deliver`. */
   sink?: StreamSink;
-  /** A session's way of sending one quote (its JSON) at `version`; absent for an SSE stream. */
-  deliver?: (symbol: string, json: string, version: number) => void;
+  /** A session's way of sending one event's data (a quote's JSON at `version`, or a bar's); absent for an SSE stream. */
+  deliver?: (symbol: string, json: string, version: number, event: 'quote' | 'bar') => void;
+  /** It asked for `bar` events of its symbols. */
+  bars?: boolean;
   /** Ends a session (see `SessionEnd`). */
   end?: SessionEnd;
   symbols: Set<string>;
@@ -333,7 +337,7 @@ export class QuoteStreamHub {
         release();
         return;
       }
-      const client: Client = { ...this.#followed(request), sink: request.sink, symbols: new Set(request.symbols), holder, lastId: request.lastEventId ?? 0, closed: false };
+      const client: Client = { ...this.#followed(request), sink: request.sink, symbols: new Set(request.symbols), holder, lastId: request.lastEventId ?? 0, closed: false, bars: request.bars === true };
       request.sink.begin();
       request.sink.write(`retry: ${this.#o.retryMs}\n\n`);
       if (missing.length > 0) this.#send(client, 'missing', JSON.stringify({ missing }), client.lastId);
@@ -362,7 +366,7 @@ export class QuoteStreamHub {
    * or `end`, which the hub calls when it closes or when the principal's credentials are revoked or
    * expire. Throws as `open` does before anything is taken: `TooManyRequestsError`, `ServiceBusyError`.
    */
-  openSession(who: StreamCaller, deliver: (symbol: string, json: string, version: number) => void, end: SessionEnd): LiveSession {
+  openSession(who: StreamCaller, deliver: (symbol: string, json: string, version: number, event: 'quote' | 'bar') => void, end: SessionEnd): LiveSession {
     const holder = this.#reserve(who);
     const client: Client = { ...this.#followed(who), deliver, end, symbols: new Set(), holder, lastId: 0, closed: false };
     this.#attach(client);
@@ -371,7 +375,10 @@ export class QuoteStreamHub {
       get symbols() {
         return client.symbols as ReadonlySet<string>;
       },
-      subscribe: (symbols) => hub.#follow(client, symbols),
+      subscribe: (symbols, options) => {
+        if (options?.bars === true) client.bars = true;
+        return hub.#follow(client, symbols);
+      },
       unsubscribe: (symbols) => symbols.filter((symbol) => hub.#unfollow(client, symbol)),
       close: () => hub.#detach(client),
     };
@@ -585,12 +592,25 @@ export class QuoteStreamHub {
     return keys.quoteVersion(this.#o.provider, symbol);
   }
 
+  /**
+   * Sends a live bar (DESIGN 26, live-bars.ts) to this instance's subscribers of its symbol that asked
+   * for bars. A bar carries no event id: ids are quote versions, which a reconnect resumes from.
+   */
+  sendBar(symbol: string, json: string): void {
+    for (const client of [...(this.#bySymbol.get(symbol) ?? [])]) {
+      if (client.bars !== true || client.closed) continue;
+      if (client.deliver !== undefined) client.deliver(symbol, json, client.lastId, 'bar');
+      else this.#write(client, `event: bar\ndata: ${json}\n\n`);
+      this.#o.observer.event?.();
+    }
+  }
+
   /** Writes one event; drops the client when its unsent bytes pass the bound. */
   #send(client: Client, event: string, data: string, version: number, symbol = ''): void {
     if (client.closed) return;
     client.lastId = Math.max(client.lastId, version);
     if (client.deliver !== undefined) {
-      client.deliver(symbol, data, version);
+      client.deliver(symbol, data, version, 'quote');
       this.#o.observer.event?.();
       return;
     }

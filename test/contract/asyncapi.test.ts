@@ -43,6 +43,6 @@ describe('asyncapi.yaml', () => {
 
   it('when it names the channel, then it is the path the server upgrades', () => {
     expect(document.channels.quotes.address).toBe('/api/ws');
-    expect(Object.keys(document.channels.quotes.messages).sort()).toEqual(['auth', 'authenticated', 'error', 'ping', 'pong', 'quote', 'subscribe', 'subscribed', 'unsubscribe', 'unsubscribed']);
+    expect(Object.keys(document.channels.quotes.messages).sort()).toEqual(['auth', 'authenticated', 'bar', 'error', 'ping', 'pong', 'quote', 'subscribe', 'subscribed', 'unsubscribe', 'unsubscribed']);
   });
 });

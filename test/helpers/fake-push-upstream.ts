@@ -127,8 +127,10 @@ export async function startFakeYahooStreamer(): Promise<FakeYahooStreamer> {
 }
 
 export interface FakePolygonSocket extends FakePushUpstream {
-  /** Sends a trade to every authenticated connection subscribed to `T.<sym>`. */
-  trade(sym: string, price: number, timeMs?: number): number;
+  /** Sends a trade to every authenticated connection subscribed to `T.<sym>` (size 100 and sequence 1 unless given). */
+  trade(sym: string, price: number, timeMs?: number, extra?: { size?: number; sequence?: number }): number;
+  /** Sends a minute aggregate (`AM`) of the minute starting at `startMs` to every connection subscribed to `AM.<sym>`. */
+  aggregate(sym: string, bar: { startMs: number; open: number; high: number; low: number; close: number; volume: number }): number;
   /** Auth attempts, by key. */
   readonly auths: string[];
 }
@@ -161,11 +163,20 @@ export async function startFakePolygonSocket(goodKeys: readonly string[]): Promi
   });
   return Object.assign(base, {
     auths,
-    trade(sym: string, price: number, timeMs = Date.now()): number {
+    trade(sym: string, price: number, timeMs = Date.now(), extra: { size?: number; sequence?: number } = {}): number {
       let sent = 0;
       for (const [ws, set] of base.subs) {
         if (!set.has(sym)) continue;
-        ws.send(JSON.stringify([{ ev: 'T', sym, i: '1', x: 4, p: price, s: 100, c: [0], t: timeMs, q: 1, z: 3 }]));
+        ws.send(JSON.stringify([{ ev: 'T', sym, i: '1', x: 4, p: price, s: extra.size ?? 100, c: [0], t: timeMs, q: extra.sequence ?? 1, z: 3 }]));
+        sent += 1;
+      }
+      return sent;
+    },
+    aggregate(sym: string, bar: { startMs: number; open: number; high: number; low: number; close: number; volume: number }): number {
+      let sent = 0;
+      for (const [ws, set] of base.subs) {
+        if (!set.has(`AM.${sym}`)) continue;
+        ws.send(JSON.stringify([{ ev: 'AM', sym, v: bar.volume, av: bar.volume, op: bar.open, vw: bar.close, o: bar.open, c: bar.close, h: bar.high, l: bar.low, a: bar.close, z: 10, s: bar.startMs, e: bar.startMs + 60_000 }]));
         sent += 1;
       }
       return sent;

@@ -17,6 +17,15 @@ export interface PushedPrice {
   dayVolume?: number | undefined;
   open?: number | undefined;
   previousClose?: number | undefined;
+  /** Size of the trade this price is (Polygon `T`'s `s`): a live bar's volume is the sum (DESIGN 26). */
+  size?: number | undefined;
+  /** The upstream's sequence of the trade (Polygon `q`), increasing per symbol: a trade is counted once. */
+  sequence?: number | undefined;
+  /**
+   * A minute aggregate the upstream built itself (Polygon `AM`), taken as given for that minute's live
+   * bar; `price` is its close. Not a quote: only the bar builder takes it.
+   */
+  aggregate?: { startMs: number; open: number; high: number; low: number; close: number; volume: number } | undefined;
 }
 
 /** What a push upstream tells its owner. */

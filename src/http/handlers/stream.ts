@@ -34,7 +34,7 @@ function sinkOf(res: Response): StreamSink {
 export function streamHandlers(hub: QuoteStreamHub): { streamQuotes: Handler<'streamQuotes'> } {
   return {
     async streamQuotes(req, res) {
-      const { symbols } = req.query as unknown as { symbols: string };
+      const { symbols, bars } = req.query as unknown as { symbols: string; bars?: '1m' };
       const list = parseSymbolList(symbols, 'query.symbols');
       // HEAD: the headers a stream begins with, without opening one (no slot taken, no event counted).
       if (req.head === true) {
@@ -49,6 +49,7 @@ export function streamHandlers(hub: QuoteStreamHub): { streamQuotes: Handler<'st
         address: addressGroup(req.caller.address),
         principal: req.principal,
         ...(typeof lastEventId === 'string' ? { lastEventId: Number(lastEventId) } : {}),
+        bars: bars === '1m',
         sink: sinkOf(res),
       });
     },

@@ -1,7 +1,9 @@
 /**
  * Polygon/Massive's WebSocket (stocks cluster): after the `connected` status the client sends
  * `{"action":"auth","params":"<key>"}`; `auth_success` lets it `{"action":"subscribe","params":"T.AAPL,T.MSFT"}`;
- * trades arrive as arrays of `{"ev":"T","sym":"AAPL","p":<price>,"s":<size>,"t":<epoch ms>}`. The
+ * trades arrive as arrays of `{"ev":"T","sym":"AAPL","p":<price>,"s":<size>,"t":<epoch ms>,"q":<sequence>}`, and
+ * each subscribed symbol's minute aggregates (`AM.AAPL`) as `{"ev":"AM","sym":"AAPL","o","h","l","c","v","s":<start ms>,"e":<end ms>}`
+ * (the live bars take them as given, DESIGN 26). The
  * host is the plan's: `delayed.` (15-minute delayed plans) or `socket.` (real-time plans).
  *
  * A key the socket refuses (`auth_failed`) is set aside and the next key is tried on the next
@@ -25,7 +27,17 @@ interface PolygonEvent {
   sym?: unknown;
   p?: unknown;
   t?: unknown;
+  s?: unknown;
+  q?: unknown;
+  o?: unknown;
+  h?: unknown;
+  l?: unknown;
+  c?: unknown;
+  v?: unknown;
+  e?: unknown;
 }
+
+const isNumber = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
 
 export interface PolygonSocketOptions {
   url: string;
@@ -113,7 +125,7 @@ export class PolygonSocket implements PushUpstream {
 
   #say(action: 'subscribe' | 'unsubscribe', symbols: string[]): void {
     for (let i = 0; i < symbols.length; i += BATCH) {
-      this.#socket.send(JSON.stringify({ action, params: symbols.slice(i, i + BATCH).map((s) => `T.${s}`).join(',') }));
+      this.#socket.send(JSON.stringify({ action, params: symbols.slice(i, i + BATCH).flatMap((s) => [`T.${s}`, `AM.${s}`]).join(',') }));
     }
   }
 
@@ -124,9 +136,21 @@ export class PolygonSocket implements PushUpstream {
       if (event === null || typeof event !== 'object') continue;
       if (event.ev === 'status') this.#onStatus(event);
       else if (event.ev === 'T' && typeof event.sym === 'string' && typeof event.p === 'number' && this.#symbols.has(event.sym)) {
-        this.#listener?.price({ symbol: event.sym, price: event.p, timeMs: typeof event.t === 'number' ? event.t : Date.now() });
-      }
+        this.#listener?.price({
+          symbol: event.sym,
+          price: event.p,
+          timeMs: typeof event.t === 'number' ? event.t : Date.now(),
+          ...(isNumber(event.s) ? { size: event.s } : {}),
+          ...(isNumber(event.q) ? { sequence: event.q } : {}),
+        });
+      } else if (event.ev === 'AM' && typeof event.sym === 'string' && this.#symbols.has(event.sym)) this.#onAggregate(event, event.sym);
     }
+  }
+
+  #onAggregate(event: PolygonEvent, symbol: string): void {
+    const { o, h, l, c, v, s, e } = event;
+    if (!isNumber(o) || !isNumber(h) || !isNumber(l) || !isNumber(c) || !isNumber(v) || !isNumber(s)) return;
+    this.#listener?.price({ symbol, price: c, timeMs: isNumber(e) ? e - 1 : s, aggregate: { startMs: s, open: o, high: h, low: l, close: c, volume: v } });
   }
 
   #onStatus(event: PolygonEvent): void {
