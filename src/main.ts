@@ -58,6 +58,7 @@ import { UsageMeter } from './services/usage-meter.js';
 import { HistoryBackfill } from './services/history-backfill.js';
 import { HistoryVerify } from './services/history-verify.js';
 import { chainHistory } from './services/chain-history.js';
+import type { LiveBarSink } from './domain/live-bar.js';
 import { refreshJob } from './services/refresh-job.js';
 import { retentionJob } from './services/history-retention.js';
 import { ShutdownList } from './services/shutdown-list.js';
@@ -96,6 +97,8 @@ export interface RunningService {
   runJob(name: string): Promise<void>;
   /** The MCP endpoint: `/mcp` on `server`, and `connect` for another transport (stdio). */
   mcp: McpEndpoint;
+  /** Where final live bars are stored as history (DESIGN 26): the bar builder's sink. */
+  liveBars: LiveBarSink;
   /** `http://host:port/metrics` when this process serves metrics itself; undefined otherwise. */
   metricsUrl?: string;
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
@@ -231,7 +234,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     metrics,
   });
   const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
-  const { quality, history } = chainHistory({
+  const { quality, history, liveBars } = chainHistory({
     candles: db.candles,
     issues: db.dataIssues,
     router: provider,
@@ -444,5 +447,5 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
       logger.info('stopped');
     })());
 
-  return { server, url, streams, runJob: (name) => scheduler.trigger(name), mcp, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
+  return { server, url, streams, runJob: (name) => scheduler.trigger(name), mcp, liveBars, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
 }
