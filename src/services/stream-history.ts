@@ -69,7 +69,8 @@ export class StreamHistory {
   /**
    * `missing` (the parts of a read of `interval` the upstream could not answer) with the stored live
    * minutes answering where there are any: a part holding live minutes is replaced by its session
-   * minutes that have no bar (`no_stream_data`); for intervals longer than a minute, its bars are first
+   * minutes that have no bar (`no_stream_data` beyond the upstream's reach; still `upstream_failed`
+   * where the upstream failed, since asking again may fill them); for intervals longer than a minute, its bars are first
    * built from the minutes and stored, uncovered, so the read's select serves them and the upstream is
    * still asked once it reaches them. Parts without live minutes stay as they are.
    */
@@ -93,7 +94,9 @@ export class StreamHistory {
         await this.#store.putCandles(symbol, interval, bars, { provider: live[0]!, fetchedAtMs: this.#now() });
         times = minutes.map((m) => m.timeMs);
       }
-      for (const absent of absentMinutes(segments, times)) out.push({ ...absent, reason: 'no_stream_data' });
+      // Beyond the upstream's reach only the stream could have had them; a failing upstream may still.
+      const reason = span.reason === 'beyond_reach' ? 'no_stream_data' : span.reason;
+      for (const absent of absentMinutes(segments, times)) out.push({ ...absent, reason });
     }
     return out;
   }
