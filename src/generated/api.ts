@@ -1922,6 +1922,11 @@ export interface components {
              * @example 225702700
              */
             volume: number | null;
+            /**
+             * @description Present and true only on a bar built from a push stream (stored as provider `live:<upstream>`), not given by the upstream's own history.
+             * @example true
+             */
+            from_stream?: boolean;
             /** @description Present only when the data-quality checks repaired the bar or suspect it (absent on a clean bar). */
             flags?: components["schemas"]["CandleFlag"][];
         };

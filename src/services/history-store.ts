@@ -20,7 +20,6 @@ import { subtractSpans } from '../domain/time-spans.js';
 import type { QualityCounts, QualityFlag } from '../domain/quality/data-issues.js';
 import type { DataQuality } from './data-quality.js';
 import { isBackground } from '../domain/background-work.js';
-import { isFromStream } from '../domain/live-bar.js';
 import { mergeMissing, type MissingSpan } from '../domain/missing-spans.js';
 import type { StreamHistory } from './stream-history.js';
 
@@ -113,6 +112,8 @@ export interface StoredHistory<Bars = StoredCandle[]> {
   sources?: Record<string, number>;
   /** True when every served bar was built from a push stream (`source` then names `live:<upstream>`). */
   fromStream?: boolean;
+  /** Where stream-built bars are served beside an upstream's: their start times, ascending. */
+  streamTimes?: number[];
 }
 
 function splitsOf(actions: readonly CorporateAction[]): Array<Extract<CorporateAction, { kind: 'split' }>> {
@@ -265,8 +266,7 @@ export class HistoryStore {
     const info = unknown && count === 0 ? undefined : storedInfo;
     // Where the served bars came from more than one provider, the answer counts them by provider; bars all built from a stream name it.
     const sources = count > 0 && options.sources !== false ? await this.#store.providerCounts(symbol, interval, { startMs: firstMs!, endMs: lastMs! + 1 }) : {};
-    const [only] = Object.keys(sources);
-    const streamed = only !== undefined && Object.keys(sources).length === 1 && isFromStream(only) ? only : undefined;
+    const streamed = count > 0 ? await this.#stream?.provenance(symbol, interval, sources, { startMs: firstMs!, endMs: lastMs! + 1 }) : undefined;
     const judged = quality !== undefined && quality.counts.repaired + quality.counts.dropped + quality.counts.suspect > 0;
     return {
       info,
@@ -276,7 +276,8 @@ export class HistoryStore {
       fetched,
       written,
       ...(failure !== undefined ? { failure } : {}),
-      ...(streamed !== undefined ? { source: streamed, fromStream: true } : source !== undefined ? { source } : {}),
+      ...(streamed?.only !== undefined ? { source: streamed.only, fromStream: true } : source !== undefined ? { source } : {}),
+      ...(streamed?.times !== undefined ? { streamTimes: streamed.times } : {}),
       ...(judged ? { flags: quality.flags, quality: quality.counts } : {}),
       ...(Object.keys(sources).length > 1 ? { sources } : {}),
     };

@@ -67,6 +67,20 @@ export class StreamHistory {
   }
 
   /**
+   * Which served bars were built from a stream, given the window's bars by provider (`sources`, over
+   * `span`): `only`, the stream's provider, when all were; `times` of the stream's bars when they are
+   * mixed with an upstream's; nothing when none was.
+   */
+  async provenance(symbol: string, interval: HistoryInterval, sources: Record<string, number>, span: TimeSpan): Promise<{ only?: string; times?: number[] }> {
+    const providers = Object.keys(sources);
+    const live = providers.filter(isFromStream);
+    if (live.length === 0) return {};
+    if (live.length === providers.length && live.length === 1) return { only: live[0]! };
+    const times = (await Promise.all(live.map((p) => this.#store.providerTimes(symbol, interval, span, p)))).flat();
+    return { times: times.sort((a, b) => a - b) };
+  }
+
+  /**
    * `missing` (the parts of a read of `interval` the upstream could not answer) with the stored live
    * minutes answering where there are any: a part holding live minutes is replaced by its session
    * minutes that have no bar (`no_stream_data` beyond the upstream's reach; still `upstream_failed`

@@ -4,31 +4,47 @@
  * `/api/history` serves them beyond the upstream's reach (provider `live:yahoo`), lists the session
  * minutes without a bar as missing, builds 5-minute bars from them, and, inside the upstream's reach,
  * answers with the upstream's own bars (Yahoo replayed from a recorded 1m exchange whose bars are the
- * test's) and records where a live bar diverges from them.
+ * test's) and records where a live bar diverges from them. The tests share one SQLite file and run in
+ * order: the later ones read what the first stored.
  */
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LiveBar } from '../../src/domain/live-bar.js';
+import { tradingSessions } from '../../src/domain/market-calendar.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { ADMIN, startTestService, type TestService } from '../helpers/service.js';
 
 const FIXTURES = resolve(import.meta.dirname, '..', 'fixtures', 'yahoo');
 const MINUTE_MS = 60_000;
-/** The service's clock: Wednesday 2026-11-25 after New York's close. */
-const NOW = Date.parse('2026-11-25T21:00:00Z');
-/** A session beyond Yahoo's 60 days of intraday bars: Tuesday 2026-09-15, open 13:30 UTC. */
-const OLD_OPEN = Date.parse('2026-09-15T13:30:00Z');
-/** A session within Yahoo's 30 days of 1m bars: Tuesday 2026-11-24, open 14:30 UTC. */
-const RECENT_OPEN = Date.parse('2026-11-24T14:30:00Z');
+const DAY_MS = 86_400_000;
+/**
+ * The service's clock, pinned for the run; the provider router reads the real one, a few seconds
+ * later (its reach has a day of margin). The sessions are New York's, from the calendar, around it.
+ */
+const NOW = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS;
+const SESSIONS = tradingSessions('US', NOW - 120 * DAY_MS, NOW).map((s) => ({ openMs: s.segments[0]!.startMs, closeMs: s.segments[s.segments.length - 1]!.endMs }));
+/** Yahoo's 1m bars begin 7 days back (its plan's reach). */
+const ONE_MINUTE_REACH = NOW - 7 * DAY_MS;
+/** A session beyond Yahoo's 60 days of 5m bars. */
+const OLD_INDEX = SESSIONS.findLastIndex((s) => s.closeMs < NOW - 70 * DAY_MS);
+const OLD_OPEN = SESSIONS[OLD_INDEX]!.openMs;
+/** The session before it, of which no live bar is stored. */
+const OLDER_OPEN = SESSIONS[OLD_INDEX - 1]!.openMs;
+/** The last session that closed within Yahoo's 7 days of 1m bars. */
+const RECENT_OPEN = SESSIONS.findLast((s) => s.closeMs < NOW - 60 * MINUTE_MS && s.openMs > ONE_MINUTE_REACH)!.openMs;
+/** The close of the last session before Yahoo's 1m reach begins, and the first minute of the reach the next session trades. */
+const EDGE_CLOSE = SESSIONS.findLast((s) => s.closeMs <= ONE_MINUTE_REACH)!.closeMs;
+const EDGE_NEXT = SESSIONS.find((s) => s.closeMs > ONE_MINUTE_REACH)!;
+const EDGE_NEXT_OPEN = Math.max(EDGE_NEXT.openMs, Math.ceil(ONE_MINUTE_REACH / MINUTE_MS) * MINUTE_MS);
 
 interface HistoryBody {
   success: boolean;
   source: string;
   from_stream?: boolean;
   data: {
-    candles: Array<{ time: string; open: number; high: number; low: number; close: number; adj_close: number | null; volume: number | null }>;
+    candles: Array<{ time: string; open: number; high: number; low: number; close: number; adj_close: number | null; volume: number | null; from_stream?: boolean }>;
     partial?: boolean;
     missing?: Array<{ start: string; end: string; reason?: string }>;
     sources?: Record<string, number>;
@@ -73,7 +89,9 @@ function fixturesWith(bars: readonly LiveBar[]): string {
 describe('live bars as history', () => {
   /** The upstream's own 1m bars of the recent session's first ten minutes. */
   const upstreamBars = Array.from({ length: 10 }, (_, i) => liveBar(RECENT_OPEN + i * MINUTE_MS, 230 + i));
-  const fixtures = fixturesWith(upstreamBars);
+  /** The upstream's own bars of the first minutes after the edge of its reach. */
+  const edgeUpstream = Array.from({ length: 5 }, (_, i) => liveBar(EDGE_NEXT_OPEN + i * MINUTE_MS, 220 + i));
+  const fixtures = fixturesWith([...edgeUpstream, ...upstreamBars]);
   const dir = mkdtempSync(join(tmpdir(), 'mds-live-history-'));
   let upstream: FakeUpstream;
   let svc: TestService | undefined;
@@ -101,7 +119,7 @@ describe('live bars as history', () => {
   };
   const oneMinuteRequests = () => upstream.requestLog.filter((r) => r.url.startsWith('/v8/finance/chart/AAPL') && r.url.includes('interval=1m'));
 
-  // The old session's first ten minutes, with no bar at 13:35 (the socket was down).
+  // The old session's first ten minutes, with no bar in the sixth (the socket was down).
   const oldBars = Array.from({ length: 10 }, (_, i) => liveBar(OLD_OPEN + i * MINUTE_MS, 200 + i)).filter((b) => b.timeMs !== OLD_OPEN + 5 * MINUTE_MS);
 
   it('when live bars were stored and the service restarted, then a 1m window beyond the upstream\'s reach answers them as live:yahoo, the minute without a bar listed missing', async () => {
@@ -117,13 +135,13 @@ describe('live bars as history', () => {
     expect(res.body.source).toBe('live:yahoo');
     expect(res.body.from_stream).toBe(true);
     expect(res.body.data.candles).toEqual(
-      oldBars.map((b) => ({ time: iso(b.timeMs), open: b.open, high: b.high, low: b.low, close: b.close, adj_close: null, volume: b.volume })),
+      oldBars.map((b) => ({ time: iso(b.timeMs), open: b.open, high: b.high, low: b.low, close: b.close, adj_close: null, volume: b.volume, from_stream: true })),
     );
     expect(res.body.data.partial).toBe(true);
     expect(res.body.data.missing).toEqual([{ start: iso(OLD_OPEN + 5 * MINUTE_MS), end: iso(OLD_OPEN + 6 * MINUTE_MS), reason: 'no_stream_data' }]);
     // Beyond its reach, the upstream is not asked.
     expect(oneMinuteRequests().length).toBe(asked);
-    // The bar not yet final was not stored: the minute 13:50 is missing, not invented.
+    // The bar not yet final was not stored: its minute is missing, not invented.
     const later = await history(`interval=1m&start=${iso(OLD_OPEN + 9 * MINUTE_MS)}&end=${iso(OLD_OPEN + 22 * MINUTE_MS)}`);
     expect(later.status).toBe(200);
     expect(later.body.data.candles.map((c) => c.time)).toEqual([iso(OLD_OPEN + 9 * MINUTE_MS)]);
@@ -144,6 +162,7 @@ describe('live bars as history', () => {
       close: bars[bars.length - 1]!.close,
       adj_close: null,
       volume: bars.reduce((sum, b) => sum + b.volume!, 0),
+      from_stream: true,
     });
     expect(res.body.data.candles).toEqual([build(oldBars.slice(0, 5)), { ...build(oldBars.slice(5)), time: iso(OLD_OPEN + 5 * MINUTE_MS) }]);
     expect(res.body.source).toBe('live:yahoo');
@@ -153,7 +172,7 @@ describe('live bars as history', () => {
   it('when a window beyond the upstream\'s reach holds no live bar, then it still answers 422', async () => {
     await start();
 
-    const res = await history(`interval=1m&start=${iso(OLD_OPEN - 7 * 86_400_000)}&end=${iso(OLD_OPEN - 7 * 86_400_000 + 10 * MINUTE_MS)}`);
+    const res = await history(`interval=1m&start=${iso(OLDER_OPEN)}&end=${iso(OLDER_OPEN + 10 * MINUTE_MS)}`);
 
     expect(res.status).toBe(422);
   });
@@ -184,5 +203,25 @@ describe('live bars as history', () => {
     await svc!.fetch('/api/admin/cache', { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
     const again = await history(`interval=1m&start=${iso(RECENT_OPEN)}&end=${iso(RECENT_OPEN + 10 * MINUTE_MS)}`);
     expect(again.body.data.candles.map((c) => c.close)).toEqual(upstreamBars.map((b) => b.close));
+  });
+
+  it('when a window straddles the edge of the upstream\'s reach, then live bars answer before it and the upstream\'s after, each live candle marked and both counted', async () => {
+    await start();
+    const edgeLive = Array.from({ length: 5 }, (_, i) => liveBar(EDGE_CLOSE - (5 - i) * MINUTE_MS, 210 + i));
+    await svc!.liveBars.storeFinal(edgeLive);
+
+    const res = await history(`interval=1m&start=${iso(EDGE_CLOSE - 5 * MINUTE_MS)}&end=${iso(EDGE_NEXT_OPEN + 5 * MINUTE_MS)}`);
+
+    expect(res.status).toBe(200);
+    expect(res.body.source).toBe('yahoo');
+    expect(res.body.from_stream).toBeUndefined();
+    expect(res.body.data.sources).toEqual({ yahoo: 5, 'live:yahoo': 5 });
+    expect(res.body.data.candles.map((c) => [c.time, c.close, c.from_stream ?? false])).toEqual([
+      ...edgeLive.map((b) => [iso(b.timeMs), b.close, true]),
+      ...edgeUpstream.map((b) => [iso(b.timeMs), b.close, false]),
+    ]);
+    // Minutes of the next session before the reach begins have neither.
+    const before = EDGE_NEXT_OPEN > EDGE_NEXT.openMs ? [{ start: iso(EDGE_NEXT.openMs), end: iso(EDGE_NEXT_OPEN), reason: 'no_stream_data' }] : undefined;
+    expect(res.body.data.missing).toEqual(before);
   });
 });

@@ -178,6 +178,7 @@ export class HistoryReads {
       actions: read.actions,
       adjust,
       flags: flags === undefined ? undefined : [...flags],
+      streamed: read.fromStream === true ? 'all' : read.streamTimes,
     });
     return { outcome: 'found', sent, ttlMs };
   }
