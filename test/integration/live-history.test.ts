@@ -109,8 +109,8 @@ describe('live bars as history', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const start = async () => {
-    svc = await startTestService({ MARKET_DATA_PROVIDER: 'yahoo', MARKET_DATA_BASE_URL: upstream.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0' }, { init: true, dir, now: () => NOW });
+  const start = async (env: Record<string, string> = {}) => {
+    svc = await startTestService({ MARKET_DATA_PROVIDER: 'yahoo', MARKET_DATA_BASE_URL: upstream.baseUrl, CACHE_URL: 'redis://127.0.0.1:1/0', ...env }, { init: true, dir, now: () => NOW });
     return svc;
   };
   const history = async (query: string) => {
@@ -223,5 +223,17 @@ describe('live bars as history', () => {
     // Minutes of the next session before the reach begins have neither.
     const before = EDGE_NEXT_OPEN > EDGE_NEXT.openMs ? [{ start: iso(EDGE_NEXT.openMs), end: iso(EDGE_NEXT_OPEN), reason: 'no_stream_data' }] : undefined;
     expect(res.body.data.missing).toEqual(before);
+  });
+
+  it('when HISTORY_KEEP_1M is shorter than the live bars are old, then retention drops them with the other 1m bars and the window answers 422 again; younger ones stay', async () => {
+    await start({ HISTORY_KEEP_1M: '30d' });
+
+    await svc!.runJob('history-retention');
+
+    expect((await history(`interval=1m&start=${iso(OLD_OPEN)}&end=${iso(OLD_OPEN + 10 * MINUTE_MS)}`)).status).toBe(422);
+    const edge = await history(`interval=1m&start=${iso(EDGE_CLOSE - 5 * MINUTE_MS)}&end=${iso(EDGE_CLOSE)}`);
+    expect(edge.status).toBe(200);
+    expect(edge.body.data.candles).toHaveLength(5);
+    expect(edge.body.source).toBe('live:yahoo');
   });
 });
