@@ -99,6 +99,8 @@ export interface RunningService {
   runJob(name: string): Promise<void>;
   /** The MCP endpoint: `/mcp` on `server`, and `connect` for another transport (stdio). */
   mcp: McpEndpoint;
+  /** Where final live bars are stored as history (DESIGN 26): the bar builder's sink. */
+  liveBars: LiveBarSink;
   /** `http://host:port/metrics` when this process serves metrics itself; undefined otherwise. */
   metricsUrl?: string;
   /** Stops accepting, finishes in-flight requests, then closes the scheduler, cache and database. */
@@ -234,7 +236,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
     metrics,
   });
   const unknown = new UnknownSymbols({ store: cache, provider: provider.name, maxSymbols: config.cache.unknownMaxSymbols, broadcast: cache, logger, now: options.now });
-  const { quality, history } = chainHistory({
+  const { quality, history, liveBars } = chainHistory({
     candles: db.candles,
     issues: db.dataIssues,
     router: provider,
@@ -297,7 +299,6 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
           logger: logger.child({ component: 'live' }),
         });
   // Live one-minute bars (DESIGN 26): built by each push upstream's leader, streamed by every instance.
-  const liveBarSink: LiveBarSink | undefined = undefined; // MERGE: the history store's sink (branch livehist) is plugged in here.
   const bars: LiveBars | undefined =
     live === undefined
       ? undefined
@@ -309,7 +310,7 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
           leading: () => live.leading(),
           symbols: () => live.union(),
           deliver: (symbol, json) => streams.sendBar(symbol, json),
-          sink: liveBarSink,
+          sink: liveBars,
           sessionOf: barSessions(),
           graceMs: config.live.barGraceMs,
           revisionWindowMs: config.live.barRevisionWindowMs,
@@ -485,5 +486,5 @@ async function assemble(config: Config, logger: Logger, options: StartOptions, s
       logger.info('stopped');
     })());
 
-  return { server, url, streams, runJob: (name) => scheduler.trigger(name), mcp, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
+  return { server, url, streams, runJob: (name) => scheduler.trigger(name), mcp, liveBars, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), close };
 }

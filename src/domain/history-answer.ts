@@ -28,6 +28,13 @@ export function historyAnswer(task: HistoryAnswerTask): string {
       if (found !== undefined && candle !== undefined) candle.flags = [...found] as Candle['flags'];
     });
   }
+  if (task.streamed !== undefined) {
+    const times = task.streamed === 'all' ? undefined : new Set(task.streamed);
+    stored.forEach((bar, i) => {
+      const candle = candles[i];
+      if (candle !== undefined && (times === undefined || times.has(bar.timeMs))) candle.from_stream = true;
+    });
+  }
   // `candles` is already a key of `data`: replacing it keeps the keys in the order the answer always had.
   return JSON.stringify({ ...task.body, data: { ...task.body.data, candles } });
 }

@@ -8,6 +8,7 @@ import { barFactors, type FxSummary, type RateTable } from './currencies.js';
 import type { CandleColumns, TimeSpan } from './ports/history-store.js';
 import type { Candle, History, HistoryInterval } from './ports/market-data.js';
 import { emptyCandleColumns } from './candle-columns.js';
+import type { MissingReason } from './missing-spans.js';
 
 export const FX_CARRIED = 'fx_carried';
 
@@ -96,14 +97,19 @@ export function convertHistory(table: RateTable, history: History, to: string, i
   return out;
 }
 
-/** Adds `spans` to `history.missing` (in order, at most the contract's 100), and `partial` when any. */
+/**
+ * Adds `spans` to `history.missing` (in order, at most the contract's 100), and `partial` when any; the
+ * spans already listed keep their reason (those added have none), and only spans of one reason merge.
+ */
 export function withMissing(history: History, spans: readonly TimeSpan[]): void {
   if (spans.length === 0) return;
-  const all = [...(history.missing ?? []).map((m) => ({ startMs: Date.parse(m.start), endMs: Date.parse(m.end) })), ...spans].sort((a, b) => a.startMs - b.startMs);
-  const merged: TimeSpan[] = [];
+  type Listed = TimeSpan & { reason?: MissingReason | undefined };
+  const listed: Listed[] = (history.missing ?? []).map((m) => ({ startMs: Date.parse(m.start), endMs: Date.parse(m.end), reason: m.reason }));
+  const all: Listed[] = [...listed, ...spans.map((s) => ({ startMs: s.startMs, endMs: s.endMs }))].sort((a, b) => a.startMs - b.startMs);
+  const merged: Listed[] = [];
   for (const span of all) {
     const last = merged[merged.length - 1];
-    if (last !== undefined && span.startMs <= last.endMs) last.endMs = Math.max(last.endMs, span.endMs);
+    if (last !== undefined && span.startMs <= last.endMs && span.reason === last.reason) last.endMs = Math.max(last.endMs, span.endMs);
     else merged.push({ ...span });
   }
   // Past the bound, the last span reaches to the end of the rest.
@@ -112,5 +118,5 @@ export function withMissing(history: History, spans: readonly TimeSpan[]): void 
     merged.push({ startMs: tail[0]!.startMs, endMs: Math.max(...tail.map((s) => s.endMs)) });
   }
   history.partial = true;
-  history.missing = merged.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString() }));
+  history.missing = merged.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString(), ...(m.reason !== undefined ? { reason: m.reason } : {}) }));
 }

@@ -1312,7 +1312,7 @@ export interface components {
             before: components["schemas"]["IssueBar"] | null;
             /** @description The bar as stored and served; null when it was dropped. */
             after: components["schemas"]["IssueBar"] | null;
-            /** @description The provider that gave the bar, then any other consulted. */
+            /** @description The provider that gave the bar, then any other consulted (`live:<upstream>` for a bar built from that upstream's push stream). */
             providers: string[];
             closes?: components["schemas"]["DivergentCloses"];
             /**
@@ -1331,7 +1331,7 @@ export interface components {
         /** @description One provider's close of the bar. */
         ProviderClose: {
             /**
-             * @description The provider.
+             * @description The provider; `live:<upstream>` for a bar built from that upstream's push stream.
              * @example polygon
              */
             provider: string;
@@ -1983,6 +1983,11 @@ export interface components {
              * @example 225702700
              */
             volume: number | null;
+            /**
+             * @description Present and true only on a bar built from a push stream (stored as provider `live:<upstream>`), not given by the upstream's own history.
+             * @example true
+             */
+            from_stream?: boolean;
             /** @description Present only when the data-quality checks repaired the bar or suspect it (absent on a clean bar). */
             flags?: components["schemas"]["CandleFlag"][];
         };
@@ -2047,12 +2052,12 @@ export interface components {
                 splits: components["schemas"]["Split"][];
             };
             /**
-             * @description Present and true when the window could not be completed (the upstream failed, or part of it lies beyond what the upstream keeps and the store does not hold); `missing` says which parts.
+             * @description Present and true when the window could not be completed (the upstream failed, part of it lies beyond what the upstream keeps and the store does not hold, or live bars answer it and some session minutes have none); `missing` says which parts.
              * @example true
              */
             partial?: boolean;
-            /** @description The parts of the window the candles do not cover because they could not be fetched, in ascending time; present with `partial`. */
-            missing?: components["schemas"]["TimeSpan"][];
+            /** @description The parts of the window the candles do not cover because they could not be fetched or were never seen, in ascending time; present with `partial`. */
+            missing?: components["schemas"]["MissingSpan"][];
             quality?: components["schemas"]["HistoryQuality"];
             /**
              * @description Where the candles came from more than one provider (stored bars keep their provider), how many each gave; absent when one provider gave them all (then `source` names it).
@@ -2102,6 +2107,20 @@ export interface components {
              */
             end: string;
         };
+        /** @description A part of a history window the candles do not cover, start included, end excluded, and why. */
+        MissingSpan: components["schemas"]["TimeSpan"] & {
+            /**
+             * @description Why the part is missing, when the history store knows: `beyond_reach` (older than the upstream keeps, and not stored), `upstream_failed` (the upstream could not be asked or failed), `no_stream_data` (answered by live bars, and the push stream has no bar for these minutes of a session: socket down, no leader, no trade; never invented). Absent for parts a currency conversion left out.
+             * @example no_stream_data
+             * @enum {string}
+             */
+            reason?: "beyond_reach" | "upstream_failed" | "no_stream_data";
+        };
+        /**
+         * @description The provider the candles came from: a provider of the chain, or `live:<upstream>` for bars built from that upstream's push stream and stored (DESIGN 26), then with `from_stream` true.
+         * @example live:yahoo
+         */
+        HistorySource: components["schemas"]["Source"] | ("live:yahoo" | "live:polygon");
         /** @description Historical candles of one symbol. */
         HistoryResponse: {
             /**
@@ -2111,7 +2130,12 @@ export interface components {
              */
             success: true;
             data: components["schemas"]["History"];
-            source: components["schemas"]["Source"];
+            source: components["schemas"]["HistorySource"];
+            /**
+             * @description Present and true when every candle was built from a push stream (`source` is then `live:<upstream>`), not given by the upstream's own history. A window answered partly by each counts them under `data.sources`, the stream's as `live:<upstream>`.
+             * @example true
+             */
+            from_stream?: boolean;
             /**
              * Format: date-time
              * @description When the data was fetched upstream.

@@ -8,6 +8,8 @@ import { DataQuality, type DataQualityOptions } from './data-quality.js';
 import { chainReach } from './history-reach.js';
 import { HistoryStore } from './history-store.js';
 import type { ProviderRouter } from './provider-router.js';
+import { LiveBarStore } from './live-bar-store.js';
+import { StreamHistory } from './stream-history.js';
 
 export interface ChainHistoryParts {
   candles: CandleStore;
@@ -21,8 +23,11 @@ export interface ChainHistoryParts {
   now?: (() => number) | undefined;
 }
 
-/** The quality checks (second opinions and cross-checks from the chain's other providers) and the store reading through the chain. */
-export function chainHistory(parts: ChainHistoryParts): { quality: DataQuality; history: HistoryStore } {
+/**
+ * The quality checks (second opinions and cross-checks from the chain's other providers), the store
+ * reading through the chain, and where the live bar builder stores final bars (DESIGN 26).
+ */
+export function chainHistory(parts: ChainHistoryParts): { quality: DataQuality; history: HistoryStore; liveBars: LiveBarStore } {
   const { router } = parts;
   const now = parts.now ? { now: parts.now } : {};
   const quality = new DataQuality({
@@ -34,6 +39,7 @@ export function chainHistory(parts: ChainHistoryParts): { quality: DataQuality; 
     logger: parts.logger,
     ...now,
   });
+  const stream = new StreamHistory({ store: parts.candles, quality, divergenceBps: parts.divergenceBps, ...now });
   const history = new HistoryStore({
     store: parts.candles,
     fetch: (query) => router.getHistory(query),
@@ -43,7 +49,8 @@ export function chainHistory(parts: ChainHistoryParts): { quality: DataQuality; 
     beyondReach: (symbol, interval) => router.beyondReach(symbol, interval),
     quality,
     chain: [...parts.chain],
+    stream,
     ...now,
   });
-  return { quality, history };
+  return { quality, history, liveBars: new LiveBarStore({ store: parts.candles, stream, ...now }) };
 }

@@ -16,10 +16,12 @@ import type { CandleColumns, CandleStore, CorporateAction, InstrumentInfo, Store
 import type { History, HistoryInterval, HistoryQuery } from '../domain/ports/market-data.js';
 import { tradingSessions } from '../domain/market-calendar.js';
 import { listedMarketOfSymbol } from '../domain/provider-symbols.js';
-import { mergeSpans, subtractSpans } from '../domain/time-spans.js';
+import { subtractSpans } from '../domain/time-spans.js';
 import type { QualityCounts, QualityFlag } from '../domain/quality/data-issues.js';
 import type { DataQuality } from './data-quality.js';
 import { isBackground } from '../domain/background-work.js';
+import { mergeMissing, type MissingSpan } from '../domain/missing-spans.js';
+import type { StreamHistory } from './stream-history.js';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -75,6 +77,8 @@ export interface HistoryStoreOptions {
    * provider is configured) are never served as the chain's: they are dropped and the span fetched again.
    */
   chain?: readonly string[] | undefined;
+  /** Live bars as history (DESIGN 26): where the upstream cannot answer, stored live minutes do; its bars are compared with them. */
+  stream?: StreamHistory | undefined;
 }
 
 /** Series checked for bars of providers outside the chain, at most (then the memory starts over). */
@@ -90,8 +94,8 @@ export interface StoredHistory<Bars = StoredCandle[]> {
   candles: Bars;
   /** Dividends and splits known from the window's start until now, oldest first (splits after the window set the basis of `adjust=none`). */
   actions: CorporateAction[];
-  /** Parts of the window the answer lacks because the upstream could not be asked or failed, oldest first. */
-  missing: TimeSpan[];
+  /** Parts of the window the answer lacks, each with why (beyond the upstream's reach, its failure, no live bar), oldest first. */
+  missing: MissingSpan[];
   /** True when the upstream was asked for any part of the window. */
   fetched: boolean;
   /** How many bars this read wrote to the store (fetched now). */
@@ -106,6 +110,10 @@ export interface StoredHistory<Bars = StoredCandle[]> {
   quality?: QualityCounts;
   /** The served bars by the provider that gave them; absent unless more than one did. */
   sources?: Record<string, number>;
+  /** True when every served bar was built from a push stream (`source` then names `live:<upstream>`). */
+  fromStream?: boolean;
+  /** Where stream-built bars are served beside an upstream's: their start times, ascending. */
+  streamTimes?: number[];
 }
 
 function splitsOf(actions: readonly CorporateAction[]): Array<Extract<CorporateAction, { kind: 'split' }>> {
@@ -137,12 +145,14 @@ export class HistoryStore {
   readonly #now: () => number;
   readonly #quality: DataQuality | undefined;
   readonly #chain: ReadonlySet<string> | undefined;
+  readonly #stream: StreamHistory | undefined;
   /** Series whose stored bars were found to be the chain's own since this process started. */
   readonly #checked = new Set<string>();
 
   constructor(options: HistoryStoreOptions) {
     this.#chain = options.chain === undefined ? undefined : new Set(options.chain);
     this.#quality = options.quality;
+    this.#stream = options.stream;
     this.#store = options.store;
     this.#fetch = options.fetch;
     this.#provider = options.provider;
@@ -202,7 +212,7 @@ export class HistoryStore {
     const gaps = subtractSpans(window, covered);
     const reach = this.#reach(interval, symbol);
     const oldestKept = now - reach.retentionMs;
-    const missing: TimeSpan[] = [];
+    let missing: MissingSpan[] = [];
     let fetched = false;
     let unknown = false;
     let failure: unknown;
@@ -212,15 +222,15 @@ export class HistoryStore {
     let beyondReach = false;
     for (const gap of gaps) {
       if (failure !== undefined || unknown) {
-        if (failure !== undefined) missing.push(gap);
+        if (failure !== undefined) missing.push({ ...gap, reason: 'upstream_failed' });
         continue;
       }
       if (gap.endMs <= oldestKept) {
-        missing.push(gap);
+        missing.push({ ...gap, reason: 'beyond_reach' });
         beyondReach = true;
         continue;
       }
-      if (gap.startMs < oldestKept) missing.push({ startMs: gap.startMs, endMs: oldestKept });
+      if (gap.startMs < oldestKept) missing.push({ startMs: gap.startMs, endMs: oldestKept, reason: 'beyond_reach' });
       for (let from = Math.max(gap.startMs, oldestKept); from < gap.endMs; from += reach.maxWindowMs) {
         const chunk = { startMs: from, endMs: Math.min(gap.endMs, from + reach.maxWindowMs) };
         fetched = true;
@@ -229,7 +239,7 @@ export class HistoryStore {
           history = await this.#fetch({ symbol, interval, startMs: chunk.startMs, endMs: chunk.endMs });
         } catch (err) {
           failure = err;
-          missing.push({ startMs: chunk.startMs, endMs: gap.endMs });
+          missing.push({ startMs: chunk.startMs, endMs: gap.endMs, reason: 'upstream_failed' });
           break;
         }
         if (history === undefined) {
@@ -242,6 +252,7 @@ export class HistoryStore {
         written += kept.written;
       }
     }
+    if (this.#stream !== undefined) missing = await this.#stream.fill(symbol, interval, missing);
     const [candles, actions, storedInfo, quality] = await Promise.all([
       select(window),
       this.#store.getActions(symbol, { startMs: window.startMs, endMs: Math.max(window.endMs, now + 1) }),
@@ -253,18 +264,20 @@ export class HistoryStore {
     // Nothing of the window is stored and none of it is within reach: say how to reach it, never "unknown".
     if (beyondReach && !fetched && count === 0 && this.#beyondReach !== undefined) throw this.#beyondReach(symbol, interval);
     const info = unknown && count === 0 ? undefined : storedInfo;
-    // Where the served bars came from more than one provider, the answer counts them by provider.
-    const sources = count > 1 && options.sources !== false ? await this.#store.providerCounts(symbol, interval, { startMs: firstMs!, endMs: lastMs! + 1 }) : {};
+    // Where the served bars came from more than one provider, the answer counts them by provider; bars all built from a stream name it.
+    const sources = count > 0 && options.sources !== false ? await this.#store.providerCounts(symbol, interval, { startMs: firstMs!, endMs: lastMs! + 1 }) : {};
+    const streamed = count > 0 ? await this.#stream?.provenance(symbol, interval, sources, { startMs: firstMs!, endMs: lastMs! + 1 }) : undefined;
     const judged = quality !== undefined && quality.counts.repaired + quality.counts.dropped + quality.counts.suspect > 0;
     return {
       info,
       candles,
       actions,
-      missing: mergeSpans(missing),
+      missing: mergeMissing(missing),
       fetched,
       written,
       ...(failure !== undefined ? { failure } : {}),
-      ...(source !== undefined ? { source } : {}),
+      ...(streamed?.only !== undefined ? { source: streamed.only, fromStream: true } : source !== undefined ? { source } : {}),
+      ...(streamed?.times !== undefined ? { streamTimes: streamed.times } : {}),
       ...(judged ? { flags: quality.flags, quality: quality.counts } : {}),
       ...(Object.keys(sources).length > 1 ? { sources } : {}),
     };
@@ -311,10 +324,14 @@ export class HistoryStore {
     this.#checked.add(key);
   }
 
-  /** True when the store has covered all of `span` (what it holds is served even beyond the upstream's reach). */
+  /**
+   * True when the store has covered all of `span`, or holds live minutes in it that answer intraday
+   * reads beyond the upstream's reach (what it holds is served even there).
+   */
   async holds(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<boolean> {
     if (span.endMs <= span.startMs) return true;
-    return subtractSpans(span, await this.#store.coverage(symbol, interval, span)).length === 0;
+    if (subtractSpans(span, await this.#store.coverage(symbol, interval, span)).length === 0) return true;
+    return this.#stream !== undefined && INTERVAL_MS[interval] <= HOUR_MS && (await this.#stream.streamProviders(symbol, span)).length > 0;
   }
 
   /** How many stored bars `span` holds. */
@@ -361,6 +378,7 @@ export class HistoryStore {
       // Background work (backfill, keep-current) also compares the daily closes with the chain's other providers.
       if (isBackground()) candles = await this.#quality.crossCheck({ symbol, interval, span: chunk, currency, timezone: history.timezone, candles, provider: source.provider });
     }
+    await this.#stream?.crossCheck(symbol, interval, candles, source.provider);
     if (newSplits.length > 0) {
       const known = new Set(splitsOf(await this.#store.getActions(symbol, { startMs: chunk.startMs, endMs: chunk.endMs })).map((s) => s.timeMs));
       for (const split of newSplits.sort((a, b) => a.timeMs - b.timeMs)) {

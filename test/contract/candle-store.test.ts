@@ -257,6 +257,16 @@ function candleStoreContract(name: string, makeFixture: () => Promise<Fixture>):
       expect(await store.coverage('AAPL', '1d', { startMs: T0 - DAY_MS, endMs: T0 + 3 * DAY_MS })).toEqual([{ startMs: cutoff, endMs: T0 + 3 * DAY_MS }]);
     });
 
+    it('providerTimes: when two providers stored bars of a series, then it gives the times of one provider\'s bars in a span, ascending; an unknown series is empty', async () => {
+      await store.putCandles('AAPL', '1d', [bar(2), bar(0)], YAHOO);
+      await store.putCandles('AAPL', '1d', [bar(1), bar(3)], POLYGON);
+
+      expect(await store.providerTimes('AAPL', '1d', { startMs: T0, endMs: T0 + 4 * DAY_MS }, 'yahoo')).toEqual([T0, T0 + 2 * DAY_MS]);
+      expect(await store.providerTimes('AAPL', '1d', { startMs: T0 + DAY_MS, endMs: T0 + 4 * DAY_MS }, 'polygon')).toEqual([T0 + DAY_MS, T0 + 3 * DAY_MS]);
+      expect(await store.providerTimes('AAPL', '1d', { startMs: T0, endMs: T0 + 4 * DAY_MS }, 'live:yahoo')).toEqual([]);
+      expect(await store.providerTimes('MSFT', '1d', { startMs: T0, endMs: T0 + DAY_MS }, 'yahoo')).toEqual([]);
+    });
+
     it('providerCounts: when two providers stored bars of a series, then it counts the bars in a span by provider; an unknown series is empty', async () => {
       await store.putCandles('AAPL', '1d', [bar(0), bar(1), bar(2)], YAHOO);
       await store.putCandles('AAPL', '1d', [bar(2), bar(3)], POLYGON);

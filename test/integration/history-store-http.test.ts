@@ -95,7 +95,7 @@ describe('history through the store, Yahoo replayed', () => {
     const past = await history('start=2020-09-01&end=2020-10-15');
     expect(past.status).toBe(200);
     expect(past.body.data.partial).toBe(true);
-    expect(past.body.data.missing).toEqual([{ start: '2020-10-01T00:00:00.000Z', end: '2020-10-15T00:00:00.000Z' }]);
+    expect(past.body.data.missing).toEqual([{ start: '2020-10-01T00:00:00.000Z', end: '2020-10-15T00:00:00.000Z', reason: 'upstream_failed' }]);
     expect(past.body.data.candles).toEqual(stored.body.data.candles);
   });
 

@@ -105,7 +105,7 @@ describe('history store: read through', () => {
 
     const wider = await history.read('AAPL', '1d', { startMs: NOW - 60 * DAY_MS, endMs: NOW - 2 * DAY_MS });
     expect(wider.candles).toEqual(before.candles);
-    expect(wider.missing).toEqual([{ startMs: NOW - 10 * DAY_MS, endMs: NOW - 2 * DAY_MS }]);
+    expect(wider.missing).toEqual([{ startMs: NOW - 10 * DAY_MS, endMs: NOW - 2 * DAY_MS, reason: 'upstream_failed' }]);
     expect(wider.failure).toBeInstanceOf(DataSourceError);
   });
 
@@ -128,7 +128,7 @@ describe('history store: read through', () => {
     const read = await history.read('AAPL', '1m', old);
 
     expect(upstream.asked).toEqual([]);
-    expect(read.missing).toEqual([old]);
+    expect(read.missing).toEqual([{ ...old, reason: 'beyond_reach' }]);
   });
 
   it('when 1m bars were stored while the upstream kept them, then they are served after it no longer does', async () => {

@@ -9,12 +9,12 @@ export default class HistoryPurgeCommand extends MdsCommand {
   static override examples = ['<%= config.bin %> <%= command.id %> --provider simulated'];
 
   static override flags = {
-    provider: Flags.string({ description: 'The provider whose bars go (simulated, yahoo, polygon, ...).', required: true }),
+    provider: Flags.string({ description: 'The provider whose bars go (simulated, yahoo, polygon, ..., or live:yahoo for the bars built from a push stream).', required: true }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(HistoryPurgeCommand);
-    if (!/^[a-z0-9_]{1,32}$/.test(flags.provider)) fail(this, `Not a provider name: '${flags.provider.slice(0, 40)}'`, 2);
+    if (!/^(live:)?[a-z0-9_]{1,27}$/.test(flags.provider)) fail(this, `Not a provider name: '${flags.provider.slice(0, 40)}'`, 2);
     const [{ failure, loadCliConfig }, { purgeProviderBars }] = await Promise.all([import('../../cli/context.js'), import('../../cli/open-history.js')]);
     const config = loadCliConfig(this);
     try {

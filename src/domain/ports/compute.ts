@@ -49,6 +49,8 @@ export interface HistoryAnswerTask {
   adjust: AdjustMode;
   /** The data-quality flags of stored bars, by bar time (ms). */
   flags?: ReadonlyArray<[number, readonly string[]]> | undefined;
+  /** The bars built from a push stream (DESIGN 26): every one, or their times (ms); each such candle says `from_stream`. */
+  streamed?: 'all' | readonly number[] | undefined;
 }
 
 /** A body's UTF-8 bytes and its ETag, as sent. */

@@ -71,6 +71,8 @@ export interface CandleStore {
   getCandleColumns(symbol: string, interval: HistoryInterval, span: TimeSpan, limit?: number, options?: { offLoop?: boolean }): Promise<CandleColumns>;
   /** The candles in `span` by the provider that gave them (per-candle provenance where providers mix). */
   providerCounts(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<Record<string, number>>;
+  /** The start times (ascending) of the candles in `span` that `provider` gave; empty for an unknown series. */
+  providerTimes(symbol: string, interval: HistoryInterval, span: TimeSpan, provider: string): Promise<number[]>;
   /** How many candles `getCandles` would return for `span`. */
   countCandles(symbol: string, interval: HistoryInterval, span: TimeSpan): Promise<number>;
   /** Drops the candles of `symbol` (every interval, or one) and their coverage, so they are fetched again; resolves to how many candles went. */

@@ -66,6 +66,8 @@ interface Dialect {
   countCandles(seriesId: number, span: TimeSpan): Promise<number>;
   /** Stored bars in `span` by the provider that gave them. */
   providerCounts(seriesId: number, span: TimeSpan): Promise<Record<string, number>>;
+  /** Start times of the stored bars in `span` that `provider` gave, ascending. */
+  providerTimes(seriesId: number, span: TimeSpan, provider: string): Promise<number[]>;
   deleteSeries(symbol: string, interval: HistoryInterval | undefined): Promise<number>;
   /** Replaces the coverage rows touching `span` by their union with it, atomically. */
   cover(seriesId: number, span: TimeSpan, source: Provenance): Promise<void>;
@@ -196,6 +198,10 @@ function sqliteDialect(db: Database): Dialect {
       const rows = prepare('SELECT provider, count(*) AS n FROM candles WHERE series_id = ? AND t >= ? AND t < ? GROUP BY provider').all(seriesId, span.startMs, span.endMs) as Array<{ provider: string; n: number }>;
       return Object.fromEntries(rows.map((r) => [r.provider, r.n]));
     },
+    async providerTimes(seriesId, span, provider) {
+      const rows = prepare('SELECT t FROM candles WHERE series_id = ? AND t >= ? AND t < ? AND provider = ? ORDER BY t', true).all(seriesId, span.startMs, span.endMs, provider) as Array<[number]>;
+      return rows.map((r) => Number(r[0]));
+    },
     async deleteSeries(symbol, interval) {
       return deleteSeries.immediate(symbol, interval);
     },
@@ -306,6 +312,10 @@ function postgresDialect(dataSource: DataSource): Dialect {
     async providerCounts(seriesId, span) {
       const rows = await query<Array<{ provider: string; n: string }>>(`SELECT provider, count(*) AS n FROM ${t('candles')} WHERE series_id = $1 AND t >= $2 AND t < $3 GROUP BY provider`, [seriesId, span.startMs, span.endMs]);
       return Object.fromEntries(rows.map((r) => [r.provider, Number(r.n)]));
+    },
+    async providerTimes(seriesId, span, provider) {
+      const rows = await query<Array<{ t: string }>>(`SELECT t FROM ${t('candles')} WHERE series_id = $1 AND t >= $2 AND t < $3 AND provider = $4 ORDER BY t`, [seriesId, span.startMs, span.endMs, provider]);
+      return rows.map((r) => Number(r.t));
     },
     async deleteSeries(symbol, interval) {
       return dataSource.transaction(async (manager) => {
@@ -500,6 +510,13 @@ export class TypeormCandleStore implements CandleStore {
     return this.#op(async () => {
       const id = await this.#seriesId(symbol, interval, false);
       return id === undefined ? {} : this.#dialect.providerCounts(id, span);
+    });
+  }
+
+  providerTimes(symbol: string, interval: HistoryInterval, span: TimeSpan, provider: string): Promise<number[]> {
+    return this.#op(async () => {
+      const id = await this.#seriesId(symbol, interval, false);
+      return id === undefined ? [] : this.#dialect.providerTimes(id, span, provider);
     });
   }
 

@@ -11,13 +11,14 @@ import type { Adjustment } from '../../domain/history-adjustment.js';
 import { columnsLength } from '../../domain/candle-columns.js';
 import type { CachedRepresentation, Loaded } from '../representation-cache.js';
 import type { HistoryStore } from '../history-store.js';
-import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext, type Source } from './context.js';
+import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext } from './context.js';
 import { historyLifetime, PARTIAL_TTL_MS } from './lifetimes.js';
 import { eventsOf, historyQuery, spanOf, TooManyCandlesError, type HistoryParams } from './history-rules.js';
 import { MAX_CANDLES, tooManyCandles } from '../../domain/candle-limits.js';
 import { afterFirstRate, convertibleFrom, needsConversion, targetCurrency, type RateTable } from '../../domain/currencies.js';
 import { convertColumns, convertDividends, convertHistory, FX_CARRIED, withMissing } from '../../domain/history-conversion.js';
 import { INTERVAL_MS } from '../history-store.js';
+import { capMissing } from '../../domain/missing-spans.js';
 
 type HistoryResponse = components['schemas']['HistoryResponse'];
 
@@ -146,7 +147,7 @@ export class HistoryReads {
     if (refusal !== undefined) return { outcome: 'refused', refusal, ttlMs };
     if (read.missing.length > 0) {
       history.partial = true;
-      history.missing = read.missing.map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString() }));
+      history.missing = capMissing(read.missing).map((m) => ({ start: new Date(m.startMs).toISOString(), end: new Date(m.endMs).toISOString(), reason: m.reason }));
       ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
     }
     if (read.quality !== undefined) history.quality = read.quality;
@@ -168,7 +169,8 @@ export class HistoryReads {
       if (converted.missing.length > 0) ttlMs = Math.min(ttlMs, PARTIAL_TTL_MS);
       history.fx = converted.summary;
     }
-    const body: HistoryResponse = { success: true, data: history, source: (read.source as Source | undefined) ?? ctx.source, updated_at: ctx.iso() };
+    const source = (read.source as HistoryResponse['source'] | undefined) ?? ctx.source;
+    const body: HistoryResponse = { success: true, data: history, source, ...(read.fromStream === true ? { from_stream: true } : {}), updated_at: ctx.iso() };
     // The candles (basis, spelling, flags) and the JSON are written by the compute pool: 5,000 bars take ~10 ms.
     const { sent } = await ctx.compute.historyAnswer({
       body,
@@ -176,6 +178,7 @@ export class HistoryReads {
       actions: read.actions,
       adjust,
       flags: flags === undefined ? undefined : [...flags],
+      streamed: read.fromStream === true ? 'all' : read.streamTimes,
     });
     return { outcome: 'found', sent, ttlMs };
   }
