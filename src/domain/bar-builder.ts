@@ -20,8 +20,7 @@
  * Never invented: a minute without a tick in a session has no bar; a tick outside every session is dropped.
  */
 import type { BarSession, LiveBar } from './live-bar.js';
-
-export const MINUTE_MS = 60_000;
+import { MINUTE_MS } from './durations.js';
 
 /** One pushed price, as the builder takes it. */
 export interface BarTick {

@@ -1,9 +1,7 @@
 /** How long a bar of each history interval lasts at its shortest, and so how many bars a span can hold. */
 import type { HistoryInterval } from './ports/market-data.js';
 import type { TimeSpan } from './ports/history-store.js';
-
-const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
+import { MINUTE_MS, DAY_MS } from './durations.js';
 
 /** A bar's length at its shortest (a month: February's 28 days). */
 export const SHORTEST_BAR_MS: Readonly<Record<HistoryInterval, number>> = {

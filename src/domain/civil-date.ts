@@ -4,13 +4,12 @@
  * Dates are read by the one parser of every operation (`parseInstant`), years 0000 to 9999.
  */
 import { parseInstant } from './instant.js';
+import { DAY_MS } from './durations.js';
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 
 /** Whole days from 1970-01-01 to a civil date. */
 export type DayNumber = number;
-
-const DAY_MS = 86_400_000;
 
 /** The day number of the civil date year-month-day (month 1-12). */
 export function dayOf(year: number, month: number, day: number): DayNumber {

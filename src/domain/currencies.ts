@@ -10,6 +10,7 @@ import { InvalidRequestError } from './errors.js';
 import type { components } from '../generated/api.js';
 import type { HistoryInterval, Quote } from './ports/market-data.js';
 import type { RateDay } from './ports/fx-rates.js';
+import { DAY_MS } from './durations.js';
 
 export type { RateDay };
 
@@ -154,7 +155,6 @@ export interface BarFactors {
   summary: FxSummary;
 }
 
-const DAY_MS = 86_400_000;
 const DAILY: ReadonlySet<HistoryInterval> = new Set(['1d', '1wk', '1mo']);
 
 /** How far an offset is assumed to hold once it is the same at both ends (see `ZoneOffsets`). */

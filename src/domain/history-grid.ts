@@ -14,9 +14,8 @@
 import { parseIsoDate } from './civil-date.js';
 import { tradingSessions, type MarketCode } from './market-calendar.js';
 import type { HistoryInterval } from './ports/market-data.js';
+import { MINUTE_MS, DAY_MS } from './durations.js';
 
-const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
 const QUARTER_HOUR_MS = 15 * MINUTE_MS;
 
 const INTRADAY_GRID_MS: Partial<Record<HistoryInterval, number>> = {

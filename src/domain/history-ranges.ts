@@ -1,7 +1,6 @@
 /** The named history ranges (`range=1mo`, ...) as instants: one table for the service, the router and the adapters. */
 import type { HistoryRange } from './ports/market-data.js';
-
-const DAY_MS = 86_400_000;
+import { DAY_MS } from './durations.js';
 
 /** How many calendar days each fixed range reaches back; `5d` spans a week, so it holds five sessions. */
 export const RANGE_DAYS: Readonly<Record<Exclude<HistoryRange, 'ytd' | 'max'>, number>> = {

@@ -5,11 +5,9 @@
  * `Date.UTC` reads years 0 to 99 as 1900 to 1999; here the first is no instant at all and the
  * second is the year it says.
  */
+import { MINUTE_MS, HOUR_MS, DAY_MS } from './durations.js';
 
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|([+-])(\d{2}):(\d{2}))?)?$/;
-
-const MINUTE_MS = 60_000;
-const HOUR_MS = 60 * MINUTE_MS;
 
 /** Epoch ms of midnight UTC of that day, or undefined when the day does not exist (2030-02-30). */
 function utcDay(year: number, month: number, day: number): number | undefined {
@@ -34,7 +32,6 @@ export function parseInstant(text: string): number | undefined {
   return day + Number(h) * HOUR_MS + Number(mi) * MINUTE_MS + Number(s) * 1000 + ms - offsetMs;
 }
 
-const DAY_MS = 24 * HOUR_MS;
 /** `00`..`99` and `000`..`999`: the fields of an instant, padded once. */
 const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
 const THREE_DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));

@@ -8,8 +8,7 @@
  */
 import { tradingSessions, type MarketCode } from './market-calendar.js';
 import type { StoredCandle, TimeSpan } from './ports/history-store.js';
-
-const MINUTE_MS = 60_000;
+import { MINUTE_MS } from './durations.js';
 
 /** The regular-session segments of `market` inside `span`, clipped to it, oldest first. */
 export function sessionSpans(market: MarketCode, span: TimeSpan): TimeSpan[] {

@@ -11,6 +11,7 @@ import { specialDayOf, hongKongOpen, tokyoClose, type ExchangeCode } from './exc
 import { CHINESE_FESTIVAL_YEARS, CN_CLOSURES_LAST_YEAR } from './chinese-holiday-tables.js';
 import { isoDateOf, parseIsoDate, weekdayOf, type DayNumber } from './civil-date.js';
 import type { InstrumentType, MarketState } from './ports/market-data.js';
+import { DAY_MS } from './durations.js';
 
 /** The markets the calendar knows. */
 export type MarketCode = 'US' | 'UK' | 'DE' | 'EU' | 'JP' | 'HK' | 'CN' | 'CRYPTO' | 'FX';
@@ -102,7 +103,6 @@ const HOURS: Record<MarketCode, MarketHours> = {
   FX: { segments: [{ fromDay: -1, from: hm(17), toDay: 0, to: hm(17) }], weekdays: WEEKDAYS },
 };
 
-const DAY_MS = 86_400_000;
 const INFO = new Map(MARKETS.map((market) => [market.code, market]));
 /** Zone objects made once: handing luxon a zone name makes it validate the name on every call. */
 const ZONES = new Map(MARKETS.map((market) => [market.code, IANAZone.create(market.timezone)]));

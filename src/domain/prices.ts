@@ -14,6 +14,7 @@ import { parseStudies, warmupOf } from './indicators/catalogue.js';
 import { marketOfSymbol } from './provider-symbols.js';
 import { RANGE_DAYS } from './history-ranges.js';
 import type { HistoryInterval, HistoryRange } from './ports/market-data.js';
+import { DAY_MS } from './durations.js';
 
 /** The rules an operation's `x-mds-cost` may name. */
 export const COST_RULES = ['fixed', 'symbols', 'bars', 'studies'] as const;
@@ -25,8 +26,6 @@ export const SYMBOLS_PER_POINT = 10;
 export const BARS_PER_POINT = 5000;
 /** Study-bars one point pays for (`studies` rule): each study over the window and its own warm-up. */
 export const STUDY_BARS_PER_POINT = 8000;
-
-const DAY_MS = 86_400_000;
 
 /** The input an action's price is read from: query parameters and path parameters, as strings. */
 export type PriceInput = Readonly<Record<string, unknown>>;

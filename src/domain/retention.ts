@@ -9,8 +9,7 @@
  * bars 10 years, and 15 minutes and longer forever (30 years of 15-minute bars is 2 years of 1-minute ones).
  */
 import type { HistoryInterval } from './ports/market-data.js';
-
-const DAY_MS = 86_400_000;
+import { DAY_MS } from './durations.js';
 
 /** Every interval the store keeps, in the order the variables are documented. */
 export const KEPT_INTERVALS: readonly HistoryInterval[] = ['1m', '5m', '15m', '30m', '1h', '1d', '1wk', '1mo'];

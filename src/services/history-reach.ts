@@ -5,8 +5,7 @@
  */
 import type { HistoryInterval } from '../domain/ports/market-data.js';
 import { defaultReach, type UpstreamReach } from './history-store.js';
-
-const DAY_MS = 86_400_000;
+import { DAY_MS } from '../domain/durations.js';
 
 /**
  * `reachDays` as the chain's router gives it (`null`: unbounded; `undefined`: no provider serves the

@@ -22,10 +22,8 @@ import type { DataQuality } from './data-quality.js';
 import { isBackground } from '../domain/background-work.js';
 import { mergeMissing, type MissingSpan } from '../domain/missing-spans.js';
 import type { StreamHistory } from './stream-history.js';
+import { MINUTE_MS, HOUR_MS, DAY_MS } from '../domain/durations.js';
 
-const MINUTE_MS = 60_000;
-const HOUR_MS = 60 * MINUTE_MS;
-const DAY_MS = 24 * HOUR_MS;
 /** How many days back `keepCurrent` reads: enough to cover a long holiday since the last run. */
 const KEEP_CURRENT_DAYS = 10;
 

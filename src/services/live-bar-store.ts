@@ -8,8 +8,7 @@
 import { isFromStream, liveProvider, type LiveBar, type LiveBarSink } from '../domain/live-bar.js';
 import type { CandleStore, StoredCandle } from '../domain/ports/history-store.js';
 import type { StreamHistory, StreamPair } from './stream-history.js';
-
-const MINUTE_MS = 60_000;
+import { MINUTE_MS } from '../domain/durations.js';
 
 export interface LiveBarStoreOptions {
   store: CandleStore;

@@ -16,7 +16,8 @@
  * events to the streams and sessions of that symbol that asked for bars. Final and revised bars also
  * go to the sink (the history store, as provider `live:<upstream>`), from the leader only.
  */
-import { applyTick, closeBars, emptySymbolBars, MINUTE_MS, type BarBuilderOptions, type BarChange, type BarTick, type SymbolBars } from '../domain/bar-builder.js';
+import { applyTick, closeBars, emptySymbolBars, type BarBuilderOptions, type BarChange, type BarTick, type SymbolBars } from '../domain/bar-builder.js';
+import { MINUTE_MS } from '../domain/durations.js';
 import type { BarSession, LiveBar, LiveBarSink } from '../domain/live-bar.js';
 import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 import type { Logger } from '../domain/ports/logger.js';

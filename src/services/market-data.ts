@@ -20,7 +20,8 @@ import { HistoryReads, type HistoryWindow } from './market-data/history.js';
 import { exportHistory, type HistoryExport } from './market-data/exports.js';
 import type { RateSource } from './market-data/context.js';
 import type { HistoryParams } from './market-data/history-rules.js';
-import { HOUR_MS, MINUTE_MS, SEARCH_TTL_MS } from './market-data/lifetimes.js';
+import { SEARCH_TTL_MS } from './market-data/lifetimes.js';
+import { HOUR_MS, MINUTE_MS } from '../domain/durations.js';
 
 type SearchResponse = components['schemas']['SearchResponse'];
 type MarketsResponse = components['schemas']['MarketsResponse'];

@@ -14,13 +14,11 @@ import type { AssetClass, ProviderBreakerState, ProviderLink } from '../domain/p
 import type { History, HistoryInterval, HistoryQuery, HistoryRange, MarketDataProvider, Quote, SearchResult } from '../domain/ports/market-data.js';
 import type { Logger } from '../domain/ports/logger.js';
 import { UpstreamFailureError, UpstreamHeldBackError } from '../domain/upstream-failure.js';
+import { HOUR_MS, DAY_MS } from '../domain/durations.js';
 
 type DatasourceStatus = components['schemas']['DatasourceStatus'];
 type ProviderStatus = components['schemas']['ProviderStatus'];
 type Source = components['schemas']['Source'];
-
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
 
 /** How each failure reads in the 503 message and the admin endpoint (never a key, never a URL). */
 const REASON_WORDS: Readonly<Record<string, string>> = {

@@ -18,8 +18,7 @@ import type { HistoryInterval } from '../domain/ports/market-data.js';
 import { marketOfSymbol } from '../domain/provider-symbols.js';
 import { divergentCloses, type QualityIssue } from '../domain/quality/data-issues.js';
 import type { DataQuality } from './data-quality.js';
-
-const MINUTE_MS = 60_000;
+import { MINUTE_MS } from '../domain/durations.js';
 
 /** The intervals a read builds from stored minutes where the upstream cannot answer, with their length. */
 const BUILT_FROM_MINUTES: Partial<Record<HistoryInterval, number>> = {

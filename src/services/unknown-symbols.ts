@@ -20,10 +20,10 @@ import { LocalMemory } from './local-memory.js';
 import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 import type { Logger } from '../domain/ports/logger.js';
 import { channels, keys } from '../domain/key-space.js';
+import { HOUR_MS } from '../domain/durations.js';
 
 /** How many store keys hold one provider's negative answers. */
 export const BUCKETS = 64;
-const HOUR_MS = 3_600_000;
 
 export interface UnknownSymbolsOptions {
   store: CacheStore;

@@ -18,6 +18,7 @@ import type { CounterWindow, SharedCounters } from '../domain/ports/counters.js'
 import type { Logger } from '../domain/ports/logger.js';
 import type { Principal } from '../domain/ports/accounts.js';
 import type { Door, UsageAction, UsageCallerKind, UsageOperationRow, UsageOperationTotals, UsageRecorder, UsageReportRow, UsageRow, UsageStore } from '../domain/ports/usage.js';
+import { DAY_MS } from '../domain/durations.js';
 
 export interface UsageMeterOptions {
   counters: SharedCounters;
@@ -58,7 +59,6 @@ interface Pending extends Counts {
   operations: Map<string, PendingOperation>;
 }
 
-const DAY_MS = 86_400_000;
 /** The counters need a limit; usage is never refused, so it is one no day reaches. */
 const USAGE_WINDOW: CounterWindow = { limit: 2_000_000_000, windowMs: 'utc-day' };
 /** How often old rows are deleted. */

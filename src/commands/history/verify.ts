@@ -3,9 +3,9 @@ import { MdsCommand } from '../../cli/command.js';
 import { fail } from '../../cli/fail.js';
 import type { openHistory } from '../../cli/open-history.js';
 import type { HistoryInterval } from '../../domain/ports/market-data.js';
+import { DAY_MS } from '../../domain/durations.js';
 
 const INTERVALS: HistoryInterval[] = ['1m', '5m', '15m', '30m', '1h', '1d', '1wk', '1mo'];
-const DAY_MS = 86_400_000;
 
 export default class HistoryVerifyCommand extends MdsCommand {
   static override description =

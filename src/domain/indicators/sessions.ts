@@ -1,7 +1,6 @@
 /** Which regular session each bar belongs to, for the studies anchored at a session's open (VWAP). */
 import { tradingSessions, type MarketCode, type TradingSession } from '../market-calendar.js';
-
-const DAY_MS = 24 * 60 * 60 * 1000;
+import { DAY_MS } from '../durations.js';
 
 function openOf(s: TradingSession): number {
   return s.segments[0]!.startMs;

@@ -17,10 +17,7 @@ import { calendarCoverage, sessionsBetween, type MarketCode } from '../market-ca
 import type { StoredCandle } from '../ports/history-store.js';
 import type { HistoryInterval } from '../ports/market-data.js';
 import type { BarValues, QualityFlag, QualityIssue, QualityRule } from './data-issues.js';
-
-const MINUTE_MS = 60_000;
-const HOUR_MS = 60 * MINUTE_MS;
-const DAY_MS = 24 * HOUR_MS;
+import { MINUTE_MS, HOUR_MS, DAY_MS } from '../durations.js';
 
 /** Sub-unit currency codes as upstreams spell them (case matters: GBp is pence, GBP pounds), and their major unit. */
 export const SUB_UNIT_CURRENCIES: Readonly<Record<string, string>> = { GBp: 'GBP', GBX: 'GBP', ZAc: 'ZAR', ZAC: 'ZAR', ILA: 'ILS' };

@@ -12,6 +12,7 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { CounterUsage, CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
 import { within, type RedisClient } from '../cache/redis-connection.js';
+import { DAY_MS } from '../../domain/durations.js';
 
 export interface RedisSharedCountersOptions {
   /** The cache's ioredis client (any topology); absent = memory only. */
@@ -29,7 +30,6 @@ export interface RedisSharedCountersOptions {
   now?: () => number;
 }
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 /** A day counter's lifetime: its day, plus an hour for clocks that disagree, then it is garbage. */
 const DAY_KEY_SECONDS = (DAY_MS + 60 * 60 * 1000) / 1000;
 

@@ -18,6 +18,7 @@ import {
   changeOf, dailyBarStartMs, inWindow, isRecord, marketStateOf, nonEmptyString, numeric, ProviderHttp, sessionEndMs, timezoneOfMarket,
   windowOf, type ProviderHttpOptions, type ProviderResponse,
 } from './provider-http.js';
+import { DAY_MS } from '../../domain/durations.js';
 
 /** Options of `AlphaVantageMarketDataProvider`. */
 export interface AlphaVantageMarketDataProviderOptions extends ProviderHttpOptions {
@@ -39,7 +40,6 @@ export const ALPHA_VANTAGE_CAPABILITIES: ProviderCapabilities = {
 const AV_INTERVALS: Partial<Record<HistoryInterval, string>> = { '1m': '1min', '5m': '5min', '15m': '15min', '30m': '30min', '1h': '60min' };
 const MARKET = 'US' as const;
 const ZONE = 'America/New_York';
-const DAY_MS = 86_400_000;
 /** `outputsize=compact` holds the last 100 sessions: about 140 calendar days. */
 const COMPACT_DAYS = 140;
 /** The most months one history call may fetch (intraday windows are at most 60 days: 3 months). */

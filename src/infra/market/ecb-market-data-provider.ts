@@ -11,6 +11,7 @@ import { fxPairOf, type CurrencyPair } from '../../domain/provider-symbols.js';
 import { ECB_CURRENCIES } from '../../domain/currencies.js';
 import { KeyPool } from './key-pool.js';
 import { changeOf, inWindow, marketStateOf, ProviderHttp, windowOf, type ProviderHttpOptions } from './provider-http.js';
+import { DAY_MS } from '../../domain/durations.js';
 
 export type EcbMarketDataProviderOptions = ProviderHttpOptions;
 
@@ -25,7 +26,6 @@ export const ECB_CAPABILITIES: ProviderCapabilities = {
 const DAILY_PATH = '/stats/eurofxref/eurofxref-daily.xml';
 const NINETY_DAYS_PATH = '/stats/eurofxref/eurofxref-hist-90d.xml';
 const FULL_PATH = '/stats/eurofxref/eurofxref-hist.xml';
-const DAY_MS = 86_400_000;
 /** The 90-day file holds about 62 business days; a window starting within 85 days fits in it. */
 const NINETY_DAY_REACH_DAYS = 85;
 

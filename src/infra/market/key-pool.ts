@@ -3,6 +3,7 @@
  * process's memory. The router may set keys aside or wrap this pool to count fleet-wide budgets.
  */
 import type { KeySetAsideReason, ProviderKey, ProviderKeyPool, ProviderKeyStatus } from '../../domain/ports/providers.js';
+import { DAY_MS } from '../../domain/durations.js';
 
 interface Slot {
   value: string;
@@ -11,8 +12,6 @@ interface Slot {
   /** The UTC day (days since the epoch) `usedToday` counts. */
   day: number;
 }
-
-const DAY_MS = 86_400_000;
 
 /** `ProviderKeyPool` in memory. An empty pool (keyless provider) never hands out a key. */
 export class KeyPool implements ProviderKeyPool {

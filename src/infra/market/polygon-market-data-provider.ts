@@ -12,6 +12,7 @@ import {
   timezoneOfMarket, windowOf, type ProviderHttpOptions, type ProviderResponse,
 } from './provider-http.js';
 import { UpstreamRequestRefusedError } from './upstream-guard-errors.js';
+import { DAY_MS } from '../../domain/durations.js';
 
 /** Options of `PolygonMarketDataProvider`. */
 export interface PolygonMarketDataProviderOptions extends ProviderHttpOptions {
@@ -39,7 +40,6 @@ const TIMESPANS: Readonly<Record<HistoryInterval, [number, string]>> = {
   '1m': [1, 'minute'], '5m': [5, 'minute'], '15m': [15, 'minute'], '30m': [30, 'minute'], '1h': [1, 'hour'], '1d': [1, 'day'], '1wk': [1, 'week'], '1mo': [1, 'month'],
 };
 const INTRADAY = new Set<HistoryInterval>(['1m', '5m', '15m', '30m', '1h']);
-const DAY_MS = 86_400_000;
 /** How far back a quote looks for the last bar of a ticker with none in two weeks: the reach of every plan (Basic's two years). */
 const LAST_BAR_LOOKBACK_DAYS = 730;
 

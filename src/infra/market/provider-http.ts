@@ -10,6 +10,7 @@ import type { HistoryQuery, HistoryRange, MarketState } from '../../domain/ports
 import type { ProviderKey, ProviderKeyPool } from '../../domain/ports/providers.js';
 import { UpstreamFailureError, type UpstreamFailureReason } from '../../domain/upstream-failure.js';
 import { UpstreamRateLimitedError, UpstreamRequestRefusedError } from './upstream-guard-errors.js';
+import { DAY_MS } from '../../domain/durations.js';
 
 /** Options every HTTP adapter takes. */
 export interface ProviderHttpOptions {
@@ -231,8 +232,6 @@ export function changeOf(price: number, prevClose: number): { change: number; ch
   return { change, change_percent: prevClose === 0 ? 0 : roundTo(((price - prevClose) / prevClose) * 100, 2) };
 }
 
-const DAY_MS = 86_400_000;
-
 /** The IANA zone of a market, as `/api/markets` names it. */
 export function timezoneOfMarket(market: MarketCode): string {
   return MARKETS.find((m) => m.code === market)?.timezone ?? 'UTC';
@@ -264,7 +263,6 @@ export function sessionEndMs(market: MarketCode, date: string): number {
   const session = tradingSessions(market, midnight, midnight + 8 * DAY_MS).find((s) => s.date >= date);
   return session?.segments[session.segments.length - 1]?.endMs ?? midnight + DAY_MS;
 }
-
 
 /** The window `[startMs, endMs)` a history query asks for, in epoch ms. */
 export function windowOf(query: HistoryQuery, nowMs: number): { startMs: number; endMs: number } {

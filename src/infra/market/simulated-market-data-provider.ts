@@ -8,6 +8,7 @@ import type { Candle, History, HistoryInterval, HistoryQuery, InstrumentType, Ma
 import { marketOf, marketStatus, tradingSessions, type MarketCode, type TradingSession } from '../../domain/market-calendar.js';
 import { SIMULATED_DIRECTORY, type SimulatedInstrument } from './simulated-directory.js';
 import { canonical } from '../../domain/symbols.js';
+import { MINUTE_MS, DAY_MS } from '../../domain/durations.js';
 
 export { SIMULATED_DIRECTORY } from './simulated-directory.js';
 export type { SimulatedInstrument } from './simulated-directory.js';
@@ -18,8 +19,6 @@ export interface SimulatedMarketDataProviderOptions {
   now?: () => number;
 }
 
-const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
 /** Where `max` history starts: the simulation has no sessions before it. */
 export const SIMULATED_LISTING_MS = Date.UTC(2016, 0, 4);
 /** The day the directory's base levels describe; the long-term drift is measured from it. */

@@ -11,6 +11,7 @@ import {
   timezoneOfMarket, windowOf, type ProviderHttpOptions, type ProviderResponse,
 } from './provider-http.js';
 import { UpstreamRequestRefusedError } from './upstream-guard-errors.js';
+import { HOUR_MS, DAY_MS } from '../../domain/durations.js';
 
 /** A ticker as one path segment; throws for one no segment can hold (`.`, `..`). */
 function tickerSegment(code: string): string {
@@ -37,8 +38,6 @@ export const TIINGO_CAPABILITIES: ProviderCapabilities = {
 const RESAMPLE: Readonly<Record<HistoryInterval, string | undefined>> = {
   '1m': '1min', '5m': '5min', '15m': '15min', '30m': '30min', '1h': '1hour', '1d': '1day', '1wk': undefined, '1mo': undefined,
 };
-const DAY_MS = 86_400_000;
-const HOUR_MS = 3_600_000;
 const SEARCH_TYPES: Readonly<Record<string, InstrumentType>> = { stock: 'equity', etf: 'etf', 'mutual fund': 'etf' };
 
 /**

@@ -13,6 +13,7 @@ import { overTheLimit, tooManyCandles, tooManyCandlesMessage } from '../../domai
 import { afterFirstRate, convertibleFrom, FIRST_RATE_DAY, MAX_CARRY_DAYS, needsConversion, targetCurrency } from '../../domain/currencies.js';
 import { convertColumns } from '../../domain/history-conversion.js';
 import { INTERVAL_MS } from '../history-store.js';
+import { DAY_MS } from '../../domain/durations.js';
 
 /** Candles read from the store at a time while an export is written. */
 export const EXPORT_PAGE_CANDLES = 10_000;
@@ -72,8 +73,6 @@ export async function exportHistory(ctx: MarketDataContext, reads: HistoryReads,
     adjust: params.adjust ?? 'splits',
   };
 }
-
-const DAY_MS = 86_400_000;
 
 async function* convertedPages(pages: AsyncIterable<CandleColumns>, convert: (columns: CandleColumns) => CandleColumns): AsyncIterable<CandleColumns> {
   for await (const page of pages) yield convert(page);

@@ -13,9 +13,9 @@ import type { History, HistoryInterval, HistoryQuery, HistoryRange } from '../..
 import type { CorporateAction, TimeSpan } from '../../domain/ports/history-store.js';
 import type { Adjustment } from '../../domain/history-adjustment.js';
 import { INTERVAL_MS } from '../history-store.js';
-import { DAY_MS, INTRADAY } from './lifetimes.js';
+import { INTRADAY } from './lifetimes.js';
+import { DAY_MS } from '../../domain/durations.js';
 import { tooManyCandlesMessage, type TooManyCandles } from '../../domain/candle-limits.js';
-
 
 /** A window with more candles than one JSON answer carries (an export may carry it). */
 export class TooManyCandlesError extends InvalidRequestError {

@@ -5,10 +5,8 @@
 import { marketOf, marketStatus } from '../../domain/market-calendar.js';
 import { listedMarketOfSymbol } from '../../domain/provider-symbols.js';
 import type { HistoryInterval, HistoryQuery, Quote } from '../../domain/ports/market-data.js';
+import { MINUTE_MS, HOUR_MS, DAY_MS } from '../../domain/durations.js';
 
-export const MINUTE_MS = 60_000;
-export const HOUR_MS = 60 * MINUTE_MS;
-export const DAY_MS = 24 * HOUR_MS;
 /** How long an answer missing part of its window lives, so the missing part is asked for again soon. */
 export const PARTIAL_TTL_MS = 30_000;
 /** How long a search answer lives. */
