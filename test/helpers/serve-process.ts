@@ -1,6 +1,8 @@
 /** `mds serve` as a real process: started, awaited until it prints where it listens, and stopped by a signal. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { logFile, noteSecrets } from './log-files.js';
 import { freePort } from './redis-server.js';
 
@@ -82,4 +84,33 @@ function spawnServeOnce(args: string[], options: SpawnServeOptions): Promise<Ser
     });
     child.once('exit', (code) => fail(new Error(`mds serve exited ${code}: ${err}`)));
   });
+}
+
+/**
+ * One `mds serve` of a live fleet: its own data directory (`dir`, holding `mds.sqlite`), the shared
+ * Redis at `redisUrl`, the simulated provider, and the push upstream Yahoo's streamer at `yahooUrl`
+ * (a local replay); `env` adds or overrides settings. The caller stops it and removes `dir`.
+ */
+export async function spawnLiveInstance(options: { redisUrl: string; yahooUrl: string; prefix: string; env?: NodeJS.ProcessEnv }): Promise<{ proc: ServeProcess; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), `${options.prefix}-`));
+  const proc = await spawnServe(['--port', '0', '--host', '127.0.0.1'], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH,
+      HOME: dir,
+      DATABASE_URL: `sqlite:${join(dir, 'mds.sqlite')}`,
+      CACHE_URL: `${options.redisUrl}/0`,
+      SECRET_KEY: 'live-fleet-test-secret-0123456789abcdef',
+      DEFAULT_ADMIN_PASSWORD: 'admin-password-1',
+      MARKET_DATA_PROVIDER: 'simulated',
+      REFRESH_INTERVAL_SECONDS: '0',
+      STREAM_REFRESH_SECONDS: '0',
+      STREAM_UPSTREAMS: 'yahoo',
+      YAHOO_STREAM_URL: options.yahooUrl,
+      METRICS_PORT: '0',
+      LOG_FORMAT: 'json',
+      ...options.env,
+    },
+  });
+  return { proc, dir };
 }

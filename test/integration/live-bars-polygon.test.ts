@@ -14,6 +14,7 @@ import { PolygonSocket } from '../../src/infra/stream/polygon-socket.js';
 import { LiveBars } from '../../src/services/live-bars.js';
 import { startFakePolygonSocket, type FakePolygonSocket } from '../helpers/fake-push-upstream.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { localBroadcast } from '../helpers/local-broadcast.js';
 
 const logger = pino({ level: 'silent' });
 const MINUTE = 60_000;
@@ -23,24 +24,6 @@ const cleanups: Array<() => unknown> = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-/** Broadcast among objects of this process: what Redis pub/sub is to instances. */
-function localBroadcast(): Broadcast {
-  const listeners = new Map<string, Set<(m: string) => void>>();
-  return {
-    async publish(channel, message) {
-      for (const l of listeners.get(channel) ?? []) l(message);
-    },
-    subscribe(channel, listener) {
-      const set = listeners.get(channel) ?? new Set();
-      listeners.set(channel, set);
-      set.add(listener);
-      return () => set.delete(listener);
-    },
-    live: () => true,
-    onResync: () => () => undefined,
-  };
-}
 
 interface Trade {
   price: number;

@@ -4,14 +4,12 @@
  * is killed (SIGKILL: no goodbye, its lease left to expire) and another takes over within 5 s, while
  * the subscribers of the other instances keep receiving pushed prices.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeYahooStreamer, type FakeYahooStreamer } from '../helpers/fake-push-upstream.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
-import { spawnServe, type ServeProcess } from '../helpers/serve-process.js';
+import { spawnLiveInstance, type ServeProcess } from '../helpers/serve-process.js';
 import { openWs, type TestWs } from '../helpers/ws-client.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -25,26 +23,8 @@ const instances: ServeProcess[] = [];
 const clients: TestWs[] = [];
 
 async function serve(): Promise<ServeProcess> {
-  const dir = mkdtempSync(join(tmpdir(), 'mds-live-fleet-'));
+  const { proc, dir } = await spawnLiveInstance({ redisUrl: redis.url, yahooUrl: yahoo.url, prefix: 'mds-live-fleet' });
   dirs.push(dir);
-  const proc = await spawnServe(['--port', '0', '--host', '127.0.0.1'], {
-    cwd: dir,
-    env: {
-      PATH: process.env.PATH,
-      HOME: dir,
-      DATABASE_URL: `sqlite:${join(dir, 'mds.sqlite')}`,
-      CACHE_URL: `${redis.url}/0`,
-      SECRET_KEY: 'live-fleet-test-secret-0123456789abcdef',
-      DEFAULT_ADMIN_PASSWORD: 'admin-password-1',
-      MARKET_DATA_PROVIDER: 'simulated',
-      REFRESH_INTERVAL_SECONDS: '0',
-      STREAM_REFRESH_SECONDS: '0',
-      STREAM_UPSTREAMS: 'yahoo',
-      YAHOO_STREAM_URL: yahoo.url,
-      METRICS_PORT: '0',
-      LOG_FORMAT: 'json',
-    },
-  });
   instances.push(proc);
   return proc;
 }

@@ -6,35 +6,17 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { MemoryCacheStore } from '../../src/infra/cache/memory-cache-store.js';
 import { YahooStreamer } from '../../src/infra/stream/yahoo-streamer.js';
-import type { Broadcast } from '../../src/domain/ports/cache.js';
 import type { PushedPrice } from '../../src/domain/ports/push.js';
 import { LiveFeed } from '../../src/services/live-feed.js';
 import { startFakeYahooStreamer } from '../helpers/fake-push-upstream.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { localBroadcast } from '../helpers/local-broadcast.js';
 
 const logger = pino({ level: 'silent' });
 const cleanups: Array<() => unknown> = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-/** Broadcast among objects of this process: what Redis pub/sub is to instances. */
-function localBroadcast(): Broadcast {
-  const listeners = new Map<string, Set<(m: string) => void>>();
-  return {
-    async publish(channel, message) {
-      for (const l of listeners.get(channel) ?? []) l(message);
-    },
-    subscribe(channel, listener) {
-      const set = listeners.get(channel) ?? new Set();
-      listeners.set(channel, set);
-      set.add(listener);
-      return () => set.delete(listener);
-    },
-    live: () => true,
-    onResync: () => () => undefined,
-  };
-}
 
 describe("Yahoo's streamer adapter", () => {
   it('when connected, then it says its whole subscription again every resubscribe interval, and unsubscribes what is dropped', async () => {
