@@ -45,7 +45,7 @@ import { EcbReferenceRates } from './infra/market/ecb-reference-rates.js';
 import { IndicatorService } from './services/indicators.js';
 import { MarketCalendarService } from './services/market-calendar.js';
 import { ProviderRouter } from './services/provider-router.js';
-import { QuoteStreamHub } from './services/quote-stream.js';
+import { QuoteStreamHub } from './services/stream/hub.js';
 import { LiveFeed } from './services/live-feed.js';
 import { LiveBars } from './services/live-bars.js';
 import { barSessions } from './domain/bar-sessions.js';
