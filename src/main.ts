@@ -52,7 +52,7 @@ import { barSessions } from './domain/bar-sessions.js';
 import type { LiveBarSink } from './domain/live-bar.js';
 import { PushedQuotes } from './services/pushed-quotes.js';
 import { createPushUpstreams } from './infra/stream/index.js';
-import { WebSocketApi } from './http/ws-api.js';
+import { WebSocketApi } from './http/ws/api.js';
 import { RepresentationCache } from './services/representation-cache.js';
 import { UnknownSymbols } from './services/unknown-symbols.js';
 import { recently } from './services/recently.js';
