@@ -580,9 +580,13 @@ async function main(): Promise<void> {
         for (let i = 1; i <= STREAM_CHANGES; i += 1) {
           const price = 1_000_000 + i;
           const arrived = subscribers.arrivals(price);
-          const message = quoteChangeMessage({ symbol: '^GSPC', version: Date.now() + i, quote: JSON.stringify({ ...quote, price }) });
+          const version = Date.now() + i;
+          const message = quoteChangeMessage({ symbol: '^GSPC', version, quote: JSON.stringify({ ...quote, price }) });
+          // A build from before FORMATS.quoteChanges 2 (bench:compare's old build) reads only the format-1
+          // message on its own channel, this one only the typed message: both go in one write, each reaches one.
+          const formatOne = JSON.stringify({ s: '^GSPC', v: version, q: { ...quote, price } });
           const sent = performance.now();
-          await publisher.publish(quoteEventsChannel('simulated'), `bench:${message}`);
+          await publisher.pipeline().publish(quoteEventsChannel('simulated'), `bench:${message}`).publish('mds:v1:quote-events:simulated', `bench:${formatOne}`).exec();
           const times = await arrived;
           for (const t of times) each.push(t - sent);
           toAll.push(Math.max(...times) - sent);
