@@ -19,7 +19,7 @@ import { Redis } from 'ioredis';
 import { freePort, startRedis, type RedisProcess } from '../test/helpers/redis-server.js';
 import { ADMIN, API_KEY, benchEnv, initService, median, startBaseline, type BaselineRoute } from './setup.js';
 import { spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
-import { quoteEventsChannel } from '../src/services/quote-stream.js';
+import { quoteChangeMessage, quoteEventsChannel } from '../src/services/stream/fleet.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -580,9 +580,13 @@ async function main(): Promise<void> {
         for (let i = 1; i <= STREAM_CHANGES; i += 1) {
           const price = 1_000_000 + i;
           const arrived = subscribers.arrivals(price);
-          const message = JSON.stringify({ s: '^GSPC', v: Date.now() + i, q: { ...quote, price } });
+          const version = Date.now() + i;
+          const message = quoteChangeMessage({ symbol: '^GSPC', version, quote: JSON.stringify({ ...quote, price }) });
+          // A build from before FORMATS.quoteChanges 2 (bench:compare's old build) reads only the format-1
+          // message on its own channel, this one only the typed message: both go in one write, each reaches one.
+          const formatOne = JSON.stringify({ s: '^GSPC', v: version, q: { ...quote, price } });
           const sent = performance.now();
-          await publisher.publish(quoteEventsChannel('simulated'), `bench:${message}`);
+          await publisher.pipeline().publish(quoteEventsChannel('simulated'), `bench:${message}`).publish('mds:v1:quote-events:simulated', `bench:${formatOne}`).exec();
           const times = await arrived;
           for (const t of times) each.push(t - sent);
           toAll.push(Math.max(...times) - sent);

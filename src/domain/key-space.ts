@@ -33,8 +33,12 @@ export const FORMATS = {
   representation: 1,
   /** The buckets of symbols a provider does not know (JSON `{member: expiry ms}`). */
   unknownSymbols: 1,
-  /** Quote changes: each symbol's record (JSON `{v, f}`, `f` a fingerprint of the quote) and the quote events (a Quote's JSON). */
-  quoteChanges: 1,
+  /**
+   * Quote changes: each symbol's record (JSON `{v, f}`, `f` a fingerprint of the quote) and the quote
+   * events (JSON `{symbol, version, quote}`, the quote as its JSON text: services/stream/fleet.ts).
+   * 2: the events were `{s, v, q}` with the quote as an object.
+   */
+  quoteChanges: 2,
   /** The live channel's announcements (JSON `{i, s, u}`: instance, symbols, connected upstreams). */
   liveAnnouncements: 1,
   /** Live bars (DESIGN 26): each symbol's builder state (bar-builder.ts `SymbolBars` JSON) and the bar events (a LiveBar's JSON). */
@@ -107,7 +111,7 @@ export const keys = {
   unknownSymbols: (provider: string, bucket: number): string => `${versioned(FORMATS.unknownSymbols)}unknown:${provider}:${bucket}`,
   /** What a flush of a provider's unknown symbols removes: its buckets in this format and the one before. */
   unknownSymbolsFlushOf: (provider: string): string[] => thisFormatAndTheOneBefore(FORMATS.unknownSymbols).map((prefix) => `${prefix}unknown:${provider}:`),
-  /** A symbol's last change as the live streams saw it: `mds:v1:quote-version:<provider>:<symbol>`. */
+  /** A symbol's last change as the live streams saw it: `mds:v2:quote-version:<provider>:<symbol>`. */
   quoteVersion: (provider: string, symbol: string): string => `${versioned(FORMATS.quoteChanges)}quote-version:${provider}:${symbol}`,
   /** The live bars of a symbol being built from `upstream`'s pushes, for the next leader: `mds:v1:live-bars:<provider>:<upstream>:<symbol>`. */
   liveBarState: (provider: string, upstream: string, symbol: string): string => `${versioned(FORMATS.liveBars)}live-bars:${provider}:${upstream}:${symbol}`,
@@ -175,7 +179,7 @@ export const channels = {
    * of a kind a release does not know matches nothing there and is ignored, so a new kind is a safe addition.
    */
   identityChanged: `${SHARED_PREFIX}auth:identity-changed`,
-  /** Quote changes seen by the instances of one provider: `mds:v1:quote-events:<provider>`. */
+  /** Quote changes seen by the instances of one provider: `mds:v2:quote-events:<provider>`. */
   quoteEvents: (provider: string): string => `${versioned(FORMATS.quoteChanges)}quote-events:${provider}`,
   /** Each instance's subscribed symbols and each push leader's state: `mds:v1:live:<provider>`. */
   live: (provider: string): string => `${versioned(FORMATS.liveAnnouncements)}live:${provider}`,

@@ -132,7 +132,7 @@ export type IdentifyUpgrade = (req: IncomingMessage, done: (refusal: unknown, he
 
 /**
  * The app's request listener, the message classes a server should build its requests with, the
- * caller step for the requests that leave the listener (an upgrade to a WebSocket, ws-api.ts), and
+ * caller step for the requests that leave the listener (an upgrade to a WebSocket, ws/api.ts), and
  * the admission of the actions of doors that are not one request each (caller.ts `Admission`).
  */
 export type AppListener = RequestListener & { messages: MessageClasses; identifyUpgrade: IdentifyUpgrade; admission: Admission };

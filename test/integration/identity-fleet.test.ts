@@ -11,7 +11,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAccounts } from '../../src/cli/open-accounts.js';
 import { loadConfig } from '../../src/config.js';
-import { RECHECK_INTERVAL_MS } from '../../src/services/quote-stream.js';
+import { RECHECK_INTERVAL_MS } from '../../src/services/stream/credential-watch.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { TokenService } from '../../src/infra/auth/tokens.js';
 import { openUserStore } from '../../src/infra/db/typeorm-user-store.js';

@@ -29,7 +29,7 @@ describe('key space', () => {
 
   it('when locks, versions, quotas, throttles and upstream budgets are named, then each keeps its shape', () => {
     expect(keys.jobLock('yahoo', 'refresh-indices')).toBe('mds:v1:lock:job:yahoo:refresh-indices');
-    expect(keys.quoteVersion('simulated', '^GSPC')).toBe('mds:v1:quote-version:simulated:^GSPC');
+    expect(keys.quoteVersion('simulated', '^GSPC')).toBe('mds:v2:quote-version:simulated:^GSPC');
     expect(keys.unknownSymbols('yahoo', 63)).toBe('mds:v1:unknown:yahoo:63');
     expect(keys.unknownSymbolsFlushOf('yahoo')).toEqual(['mds:v1:unknown:yahoo:']);
     expect(keys.quota('ip:127.0.0.1')).toBe('mds:v1:ratelimit:ip:127.0.0.1');
@@ -55,7 +55,7 @@ describe('key space', () => {
   it('when channels are named, then each keeps its shape', () => {
     expect(channels.invalidate).toBe('mds:v1:invalidate');
     expect(channels.identityChanged).toBe('mds:v1:auth:identity-changed');
-    expect(channels.quoteEvents('yahoo')).toBe('mds:v1:quote-events:yahoo');
+    expect(channels.quoteEvents('yahoo')).toBe('mds:v2:quote-events:yahoo');
     expect(channels.live('yahoo')).toBe('mds:v1:live:yahoo');
   });
 

@@ -10,7 +10,7 @@ import type { IndicatorService } from '../../services/indicators.js';
 import type { MarketCalendarService } from '../../services/market-calendar.js';
 import type { MarketDataService } from '../../services/market-data.js';
 import type { ProviderRouter } from '../../services/provider-router.js';
-import type { QuoteStreamHub } from '../../services/quote-stream.js';
+import type { QuoteStreamHub } from '../../services/stream/hub.js';
 import type { StatusService } from '../../services/status.js';
 import type { UsageMeter } from '../../services/usage-meter.js';
 import { adminHandlers } from './admin.js';

@@ -1,7 +1,8 @@
 import type { Response } from 'express';
 import { addressGroup } from '../../domain/address-group.js';
 import { parseSymbolList } from '../../domain/symbols.js';
-import type { QuoteStreamHub, StreamSink } from '../../services/quote-stream.js';
+import type { StreamSink } from '../../services/stream/contracts.js';
+import type { QuoteStreamHub } from '../../services/stream/hub.js';
 import { toErrorResponse } from '../envelope.js';
 import type { Handler } from './types.js';
 
