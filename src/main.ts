@@ -50,7 +50,7 @@ import { LiveFeed } from './services/live-feed.js';
 import { PushedQuotes } from './services/pushed-quotes.js';
 import { createPushUpstreams } from './infra/stream/index.js';
 import { WebSocketApi } from './http/ws-api.js';
-import { RepresentationCache } from './services/representation-cache.js';
+import { RepresentationCache } from './services/cache/representation-cache.js';
 import { UnknownSymbols } from './services/unknown-symbols.js';
 import { recently } from './services/recently.js';
 import { StatusService } from './services/status.js';

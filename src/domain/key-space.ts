@@ -27,10 +27,12 @@
  */
 export const FORMATS = {
   /**
-   * Cached representations (stored-entry.ts's encoding), their stale copies and their fill locks: a
-   * lock is held while its entry is filled, so it goes with the entry's format.
+   * Cached representations (services/cache/cache-entry.ts's encoding: a typed header with the grace of
+   * stale-if-error, then the body) and their fill locks: a lock is held while its entry is filled, so it
+   * goes with the entry's format. Format 1 kept the stale copy under a second key (`stale:`) and told
+   * entries apart by their first byte; format 2 has one key per entry, the grace a field of it.
    */
-  representation: 1,
+  representation: 2,
   /** The buckets of symbols a provider does not know (JSON `{member: expiry ms}`). */
   unknownSymbols: 1,
   /** Quote changes: each symbol's record (JSON `{v, f}`, `f` a fingerprint of the quote) and the quote events (a Quote's JSON). */
@@ -75,17 +77,18 @@ export function utcDay(ms: number): string {
 /** Builders of every key. Parameters are inserted as given: callers pass canonical values. */
 export const keys = {
   /**
-   * A cached representation: `mds:v1:<kind>:<namespace>:<params>` (`mds:v1:quote:yahoo:AAPL`), the
+   * A cached representation: `mds:v2:<kind>:<namespace>:<params>` (`mds:v2:quote:yahoo:AAPL`), the
    * namespace being the provider, so instances of different providers on one Redis stay apart.
    */
   representation: (kind: string, namespace: string, params: string): string => `${REPRESENTATION_PREFIX}${kind}:${namespace}:${params}`,
-  /** The kind named by a representation key (`quote` of `mds:v1:quote:yahoo:AAPL`). */
+  /** The kind named by a representation key (`quote` of `mds:v2:quote:yahoo:AAPL`). */
   kindOf: (representationKey: string): string => representationKey.slice(REPRESENTATION_PREFIX.length, representationKey.indexOf(':', REPRESENTATION_PREFIX.length)),
-  /** The expired copy kept for stale-if-error: `mds:v1:stale:<kind>:<namespace>:<params>`. */
-  stale: (representationKey: string): string => `${REPRESENTATION_PREFIX}stale:${representationKey.slice(REPRESENTATION_PREFIX.length)}`,
-  /** What a flush of `kind` removes: its entries and stale copies, in this format and the one before. */
-  flushOf: (kind: string): string[] => thisFormatAndTheOneBefore(FORMATS.representation).flatMap((prefix) => [`${prefix}${kind}:`, `${prefix}stale:${kind}:`]),
-  /** The single-flight lock of one fill: `mds:v1:lock:<kind>:<namespace>:<params>`. */
+  /**
+   * What a flush of `kind` removes: its entries in this format and the one before, and the one
+   * before's stale copies (format 1 kept them under a second key, `mds:v1:stale:<kind>:...`).
+   */
+  flushOf: (kind: string): string[] => [...thisFormatAndTheOneBefore(FORMATS.representation).map((prefix) => `${prefix}${kind}:`), `${versioned(1)}stale:${kind}:`],
+  /** The single-flight lock of one fill: `mds:v2:lock:<kind>:<namespace>:<params>`. */
   fillLock: (representationKey: string): string => `${REPRESENTATION_PREFIX}lock:${representationKey.slice(REPRESENTATION_PREFIX.length)}`,
   /**
    * The lock one run of a scheduled job holds: `mds:v1:lock:job:<provider>:<job>`, one per provider so

@@ -39,8 +39,8 @@ import type { Broadcast, CacheStore } from '../domain/ports/cache.js';
 import type { Quote } from '../domain/ports/market-data.js';
 import { channels, keys } from '../domain/key-space.js';
 import { quoteInBody, serializedAs, serializedQuote } from './market-data/quote-body.js';
-import type { BodyParts } from './stored-entry.js';
-import type { FillListener } from './representation-cache.js';
+import type { BodyParts } from './cache/cache-entry.js';
+import type { FillListener } from './cache/cache-types.js';
 
 /**
  * The channel on which instances of one provider announce quote changes. Announcements carry the

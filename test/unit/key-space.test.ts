@@ -13,16 +13,15 @@ describe('key space', () => {
     expect(UPSTREAM_KEY_PREFIX).toBe('mds:v1:upstream:');
   });
 
-  it('when cached representations are named, then fresh, stale and lock keys keep their shapes and the kind can be read back', () => {
+  it('when cached representations are named, then entry and lock keys keep their shapes and the kind can be read back', () => {
     const key = keys.representation('quote', 'yahoo', 'AAPL');
-    expect(key).toBe('mds:v1:quote:yahoo:AAPL');
-    expect(keys.representation('indices', 'simulated', 'configured')).toBe('mds:v1:indices:simulated:configured');
-    expect(keys.stale(key)).toBe('mds:v1:stale:quote:yahoo:AAPL');
-    expect(keys.fillLock(key)).toBe('mds:v1:lock:quote:yahoo:AAPL');
+    expect(key).toBe('mds:v2:quote:yahoo:AAPL');
+    expect(keys.representation('indices', 'simulated', 'configured')).toBe('mds:v2:indices:simulated:configured');
+    expect(keys.fillLock(key)).toBe('mds:v2:lock:quote:yahoo:AAPL');
     expect(keys.kindOf(key)).toBe('quote');
     expect(keys.kindOf(keys.representation('history', 'yahoo', '^GSPC:1d:1mo'))).toBe('history');
-    // A flush takes the kind's entries and stale copies (one format so far: no format before to empty).
-    expect(keys.flushOf('quotes')).toEqual(['mds:v1:quotes:', 'mds:v1:stale:quotes:']);
+    // A flush takes the kind's entries in this format and the one before, and the one before's stale copies (a second key then).
+    expect(keys.flushOf('quotes')).toEqual(['mds:v2:quotes:', 'mds:v1:quotes:', 'mds:v1:stale:quotes:']);
     // A flush by kind prefix takes the kind's keys and nothing of a kind that starts the same.
     expect(keys.flushOf('quote').some((prefix) => keys.representation('quotes', 'yahoo', 'AAPL,MSFT').startsWith(prefix))).toBe(false);
   });
@@ -61,7 +60,6 @@ describe('key space', () => {
 
   it('when a versioned family is named, then its keys start with its format version: a bump moves that family alone', () => {
     expect(keys.representation('quote', 'yahoo', 'AAPL').startsWith(`mds:v${FORMATS.representation}:`)).toBe(true);
-    expect(keys.stale(keys.representation('quote', 'yahoo', 'AAPL')).startsWith(`mds:v${FORMATS.representation}:stale:`)).toBe(true);
     expect(keys.fillLock(keys.representation('quote', 'yahoo', 'AAPL')).startsWith(`mds:v${FORMATS.representation}:lock:`)).toBe(true);
     expect(keys.unknownSymbols('yahoo', 1).startsWith(`mds:v${FORMATS.unknownSymbols}:`)).toBe(true);
     expect(keys.quoteVersion('yahoo', 'AAPL').startsWith(`mds:v${FORMATS.quoteChanges}:`)).toBe(true);
@@ -93,8 +91,7 @@ describe('key space', () => {
   it('when any key is built, then it carries no hash tag: every command names one key, so any cluster slot may hold it', () => {
     const all = [
       keys.representation('quote', 'yahoo', 'AAPL'),
-      keys.stale('mds:v1:quote:yahoo:AAPL'),
-      keys.fillLock('mds:v1:quote:yahoo:AAPL'),
+      keys.fillLock('mds:v2:quote:yahoo:AAPL'),
       keys.jobLock('yahoo', 'refresh-indices'),
       keys.quoteVersion('yahoo', 'AAPL'),
       keys.unknownSymbols('yahoo', 0),
