@@ -35,10 +35,16 @@ export const FORMATS = {
   representation: 2,
   /** The buckets of symbols a provider does not know (JSON `{member: expiry ms}`). */
   unknownSymbols: 1,
-  /** Quote changes: each symbol's record (JSON `{v, f}`, `f` a fingerprint of the quote) and the quote events (a Quote's JSON). */
-  quoteChanges: 1,
-  /** The live channel's announcements (JSON `{i, s, u}`: instance, symbols, connected upstreams). */
-  liveAnnouncements: 1,
+  /**
+   * Quote changes: each symbol's record (JSON `{v, f}`, `f` a fingerprint of the quote) and the quote
+   * events (a Quote's JSON). Format 2: the events travel in the bus's typed envelope (infra/cache/cache-bus.ts).
+   */
+  quoteChanges: 2,
+  /**
+   * The live channel's announcements (JSON `{i, s, u}`: instance, symbols, connected upstreams).
+   * Format 2: in the bus's typed envelope.
+   */
+  liveAnnouncements: 2,
 } as const;
 
 /** What every key and channel shared across releases starts with: never changes (the header above says why). */
@@ -163,19 +169,32 @@ export const keys = {
 export const channels = {
   /**
    * Tells every instance to drop its in-process copies of cached representations (a flush). Shared: any
-   * message means "drop", so a flush on either release reaches both.
+   * message means "drop", so a flush on either release reaches both (with `legacyChannels` while the
+   * release before, which spoke on another name, may still run).
    */
-  invalidate: `${SHARED_PREFIX}invalidate`,
+  invalidate: `${SHARED_PREFIX}bus:invalidate`,
   /**
    * The fleet-wide "identity changed" event (domain/identity.ts): carries the identity (`user:<name>`,
    * `key:<id>`) of a user whose record changed (created, deleted, new password) or of a managed API key
    * that was revoked. Every instance drops what it remembers of that identity and closes its open
-   * streams and sessions. Shared: a revocation is honoured by both releases of an upgrade. An identity
+   * streams and sessions. Shared: a revocation is honoured by both releases of an upgrade (with
+   * `legacyChannels` while the release before may still run). An identity
    * of a kind a release does not know matches nothing there and is ignored, so a new kind is a safe addition.
    */
-  identityChanged: `${SHARED_PREFIX}auth:identity-changed`,
+  identityChanged: `${SHARED_PREFIX}bus:identity-changed`,
   /** Quote changes seen by the instances of one provider: `mds:v1:quote-events:<provider>`. */
   quoteEvents: (provider: string): string => `${versioned(FORMATS.quoteChanges)}quote-events:${provider}`,
   /** Each instance's subscribed symbols and each push leader's state: `mds:v1:live:<provider>`. */
   live: (provider: string): string => `${versioned(FORMATS.liveAnnouncements)}live:${provider}`,
 } as const;
+
+/**
+ * The shared channels as the release before named them, where it published `<instance id>:<message>`
+ * (the bus's typed envelope came with the names above). Bridged both ways by
+ * infra/cache/legacy-bus-bridge.ts for one release, so a flush or a revocation reaches both releases
+ * of an upgrade; the release after this one removes the bridge and this table.
+ */
+export const legacyChannels: ReadonlyMap<string, string> = new Map([
+  [channels.invalidate, `${SHARED_PREFIX}invalidate`],
+  [channels.identityChanged, `${SHARED_PREFIX}auth:identity-changed`],
+]);

@@ -78,7 +78,7 @@ describe('streams under pressure', () => {
         const pipeline = publisher.pipeline();
         for (let i = batch; i < batch + BATCH; i++) {
           const q = { ...quote, price: 100 + (i + 1) / 100, name: `${'x'.repeat(2400)}` };
-          pipeline.publish(quoteEventsChannel(provider.name), `another-instance:${JSON.stringify({ s: symbol, v: base + i + 1, q })}`);
+          pipeline.publish(quoteEventsChannel(provider.name), JSON.stringify({ from: 'another-instance', message: JSON.stringify({ s: symbol, v: base + i + 1, q }) }));
         }
         await pipeline.exec();
       }

@@ -3,7 +3,7 @@
  * releases wrote them (a fleet mid-upgrade shares one Redis), and none with a hash tag.
  */
 import { describe, expect, it } from 'vitest';
-import { channels, FORMATS, keys, QUOTA_KEY_PREFIX, SHARED_PREFIX, THROTTLE_KEY_PREFIX, thisFormatAndTheOneBefore, UPSTREAM_KEY_PREFIX, utcDay } from '../../src/domain/key-space.js';
+import { channels, FORMATS, keys, legacyChannels, QUOTA_KEY_PREFIX, SHARED_PREFIX, THROTTLE_KEY_PREFIX, thisFormatAndTheOneBefore, UPSTREAM_KEY_PREFIX, utcDay } from '../../src/domain/key-space.js';
 
 describe('key space', () => {
   it('when the prefixes are read, then every one starts with mds:v1:', () => {
@@ -28,7 +28,7 @@ describe('key space', () => {
 
   it('when locks, versions, quotas, throttles and upstream budgets are named, then each keeps its shape', () => {
     expect(keys.jobLock('yahoo', 'refresh-indices')).toBe('mds:v1:lock:job:yahoo:refresh-indices');
-    expect(keys.quoteVersion('simulated', '^GSPC')).toBe('mds:v1:quote-version:simulated:^GSPC');
+    expect(keys.quoteVersion('simulated', '^GSPC')).toBe('mds:v2:quote-version:simulated:^GSPC');
     expect(keys.unknownSymbols('yahoo', 63)).toBe('mds:v1:unknown:yahoo:63');
     expect(keys.unknownSymbolsFlushOf('yahoo')).toEqual(['mds:v1:unknown:yahoo:']);
     expect(keys.quota('ip:127.0.0.1')).toBe('mds:v1:ratelimit:ip:127.0.0.1');
@@ -52,10 +52,15 @@ describe('key space', () => {
   });
 
   it('when channels are named, then each keeps its shape', () => {
-    expect(channels.invalidate).toBe('mds:v1:invalidate');
-    expect(channels.identityChanged).toBe('mds:v1:auth:identity-changed');
-    expect(channels.quoteEvents('yahoo')).toBe('mds:v1:quote-events:yahoo');
-    expect(channels.live('yahoo')).toBe('mds:v1:live:yahoo');
+    expect(channels.invalidate).toBe('mds:v1:bus:invalidate');
+    expect(channels.identityChanged).toBe('mds:v1:bus:identity-changed');
+    expect(channels.quoteEvents('yahoo')).toBe('mds:v2:quote-events:yahoo');
+    expect(channels.live('yahoo')).toBe('mds:v2:live:yahoo');
+    // The release before's names of the shared channels, bridged for one release.
+    expect([...legacyChannels]).toEqual([
+      ['mds:v1:bus:invalidate', 'mds:v1:invalidate'],
+      ['mds:v1:bus:identity-changed', 'mds:v1:auth:identity-changed'],
+    ]);
   });
 
   it('when a versioned family is named, then its keys start with its format version: a bump moves that family alone', () => {

@@ -1,17 +1,17 @@
 /**
- * The cache the service uses: Redis when it answers, process memory when it does not. A failed Redis
- * command, or a closed connection, switches every later call to memory at once (no request waits on
- * a dead Redis); the switch back happens by itself when the connection is ready again. Each
- * transition is logged once.
+ * The cache the service uses: a store that answers every call from Redis while Redis answers and from
+ * process memory when it does not (the switch lives in redis-failover.ts), the broadcast between
+ * instances (cache-bus.ts) and the fleet's locks and shared counters over the same connection.
  */
-import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
-import type { Broadcast, CacheEntry, CacheStore } from '../../domain/ports/cache.js';
+import type { Broadcast, CacheEntry, FallbackCacheStore } from '../../domain/ports/cache.js';
 import type { SharedCounters } from '../../domain/ports/counters.js';
 import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
+import { CacheBus } from './cache-bus.js';
 import type { MemoryCacheStore } from './memory-cache-store.js';
 import type { RedisCacheStore } from './redis-cache-store.js';
 import type { RedisClient, RedisTopology } from './redis-connection.js';
+import { RedisFailover } from './redis-failover.js';
 
 /** Which store answers, whether Redis is connected, and hit/miss counts of `get` since start. */
 export interface CacheStatus {
@@ -40,30 +40,14 @@ export interface ResilientCacheOptions {
   probeIntervalMs?: number;
 }
 
-/** A `CacheStore` that never throws `CacheUnavailableError`: Redis failures fall back to memory. */
-export class ResilientCache implements CacheStore, Broadcast {
+/** A `FallbackCacheStore`: it never throws `CacheUnavailableError`, Redis failures fall back to memory. */
+export class ResilientCache implements FallbackCacheStore, Broadcast {
   readonly #redis: RedisCacheStore | undefined;
   readonly #memory: MemoryCacheStore;
-  readonly #logger: Logger;
-  readonly #startTimeoutMs: number;
-  readonly #probeIntervalMs: number;
-  readonly #unsubscribe: Array<() => void> = [];
-  readonly #localListeners = new Map<string, Set<(message: string) => void>>();
-  readonly #resyncListeners = new Set<() => void>();
-  /** Tells this cache's broadcasts (delivered locally already) from other instances'. */
-  readonly #instanceId = randomUUID();
-  #useRedis = false;
-  /** What `live()` said when last looked at, to fire the resync listeners on each return to live. */
-  #live = false;
-  /** The store's subscription gap count at the last resync: a gap too short to see still resyncs. */
-  #gapsAtResync = 0;
-  // Bumped on every switch to Redis, so that a command started before a fallback and recovery cannot
-  // knock the cache back into memory mode when it finally fails.
-  #epoch = 0;
+  readonly #failover: RedisFailover;
+  readonly #bus: CacheBus;
   #hits = 0;
   #misses = 0;
-  #probe: NodeJS.Timeout | undefined;
-  #probing = false;
   #counters: SharedCounters | undefined;
   #started = false;
   #closed = false;
@@ -71,9 +55,14 @@ export class ResilientCache implements CacheStore, Broadcast {
   constructor(options: ResilientCacheOptions) {
     this.#redis = options.redis;
     this.#memory = options.memory;
-    this.#logger = options.logger;
-    this.#startTimeoutMs = options.startTimeoutMs ?? 1000;
-    this.#probeIntervalMs = options.probeIntervalMs ?? 1000;
+    this.#failover = new RedisFailover({
+      redis: options.redis,
+      logger: options.logger,
+      startTimeoutMs: options.startTimeoutMs ?? 1000,
+      probeIntervalMs: options.probeIntervalMs ?? 1000,
+      onChange: () => this.#bus.checkLive(),
+    });
+    this.#bus = new CacheBus({ redis: options.redis, failover: this.#failover, logger: options.logger });
   }
 
   /**
@@ -84,34 +73,13 @@ export class ResilientCache implements CacheStore, Broadcast {
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
-    const redis = this.#redis;
-    if (!redis) {
-      this.#logger.info({ cache: 'memory' }, 'No Redis configured: caching in process memory');
-      return;
-    }
-    this.#unsubscribe.push(
-      redis.onReady(() => this.#confirmRedis()),
-      redis.onDown((cause) => this.#toMemory(cause)),
-      redis.onSubscriptionChange(() => this.#checkLive()),
-    );
-    try {
-      await redis.connect(this.#startTimeoutMs);
-      this.#toRedis();
-    } catch (err) {
-      // A 'ready' may already have arrived while the timeout fired.
-      if (this.#useRedis) return;
-      this.#logger.warn(
-        { cache: 'memory', reason: reasonOf(err) },
-        'Redis is unreachable: caching in process memory; will switch to Redis when it is back',
-      );
-      this.#startProbe();
-    }
+    await this.#failover.start();
   }
 
   /** Current mode and counters (`connected` is whether the Redis connection is up, whatever the mode). */
   status(): CacheStatus {
     return {
-      mode: this.#useRedis ? 'redis' : 'memory',
+      mode: this.#failover.useRedis ? 'redis' : 'memory',
       connected: this.#redis?.isReady() ?? false,
       topology: this.#redis?.topology ?? 'single',
       node: this.#redis?.node() ?? null,
@@ -128,7 +96,7 @@ export class ResilientCache implements CacheStore, Broadcast {
   sharedCounters(): SharedCounters {
     this.#counters ??= new RedisSharedCounters({
       redis: this.#redis?.client,
-      useRedis: () => this.#useRedis,
+      useRedis: () => this.#failover.useRedis,
       onRedisError: (cause) => this.redisFailed(cause),
       ...(this.#redis ? { commandTimeoutMs: this.#redis.commandTimeoutMs } : {}),
     });
@@ -149,12 +117,12 @@ export class ResilientCache implements CacheStore, Broadcast {
    * The cache returns to Redis as after any other failure (reconnect or probe).
    */
   redisFailed(cause: unknown): void {
-    this.#toMemory(cause);
+    this.#failover.toMemory(cause);
   }
 
   /** The entry under `key` with its remaining TTL in ms, or `undefined` on a miss. Counts a hit or a miss. */
   async get(key: string): Promise<CacheEntry | undefined> {
-    const entry = await this.#onRedis(
+    const entry = await this.#failover.run(
       (redis) => redis.get(key),
       () => this.#memory.get(key),
     );
@@ -169,7 +137,7 @@ export class ResilientCache implements CacheStore, Broadcast {
    */
   async set(key: string, value: string | Uint8Array, ttlMs: number): Promise<void> {
     await this.#memory.set(key, value, ttlMs);
-    await this.#onRedis(
+    await this.#failover.run(
       (redis) => redis.set(key, value, ttlMs),
       () => undefined,
     );
@@ -178,7 +146,7 @@ export class ResilientCache implements CacheStore, Broadcast {
   /** Removes `key` from both stores; true when the answering store had it. */
   async delete(key: string): Promise<boolean> {
     const inMemory = await this.#memory.delete(key);
-    return this.#onRedis(
+    return this.#failover.run(
       (redis) => redis.delete(key),
       () => inMemory,
     );
@@ -187,7 +155,7 @@ export class ResilientCache implements CacheStore, Broadcast {
   /** Removes every key starting with `prefix` from both stores; the count is the answering store's. */
   async deleteByPrefix(prefix: string): Promise<number> {
     const inMemory = await this.#memory.deleteByPrefix(prefix);
-    return this.#onRedis(
+    return this.#failover.run(
       (redis) => redis.deleteByPrefix(prefix),
       () => inMemory,
     );
@@ -198,7 +166,7 @@ export class ResilientCache implements CacheStore, Broadcast {
    * A token, or `undefined` while another owner holds it.
    */
   async acquireLock(key: string, ttlMs: number): Promise<string | undefined> {
-    return this.#onRedis(
+    return this.#failover.run(
       (redis) => redis.acquireLock(key, ttlMs),
       () => this.#memory.acquireLock(key, ttlMs),
     );
@@ -208,7 +176,7 @@ export class ResilientCache implements CacheStore, Broadcast {
   async releaseLock(key: string, token: string): Promise<void> {
     await this.#memory.releaseLock(key, token);
     // A Redis lock left unreleased by a failure expires on its own TTL.
-    await this.#onRedis(
+    await this.#failover.run(
       (redis) => redis.releaseLock(key, token),
       () => undefined,
     );
@@ -220,169 +188,39 @@ export class ResilientCache implements CacheStore, Broadcast {
    * it again where the fleet can see it. False when `token` no longer holds it.
    */
   async extendLock(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.#onRedis(
+    return this.#failover.run(
       (redis) => redis.extendLock(key, token, ttlMs),
       () => this.#memory.extendLock(key, token, ttlMs),
     );
   }
 
-  /**
-   * Delivers `message` to this instance's subscribers at once and, in Redis mode, to every other
-   * instance through Redis. A Redis failure loses the remote delivery only; never throws.
-   */
-  async publish(channel: string, message: string): Promise<void> {
-    for (const listener of this.#localListeners.get(channel) ?? []) listener(message);
-    await this.#onRedis(
-      (redis) => redis.publish(channel, `${this.#instanceId}:${message}`),
-      () => undefined,
-    );
+  /** `Broadcast.publish` (cache-bus.ts): here at once, elsewhere through Redis; never throws. */
+  publish(channel: string, message: string): Promise<void> {
+    return this.#bus.publish(channel, message);
   }
 
-  /** Calls `listener` for messages on `channel` from this instance and, through Redis, from the others. */
+  /** `Broadcast.subscribe` (cache-bus.ts). */
   subscribe(channel: string, listener: (message: string) => void): () => void {
-    let listeners = this.#localListeners.get(channel);
-    if (!listeners) {
-      listeners = new Set();
-      this.#localListeners.set(channel, listeners);
-      const local = listeners;
-      const stop = this.#redis?.subscribe(channel, (raw) => {
-        const at = raw.indexOf(':');
-        // Our own messages were delivered locally when published.
-        if (raw.slice(0, at) === this.#instanceId) return;
-        for (const l of local) l(raw.slice(at + 1));
-      });
-      if (stop) this.#unsubscribe.push(stop);
-    }
-    listeners.add(listener);
-    return () => listeners.delete(listener);
+    return this.#bus.subscribe(channel, listener);
   }
 
-  /**
-   * Messages from other instances arrive while the cache is in Redis mode and the subscriber
-   * connection is up with every channel subscribed again; without Redis configured there is no
-   * other instance to hear from. Leans to false: a command connection down counts as not live too,
-   * since whatever this instance publishes meanwhile reaches nobody and the store is in doubt.
-   */
+  /** `Broadcast.live` (cache-bus.ts). */
   live(): boolean {
-    const redis = this.#redis;
-    return redis === undefined || (this.#useRedis && redis.subscriptionLive());
+    return this.#bus.live();
   }
 
-  /**
-   * Calls `listener` each time `live()` turns true: after every gap (memory mode, the subscriber
-   * connection lost) once every channel is subscribed again, and the first time at start (what was
-   * kept before then was kept without hearing anyone).
-   */
+  /** `Broadcast.onResync` (cache-bus.ts). */
   onResync(listener: () => void): () => void {
-    this.#resyncListeners.add(listener);
-    return () => this.#resyncListeners.delete(listener);
+    return this.#bus.onResync(listener);
   }
 
   /** Stops probing, closes Redis and clears memory. Safe to call twice. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#stopProbe();
-    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
-    this.#useRedis = false;
+    this.#failover.close();
+    this.#bus.close();
     await this.#redis?.close();
     this.#memory.clear();
   }
-
-  /**
-   * Runs `op` against Redis while in Redis mode, else resolves to `otherwise()`. A failed command
-   * switches to memory mode (unless a recovery came in between) and also resolves to `otherwise()`.
-   */
-  async #onRedis<T>(op: (redis: RedisCacheStore) => Promise<T>, otherwise: () => T | Promise<T>): Promise<T> {
-    const redis = this.#useRedis ? this.#redis : undefined;
-    if (redis) {
-      const epoch = this.#epoch;
-      try {
-        return await op(redis);
-      } catch (err) {
-        this.#failed(epoch, err);
-      }
-    }
-    return otherwise();
-  }
-
-  #failed(epoch: number, err: unknown): void {
-    if (epoch === this.#epoch) this.#toMemory(err);
-  }
-
-  #toMemory(cause: unknown): void {
-    if (!this.#useRedis || this.#closed) return;
-    this.#useRedis = false;
-    this.#logger.warn({ cache: 'memory', reason: reasonOf(cause) }, 'Redis connection lost: caching in process memory until it is back');
-    this.#startProbe();
-    this.#checkLive();
-  }
-
-  #checkLive(): void {
-    if (this.#closed) return;
-    const live = this.live();
-    const gaps = this.#redis?.subscriptionGaps() ?? 0;
-    const wasLive = this.#live;
-    this.#live = live;
-    if (!live || (wasLive && gaps === this.#gapsAtResync)) return;
-    this.#gapsAtResync = gaps;
-    this.#logger.debug({ cache: 'redis' }, 'Broadcast delivery is live: dropping what was kept on the strength of messages');
-    for (const listener of this.#resyncListeners) {
-      try {
-        listener();
-      } catch (err) {
-        this.#logger.error({ reason: reasonOf(err) }, 'A resync listener failed');
-      }
-    }
-  }
-
-  /**
-   * A reconnect is trusted once Redis answers a PING (for a cluster: every master, cluster state ok).
-   * A cluster client says 'ready' again while a master is still down; switching on that alone made
-   * one outage a run of lost/back switches, each failing a request over to memory.
-   */
-  #confirmRedis(): void {
-    const redis = this.#redis;
-    if (!redis || this.#useRedis || this.#closed) return;
-    void redis.ping().then((ok) => {
-      if (ok) this.#toRedis();
-      else this.#startProbe();
-    });
-  }
-
-  #toRedis(): void {
-    if (this.#useRedis || this.#closed) return;
-    this.#useRedis = true;
-    this.#epoch++;
-    this.#stopProbe();
-    if (this.#epoch === 1) this.#logger.info({ cache: 'redis' }, 'Redis connected: caching in Redis');
-    else this.#logger.info({ cache: 'redis' }, 'Redis is back: caching in Redis again');
-    this.#checkLive();
-  }
-
-  // A reconnect announces itself with 'ready'; a server that froze and thawed does not (the socket
-  // never closed), so while in memory mode an apparently ready connection is PINGed now and then.
-  #startProbe(): void {
-    if (this.#probe || !this.#redis || this.#closed) return;
-    const redis = this.#redis;
-    this.#probe = setInterval(() => {
-      if (this.#probing || !redis.isReady()) return;
-      this.#probing = true;
-      void redis.ping().then((ok) => {
-        this.#probing = false;
-        if (ok && redis.isReady()) this.#toRedis();
-      });
-    }, this.#probeIntervalMs);
-    this.#probe.unref();
-  }
-
-  #stopProbe(): void {
-    if (this.#probe) clearInterval(this.#probe);
-    this.#probe = undefined;
-  }
-}
-
-function reasonOf(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return err === undefined ? 'connection closed' : String(err);
 }
