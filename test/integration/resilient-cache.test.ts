@@ -273,7 +273,7 @@ describe('ResilientCache broadcast', () => {
       async () => {
         publishes++;
         await a.publish(channel, 'key:abc');
-        return heardByB.length > 0;
+        return heardByB.length > 0 && wire.length > 0;
       },
       { intervalMs: 100, message: 'the message at the other instance' },
     );

@@ -9,7 +9,6 @@ import type { Broadcast } from '../../domain/ports/cache.js';
 import type { Logger } from '../logger.js';
 import { LegacyBusBridge } from './legacy-bus-bridge.js';
 import type { RedisCacheStore } from './redis-cache-store.js';
-import { reasonOf, type RedisFailover } from './redis-failover.js';
 
 /** What travels through Redis: who sent it, and what it says. */
 export interface BusEnvelope {
@@ -33,13 +32,17 @@ export function decodeEnvelope(raw: string): BusEnvelope | undefined {
 
 export interface CacheBusOptions {
   redis: RedisCacheStore | undefined;
-  failover: RedisFailover;
+  /** True while the cache is in Redis mode. */
+  useRedis: () => boolean;
+  /** Runs a command on Redis while in Redis mode; a failure switches the cache to memory and is never thrown. */
+  onRedis: (op: (redis: RedisCacheStore) => Promise<void>) => Promise<void>;
   logger: Logger;
 }
 
 export class CacheBus implements Broadcast {
   readonly #redis: RedisCacheStore | undefined;
-  readonly #failover: RedisFailover;
+  readonly #useRedis: () => boolean;
+  readonly #onRedis: CacheBusOptions['onRedis'];
   readonly #logger: Logger;
   readonly #id = randomUUID();
   readonly #listeners = new Map<string, Set<(message: string) => void>>();
@@ -53,7 +56,8 @@ export class CacheBus implements Broadcast {
 
   constructor(options: CacheBusOptions) {
     this.#redis = options.redis;
-    this.#failover = options.failover;
+    this.#useRedis = options.useRedis;
+    this.#onRedis = options.onRedis;
     this.#logger = options.logger;
     this.#legacy = new LegacyBusBridge(this.#id);
   }
@@ -65,13 +69,10 @@ export class CacheBus implements Broadcast {
   async publish(channel: string, message: string): Promise<void> {
     this.#deliver(channel, message);
     const envelope: BusEnvelope = { from: this.#id, message };
-    await this.#failover.run(
-      async (redis) => {
-        await redis.publish(channel, JSON.stringify(envelope));
-        await this.#legacy.publish(redis, channel, message);
-      },
-      () => undefined,
-    );
+    await this.#onRedis(async (redis) => {
+      await redis.publish(channel, JSON.stringify(envelope));
+      await this.#legacy.publish(redis, channel, message);
+    });
   }
 
   /** Calls `listener` for messages on `channel` from this instance and, through Redis, from the others. */
@@ -105,7 +106,7 @@ export class CacheBus implements Broadcast {
    */
   live(): boolean {
     const redis = this.#redis;
-    return redis === undefined || (this.#failover.useRedis && redis.subscriptionLive());
+    return redis === undefined || (this.#useRedis() && redis.subscriptionLive());
   }
 
   /**
@@ -131,7 +132,7 @@ export class CacheBus implements Broadcast {
       try {
         listener();
       } catch (err) {
-        this.#logger.error({ reason: reasonOf(err) }, 'A resync listener failed');
+        this.#logger.error({ reason: err instanceof Error ? err.message : String(err) }, 'A resync listener failed');
       }
     }
   }
@@ -145,3 +146,4 @@ export class CacheBus implements Broadcast {
     for (const listener of this.#listeners.get(channel) ?? []) listener(message);
   }
 }
+

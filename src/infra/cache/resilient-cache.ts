@@ -1,7 +1,10 @@
 /**
- * The cache the service uses: a store that answers every call from Redis while Redis answers and from
- * process memory when it does not (the switch lives in redis-failover.ts), the broadcast between
- * instances (cache-bus.ts) and the fleet's locks and shared counters over the same connection.
+ * The cache the service uses: a store that answers every call, from Redis while Redis answers and
+ * from process memory when it does not. A failed Redis command, or a closed connection, switches
+ * every later call to memory at once (no request waits on a dead Redis); the switch back happens by
+ * itself when the connection is ready again and Redis answers a PING. Each transition is logged once.
+ * Locks and the shared counters follow the same switch; the broadcast between instances rides on it
+ * (cache-bus.ts).
  */
 import type { Logger } from '../logger.js';
 import type { Broadcast, CacheEntry, FallbackCacheStore } from '../../domain/ports/cache.js';
@@ -10,8 +13,7 @@ import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
 import { CacheBus } from './cache-bus.js';
 import type { MemoryCacheStore } from './memory-cache-store.js';
 import type { RedisCacheStore } from './redis-cache-store.js';
-import type { RedisClient, RedisTopology } from './redis-connection.js';
-import { RedisFailover } from './redis-failover.js';
+import type { RedisClient, RedisTopology } from './redis-options.js';
 
 /** Which store answers, whether Redis is connected, and hit/miss counts of `get` since start. */
 export interface CacheStatus {
@@ -44,10 +46,19 @@ export interface ResilientCacheOptions {
 export class ResilientCache implements FallbackCacheStore, Broadcast {
   readonly #redis: RedisCacheStore | undefined;
   readonly #memory: MemoryCacheStore;
-  readonly #failover: RedisFailover;
+  readonly #logger: Logger;
+  readonly #startTimeoutMs: number;
+  readonly #probeIntervalMs: number;
   readonly #bus: CacheBus;
+  readonly #unsubscribe: Array<() => void> = [];
+  #useRedis = false;
+  // Bumped on every switch to Redis, so that a command started before a fallback and recovery cannot
+  // knock the cache back into memory mode when it finally fails.
+  #epoch = 0;
   #hits = 0;
   #misses = 0;
+  #probe: NodeJS.Timeout | undefined;
+  #probing = false;
   #counters: SharedCounters | undefined;
   #started = false;
   #closed = false;
@@ -55,14 +66,15 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
   constructor(options: ResilientCacheOptions) {
     this.#redis = options.redis;
     this.#memory = options.memory;
-    this.#failover = new RedisFailover({
+    this.#logger = options.logger;
+    this.#startTimeoutMs = options.startTimeoutMs ?? 1000;
+    this.#probeIntervalMs = options.probeIntervalMs ?? 1000;
+    this.#bus = new CacheBus({
       redis: options.redis,
+      useRedis: () => this.#useRedis,
+      onRedis: (op) => this.#onRedis(op, () => undefined),
       logger: options.logger,
-      startTimeoutMs: options.startTimeoutMs ?? 1000,
-      probeIntervalMs: options.probeIntervalMs ?? 1000,
-      onChange: () => this.#bus.checkLive(),
     });
-    this.#bus = new CacheBus({ redis: options.redis, failover: this.#failover, logger: options.logger });
   }
 
   /**
@@ -73,13 +85,34 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
-    await this.#failover.start();
+    const redis = this.#redis;
+    if (!redis) {
+      this.#logger.info({ cache: 'memory' }, 'No Redis configured: caching in process memory');
+      return;
+    }
+    this.#unsubscribe.push(
+      redis.onReady(() => this.#confirmRedis()),
+      redis.onDown((cause) => this.#toMemory(cause)),
+      redis.onSubscriptionChange(() => this.#checkLive()),
+    );
+    try {
+      await redis.connect(this.#startTimeoutMs);
+      this.#toRedis();
+    } catch (err) {
+      // A 'ready' may already have arrived while the timeout fired.
+      if (this.#useRedis) return;
+      this.#logger.warn(
+        { cache: 'memory', reason: reasonOf(err) },
+        'Redis is unreachable: caching in process memory; will switch to Redis when it is back',
+      );
+      this.#startProbe();
+    }
   }
 
   /** Current mode and counters (`connected` is whether the Redis connection is up, whatever the mode). */
   status(): CacheStatus {
     return {
-      mode: this.#failover.useRedis ? 'redis' : 'memory',
+      mode: this.#useRedis ? 'redis' : 'memory',
       connected: this.#redis?.isReady() ?? false,
       topology: this.#redis?.topology ?? 'single',
       node: this.#redis?.node() ?? null,
@@ -96,7 +129,7 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
   sharedCounters(): SharedCounters {
     this.#counters ??= new RedisSharedCounters({
       redis: this.#redis?.client,
-      useRedis: () => this.#failover.useRedis,
+      useRedis: () => this.#useRedis,
       onRedisError: (cause) => this.redisFailed(cause),
       ...(this.#redis ? { commandTimeoutMs: this.#redis.commandTimeoutMs } : {}),
     });
@@ -117,12 +150,12 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
    * The cache returns to Redis as after any other failure (reconnect or probe).
    */
   redisFailed(cause: unknown): void {
-    this.#failover.toMemory(cause);
+    this.#toMemory(cause);
   }
 
   /** The entry under `key` with its remaining TTL in ms, or `undefined` on a miss. Counts a hit or a miss. */
   async get(key: string): Promise<CacheEntry | undefined> {
-    const entry = await this.#failover.run(
+    const entry = await this.#onRedis(
       (redis) => redis.get(key),
       () => this.#memory.get(key),
     );
@@ -137,7 +170,7 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
    */
   async set(key: string, value: string | Uint8Array, ttlMs: number): Promise<void> {
     await this.#memory.set(key, value, ttlMs);
-    await this.#failover.run(
+    await this.#onRedis(
       (redis) => redis.set(key, value, ttlMs),
       () => undefined,
     );
@@ -146,7 +179,7 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
   /** Removes `key` from both stores; true when the answering store had it. */
   async delete(key: string): Promise<boolean> {
     const inMemory = await this.#memory.delete(key);
-    return this.#failover.run(
+    return this.#onRedis(
       (redis) => redis.delete(key),
       () => inMemory,
     );
@@ -155,7 +188,7 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
   /** Removes every key starting with `prefix` from both stores; the count is the answering store's. */
   async deleteByPrefix(prefix: string): Promise<number> {
     const inMemory = await this.#memory.deleteByPrefix(prefix);
-    return this.#failover.run(
+    return this.#onRedis(
       (redis) => redis.deleteByPrefix(prefix),
       () => inMemory,
     );
@@ -166,7 +199,7 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
    * A token, or `undefined` while another owner holds it.
    */
   async acquireLock(key: string, ttlMs: number): Promise<string | undefined> {
-    return this.#failover.run(
+    return this.#onRedis(
       (redis) => redis.acquireLock(key, ttlMs),
       () => this.#memory.acquireLock(key, ttlMs),
     );
@@ -176,7 +209,7 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
   async releaseLock(key: string, token: string): Promise<void> {
     await this.#memory.releaseLock(key, token);
     // A Redis lock left unreleased by a failure expires on its own TTL.
-    await this.#failover.run(
+    await this.#onRedis(
       (redis) => redis.releaseLock(key, token),
       () => undefined,
     );
@@ -188,7 +221,7 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
    * it again where the fleet can see it. False when `token` no longer holds it.
    */
   async extendLock(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.#failover.run(
+    return this.#onRedis(
       (redis) => redis.extendLock(key, token, ttlMs),
       () => this.#memory.extendLock(key, token, ttlMs),
     );
@@ -218,9 +251,90 @@ export class ResilientCache implements FallbackCacheStore, Broadcast {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#failover.close();
+    this.#stopProbe();
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     this.#bus.close();
+    this.#useRedis = false;
     await this.#redis?.close();
     this.#memory.clear();
   }
+
+  /**
+   * Runs `op` against Redis while in Redis mode, else resolves to `otherwise()`. A failed command
+   * switches to memory mode (unless a recovery came in between) and also resolves to `otherwise()`.
+   */
+  async #onRedis<T>(op: (redis: RedisCacheStore) => Promise<T>, otherwise: () => T | Promise<T>): Promise<T> {
+    const redis = this.#useRedis ? this.#redis : undefined;
+    if (redis) {
+      const epoch = this.#epoch;
+      try {
+        return await op(redis);
+      } catch (err) {
+        if (epoch === this.#epoch) this.#toMemory(err);
+      }
+    }
+    return otherwise();
+  }
+
+  #toMemory(cause: unknown): void {
+    if (!this.#useRedis || this.#closed) return;
+    this.#useRedis = false;
+    this.#logger.warn({ cache: 'memory', reason: reasonOf(cause) }, 'Redis connection lost: caching in process memory until it is back');
+    this.#startProbe();
+    this.#checkLive();
+  }
+
+  #checkLive(): void {
+    if (!this.#closed) this.#bus.checkLive();
+  }
+
+  /**
+   * A reconnect is trusted once Redis answers a PING (for a cluster: every master, cluster state ok).
+   * A cluster client says 'ready' again while a master is still down; switching on that alone made
+   * one outage a run of lost/back switches, each failing a request over to memory.
+   */
+  #confirmRedis(): void {
+    const redis = this.#redis;
+    if (!redis || this.#useRedis || this.#closed) return;
+    void redis.ping().then((ok) => {
+      if (ok) this.#toRedis();
+      else this.#startProbe();
+    });
+  }
+
+  #toRedis(): void {
+    if (this.#useRedis || this.#closed) return;
+    this.#useRedis = true;
+    this.#epoch++;
+    this.#stopProbe();
+    if (this.#epoch === 1) this.#logger.info({ cache: 'redis' }, 'Redis connected: caching in Redis');
+    else this.#logger.info({ cache: 'redis' }, 'Redis is back: caching in Redis again');
+    this.#checkLive();
+  }
+
+  // A reconnect announces itself with 'ready'; a server that froze and thawed does not (the socket
+  // never closed), so while in memory mode an apparently ready connection is PINGed now and then.
+  #startProbe(): void {
+    if (this.#probe || !this.#redis || this.#closed) return;
+    const redis = this.#redis;
+    this.#probe = setInterval(() => {
+      if (this.#probing || !redis.isReady()) return;
+      this.#probing = true;
+      void redis.ping().then((ok) => {
+        this.#probing = false;
+        if (ok && redis.isReady()) this.#toRedis();
+      });
+    }, this.#probeIntervalMs);
+    this.#probe.unref();
+  }
+
+  #stopProbe(): void {
+    if (this.#probe) clearInterval(this.#probe);
+    this.#probe = undefined;
+  }
+}
+
+function reasonOf(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return err === undefined ? 'connection closed' : String(err);
 }
