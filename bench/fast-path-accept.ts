@@ -12,7 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import { FastPath } from '../src/http/fast-path.js';
 import { acceptedFormat } from '../src/http/handlers/representation.js';
-import type { CachedRepresentation, CacheKind } from '../src/services/representation-cache.js';
+import type { CachedRepresentation, CacheKind } from '../src/services/cache/cache-types.js';
 
 const rounds = Number(process.argv[2] ?? 3);
 const CALLS = 2_000_000;

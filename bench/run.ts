@@ -20,6 +20,7 @@ import { freePort, startRedis, type RedisProcess } from '../test/helpers/redis-s
 import { ADMIN, API_KEY, benchEnv, initService, median, startBaseline, type BaselineRoute } from './setup.js';
 import { spawnServe, type ServeProcess } from '../test/helpers/serve-process.js';
 import { quoteChangeMessage, quoteEventsChannel } from '../src/services/stream/fleet.js';
+import { encodeEnvelope } from '../src/infra/cache/cache-bus.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -586,7 +587,7 @@ async function main(): Promise<void> {
           // message on its own channel, this one only the typed message: both go in one write, each reaches one.
           const formatOne = JSON.stringify({ s: '^GSPC', v: version, q: { ...quote, price } });
           const sent = performance.now();
-          await publisher.pipeline().publish(quoteEventsChannel('simulated'), `bench:${message}`).publish('mds:v1:quote-events:simulated', `bench:${formatOne}`).exec();
+          await publisher.pipeline().publish(quoteEventsChannel('simulated'), encodeEnvelope({ from: 'bench', message })).publish('mds:v1:quote-events:simulated', `bench:${formatOne}`).exec();
           const times = await arrived;
           for (const t of times) each.push(t - sent);
           toAll.push(Math.max(...times) - sent);

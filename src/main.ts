@@ -53,7 +53,7 @@ import type { LiveBarSink } from './domain/live-bar.js';
 import { PushedQuotes } from './services/pushed-quotes.js';
 import { createPushUpstreams } from './infra/stream/index.js';
 import { WebSocketApi } from './http/ws/api.js';
-import { RepresentationCache } from './services/representation-cache.js';
+import { RepresentationCache } from './services/cache/representation-cache.js';
 import { UnknownSymbols } from './services/unknown-symbols.js';
 import { recently } from './services/recently.js';
 import { StatusService } from './services/status.js';

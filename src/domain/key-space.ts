@@ -27,21 +27,30 @@
  */
 export const FORMATS = {
   /**
-   * Cached representations (stored-entry.ts's encoding), their stale copies and their fill locks: a
-   * lock is held while its entry is filled, so it goes with the entry's format.
+   * Cached representations (services/cache/cache-entry.ts's encoding: a typed header with the grace of
+   * stale-if-error, then the body) and their fill locks: a lock is held while its entry is filled, so it
+   * goes with the entry's format. Format 1 kept the stale copy under a second key (`stale:`) and told
+   * entries apart by their first byte; format 2 has one key per entry, the grace a field of it.
    */
-  representation: 1,
+  representation: 2,
   /** The buckets of symbols a provider does not know (JSON `{member: expiry ms}`). */
   unknownSymbols: 1,
   /**
    * Quote changes: each symbol's record (JSON `{v, f}`, `f` a fingerprint of the quote) and the quote
-   * events (JSON `{symbol, version, quote}`, the quote as its JSON text: services/stream/fleet.ts).
-   * 2: the events were `{s, v, q}` with the quote as an object.
+   * events (JSON `{symbol, version, quote}`, the quote as its JSON text: services/stream/fleet.ts), in
+   * the bus's typed envelope (infra/cache/cache-bus.ts). 1: the events were `{s, v, q}` with the quote
+   * as an object, sent as `<instance id>:<message>`.
    */
   quoteChanges: 2,
-  /** The live channel's announcements (JSON `{i, s, u}`: instance, symbols, connected upstreams). */
-  liveAnnouncements: 1,
-  /** Live bars (DESIGN 26): each symbol's builder state (bar-builder.ts `SymbolBars` JSON) and the bar events (a LiveBar's JSON). */
+  /**
+   * The live channel's announcements (JSON `{i, s, u}`: instance, symbols, connected upstreams).
+   * Format 2: in the bus's typed envelope.
+   */
+  liveAnnouncements: 2,
+  /**
+   * Live bars (DESIGN 26): each symbol's builder state (bar-builder.ts `SymbolBars` JSON) and the bar
+   * events (a LiveBar's JSON, in the bus's typed envelope; no release before this one sent them).
+   */
   liveBars: 1,
 } as const;
 
@@ -81,17 +90,18 @@ export function utcDay(ms: number): string {
 /** Builders of every key. Parameters are inserted as given: callers pass canonical values. */
 export const keys = {
   /**
-   * A cached representation: `mds:v1:<kind>:<namespace>:<params>` (`mds:v1:quote:yahoo:AAPL`), the
+   * A cached representation: `mds:v2:<kind>:<namespace>:<params>` (`mds:v2:quote:yahoo:AAPL`), the
    * namespace being the provider, so instances of different providers on one Redis stay apart.
    */
   representation: (kind: string, namespace: string, params: string): string => `${REPRESENTATION_PREFIX}${kind}:${namespace}:${params}`,
-  /** The kind named by a representation key (`quote` of `mds:v1:quote:yahoo:AAPL`). */
+  /** The kind named by a representation key (`quote` of `mds:v2:quote:yahoo:AAPL`). */
   kindOf: (representationKey: string): string => representationKey.slice(REPRESENTATION_PREFIX.length, representationKey.indexOf(':', REPRESENTATION_PREFIX.length)),
-  /** The expired copy kept for stale-if-error: `mds:v1:stale:<kind>:<namespace>:<params>`. */
-  stale: (representationKey: string): string => `${REPRESENTATION_PREFIX}stale:${representationKey.slice(REPRESENTATION_PREFIX.length)}`,
-  /** What a flush of `kind` removes: its entries and stale copies, in this format and the one before. */
-  flushOf: (kind: string): string[] => thisFormatAndTheOneBefore(FORMATS.representation).flatMap((prefix) => [`${prefix}${kind}:`, `${prefix}stale:${kind}:`]),
-  /** The single-flight lock of one fill: `mds:v1:lock:<kind>:<namespace>:<params>`. */
+  /**
+   * What a flush of `kind` removes: its entries in this format and the one before, and the one
+   * before's stale copies (format 1 kept them under a second key, `mds:v1:stale:<kind>:...`).
+   */
+  flushOf: (kind: string): string[] => [...thisFormatAndTheOneBefore(FORMATS.representation).map((prefix) => `${prefix}${kind}:`), `${versioned(1)}stale:${kind}:`],
+  /** The single-flight lock of one fill: `mds:v2:lock:<kind>:<namespace>:<params>`. */
   fillLock: (representationKey: string): string => `${REPRESENTATION_PREFIX}lock:${representationKey.slice(REPRESENTATION_PREFIX.length)}`,
   /**
    * The lock one run of a scheduled job holds: `mds:v1:lock:job:<provider>:<job>`, one per provider so
@@ -168,17 +178,19 @@ export const keys = {
 export const channels = {
   /**
    * Tells every instance to drop its in-process copies of cached representations (a flush). Shared: any
-   * message means "drop", so a flush on either release reaches both.
+   * message means "drop", so a flush on either release reaches both (with `legacyChannels` while the
+   * release before, which spoke on another name, may still run).
    */
-  invalidate: `${SHARED_PREFIX}invalidate`,
+  invalidate: `${SHARED_PREFIX}bus:invalidate`,
   /**
    * The fleet-wide "identity changed" event (domain/identity.ts): carries the identity (`user:<name>`,
    * `key:<id>`) of a user whose record changed (created, deleted, new password) or of a managed API key
    * that was revoked. Every instance drops what it remembers of that identity and closes its open
-   * streams and sessions. Shared: a revocation is honoured by both releases of an upgrade. An identity
+   * streams and sessions. Shared: a revocation is honoured by both releases of an upgrade (with
+   * `legacyChannels` while the release before may still run). An identity
    * of a kind a release does not know matches nothing there and is ignored, so a new kind is a safe addition.
    */
-  identityChanged: `${SHARED_PREFIX}auth:identity-changed`,
+  identityChanged: `${SHARED_PREFIX}bus:identity-changed`,
   /** Quote changes seen by the instances of one provider: `mds:v2:quote-events:<provider>`. */
   quoteEvents: (provider: string): string => `${versioned(FORMATS.quoteChanges)}quote-events:${provider}`,
   /** Each instance's subscribed symbols and each push leader's state: `mds:v1:live:<provider>`. */
@@ -186,3 +198,14 @@ export const channels = {
   /** Live bars built by the push leaders of one provider's fleet: `mds:v1:bar-events:<provider>`. */
   liveBars: (provider: string): string => `${versioned(FORMATS.liveBars)}bar-events:${provider}`,
 } as const;
+
+/**
+ * The shared channels as the release before named them, where it published `<instance id>:<message>`
+ * (the bus's typed envelope came with the names above). Bridged both ways by
+ * infra/cache/legacy-bus-bridge.ts for one release, so a flush or a revocation reaches both releases
+ * of an upgrade; the release after this one removes the bridge and this table.
+ */
+export const legacyChannels: ReadonlyMap<string, string> = new Map([
+  [channels.invalidate, `${SHARED_PREFIX}invalidate`],
+  [channels.identityChanged, `${SHARED_PREFIX}auth:identity-changed`],
+]);

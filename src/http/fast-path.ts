@@ -18,7 +18,8 @@ import type { Request } from 'express';
 import QuickLRU from 'quick-lru';
 import { LocalMemory } from '../services/local-memory.js';
 import { UNMATCHED_ROUTE } from '../domain/ports/metrics.js';
-import type { CachedRepresentation, RepresentationCache } from '../services/representation-cache.js';
+import type { CachedRepresentation } from '../services/cache/cache-types.js';
+import type { RepresentationCache } from '../services/cache/representation-cache.js';
 import { acceptedFormat, formatsByAccept, type Format } from './handlers/representation.js';
 
 /** The contract's `maxLength` of the `If-None-Match` parameter of every cached read. */

@@ -29,7 +29,8 @@ import { INTRADAY, PARTIAL_TTL_MS } from './market-data/lifetimes.js';
 import { DAY_MS } from '../domain/durations.js';
 import { TooManyCandlesError, type HistoryParams } from './market-data/history-rules.js';
 import { MAX_CANDLES, tooManyCandles } from '../domain/candle-limits.js';
-import { textOf, type CachedRepresentation, type Loaded, type RepresentationCache } from './representation-cache.js';
+import type { CachedRepresentation, Loaded } from './cache/cache-types.js';
+import { textOf, type RepresentationCache } from './cache/representation-cache.js';
 
 type Source = components['schemas']['Source'];
 

@@ -11,8 +11,8 @@
 import type { PushedPrice } from '../domain/ports/push.js';
 import type { Logger } from '../domain/ports/logger.js';
 import type { Quote } from '../domain/ports/market-data.js';
-import type { CacheKind } from './representation-cache.js';
-import type { BodyParts } from './stored-entry.js';
+import type { CacheKind } from './cache/cache-types.js';
+import type { BodyParts } from './cache/cache-entry.js';
 import { writeQuoteBody } from './market-data/quote-body.js';
 
 export interface PushedQuotesOptions {

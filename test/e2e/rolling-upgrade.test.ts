@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CACHE_KINDS } from '../../src/services/representation-cache.js';
+import { CACHE_KINDS } from '../../src/services/cache/cache-types.js';
 import { buildOfRef } from '../helpers/build-of-ref.js';
 import { schemaViolations } from '../helpers/contract-schema.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';

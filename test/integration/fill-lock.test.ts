@@ -7,14 +7,15 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCache, type ResilientCache } from '../../src/infra/cache/index.js';
 import { createLogger } from '../../src/infra/logger.js';
-import { RepresentationCache, type CacheRead, type RepresentationCacheOptions } from '../../src/services/representation-cache.js';
+import type { CacheRead } from '../../src/services/cache/cache-types.js';
+import { RepresentationCache, type RepresentationCacheOptions } from '../../src/services/cache/representation-cache.js';
 import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const logger = createLogger({ level: 'silent' });
 /** The value and lock keys of symbol `LOCKED<n>` (each test its own: memory mode keeps what the cache wrote before). */
-const keyOf = (n: number) => `mds:v1:quote:simulated:LOCKED${n}`;
-const lockKeyOf = (n: number) => `mds:v1:lock:quote:simulated:LOCKED${n}`;
+const keyOf = (n: number) => `mds:v2:quote:simulated:LOCKED${n}`;
+const lockKeyOf = (n: number) => `mds:v2:lock:quote:simulated:LOCKED${n}`;
 const BODY = '{"success":true,"price":1}';
 
 let redis: RedisProcess;
@@ -77,7 +78,7 @@ describe('the fill lock', () => {
     expect(rep.outcome === 'found' && rep.body.toString('utf8')).toBe(BODY);
     expect(calls).toBe(1);
     expect(elapsedMs).toBeLessThan(1_000);
-    expect(await raw.get(keyOf(1))).toBe(BODY);
+    expect((await raw.get(keyOf(1)))?.endsWith(`\n${BODY}`)).toBe(true);
     // The dead instance's lock is left to its own TTL, never taken over.
     expect(await raw.get(lockKeyOf(1))).toBe('token-of-a-dead-instance');
   });

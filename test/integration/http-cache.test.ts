@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait-for.js';
 
 const API_KEY = 'http-cache-test-api-key-0123456789';
 const TTL_SECONDS = 60;
-const KEY = 'mds:v1:indices:simulated:configured';
+const KEY = 'mds:v2:indices:simulated:configured';
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/yahoo');
 const SYMBOLS = ['^IXIC', '^SOX', 'KOSPI-25.KS'];
 

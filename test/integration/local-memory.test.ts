@@ -19,7 +19,7 @@ import { createCache, type ResilientCache } from '../../src/infra/cache/index.js
 import { openUserStore, type OpenedUserStore } from '../../src/infra/db/typeorm-user-store.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { ApiKeyService } from '../../src/services/api-keys.js';
-import { RepresentationCache } from '../../src/services/representation-cache.js';
+import { RepresentationCache } from '../../src/services/cache/representation-cache.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 

@@ -131,7 +131,7 @@ describe('GET /api/quotes/{symbol}', () => {
     expect(lower.res.headers.get('x-cache')).toBe('MISS');
     expect(upper.res.headers.get('x-cache')).toBe('HIT');
     expect(upper.res.headers.get('etag')).toBe(lower.res.headers.get('etag'));
-    expect(await client.keys('mds:v1:quote:*')).toEqual(['mds:v1:quote:simulated:AAPL']);
+    expect(await client.keys('mds:v2:quote:*')).toEqual(['mds:v2:quote:simulated:AAPL']);
     const body = json<{ data: Record<string, unknown> }>(upper);
     expect(body.data).toMatchObject({ symbol: 'AAPL', instrument_type: 'equity', timezone: 'America/New_York' });
     expect(['open', 'closed', 'pre', 'post']).toContain(body.data.market_state);

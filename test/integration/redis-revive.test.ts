@@ -72,7 +72,7 @@ describe('a client that ends is connected again', () => {
     expect(resyncs).toBe(resyncsBefore + 1);
     await waitFor(
       async () => {
-        await publisher.publish('test:revive', `other:${received.length}`);
+        await publisher.publish('test:revive', JSON.stringify({ from: 'other', message: String(received.length) }));
         return received.length > 0;
       },
       { timeoutMs: 5_000, intervalMs: 50, message: 'a message after the subscriber came back' },
@@ -131,7 +131,7 @@ describe('the subscriber of a cluster', () => {
     cleanups.push(async () => publisher.disconnect());
     await waitFor(
       async () => {
-        await publisher.publish('test:cluster-revive', `other:${received.length}`);
+        await publisher.publish('test:cluster-revive', JSON.stringify({ from: 'other', message: String(received.length) }));
         return received.length > 0;
       },
       { timeoutMs: 5_000, intervalMs: 50, message: 'a message after the move' },

@@ -8,13 +8,15 @@ import { loadConfig } from '../../src/config.js';
 import { createCache } from '../../src/infra/cache/index.js';
 import type { ResilientCache } from '../../src/infra/cache/resilient-cache.js';
 import { createLogger } from '../../src/infra/logger.js';
-import { RepresentationCache, type CachedRepresentation, type CacheRead, type RepresentationCacheOptions } from '../../src/services/representation-cache.js';
+import type { CachedRepresentation, CacheRead } from '../../src/services/cache/cache-types.js';
+import { RepresentationCache, type RepresentationCacheOptions } from '../../src/services/cache/representation-cache.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { decodeEntry, encodeEntry } from '../../src/services/cache/cache-entry.js';
 
 const logger = createLogger({ level: 'silent' });
-const KEY = 'mds:v1:quote:simulated:AAPL';
-const LOCK_KEY = 'mds:v1:lock:quote:simulated:AAPL';
+const KEY = 'mds:v2:quote:simulated:AAPL';
+const LOCK_KEY = 'mds:v2:lock:quote:simulated:AAPL';
 
 /** A loader of one key: counts calls; while `hold()` is active, calls wait until `release()`. */
 class ControlledLoader {
@@ -75,6 +77,11 @@ function engine(cache: ResilientCache, extra: Partial<RepresentationCacheOptions
 let cache: ResilientCache;
 let provider: ControlledLoader;
 
+/** Every key in the test's Redis (this file's Redis: nothing else writes there). */
+async function rawKeys(): Promise<string[]> {
+  return (await cache.redisClient()!.keys('*')).sort();
+}
+
 beforeAll(async () => {
   redis = await startRedis();
   cache = await newCache();
@@ -85,6 +92,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   await cache.deleteByPrefix('mds:v1:');
+  await cache.deleteByPrefix('mds:v2:');
   provider = new ControlledLoader();
 });
 
@@ -107,7 +115,7 @@ describe('RepresentationCache.read', () => {
     }
   });
 
-  it('when the cache is cold, answers MISS with the loaded value and caches exactly those bytes under mds:v1:<kind>:<provider>:<params>', async () => {
+  it('when the cache is cold, answers MISS with the loaded value and caches exactly those bytes, behind a typed header, under mds:v2:<kind>:<provider>:<params>', async () => {
     const market = engine(cache);
 
     const miss = await market.read(provider.read());
@@ -116,7 +124,8 @@ describe('RepresentationCache.read', () => {
     expect(miss.key).toBe(KEY);
     expect(miss.maxAgeSeconds).toBe(60);
     expect(miss.body.toString('utf8')).toBe(provider.value);
-    expect((await cache.get(KEY))?.value).toBe(miss.body.toString('utf8'));
+    const stored = await cache.get(KEY);
+    expect(decodeEntry(stored!.value, stored!.ttlMs, Date.now())?.value).toEqual({ outcome: 'found', body: miss.body.toString('utf8') });
   });
 
   it('a hit is byte-identical to the miss that filled the cache, with the same strong ETag and no upstream call', async () => {
@@ -190,7 +199,7 @@ describe('RepresentationCache.read', () => {
     // The first miss, then at least one miss while polling: the service is waiting on the lock holder.
     await waitFor(() => cache.status().hits + cache.status().misses >= readsBefore + 2, { message: 'the engine to poll the cache' });
     const body = JSON.stringify({ success: true, price: 40000 });
-    await other.set(KEY, body, 60_000);
+    await other.set(KEY, encodeEntry({ outcome: 'found', body }, 0), 60_000);
     await other.releaseLock(LOCK_KEY, token!);
     const result = await pending;
 
@@ -217,12 +226,24 @@ describe('RepresentationCache.read', () => {
     await expect(market.read(provider.read())).rejects.toBeInstanceOf(DataSourceError);
   });
 
-  it('with stale-if-error, when the entry has expired and the upstream fails, serves the last body as STALE', async () => {
-    // The key is deleted behind the service's back: no in-process copy may answer instead.
+  it('with stale-if-error, when a fill is stored, then it is one key whose store TTL ends with the grace, and no second key', async () => {
+    const market = engine(cache, { staleIfErrorMs: 600_000 });
+
+    await market.read(provider.read());
+
+    expect(await rawKeys()).toEqual([KEY]);
+    const stored = await cache.get(KEY);
+    expect(stored!.ttlMs).toBeGreaterThan(600_000);
+    expect(stored!.ttlMs).toBeLessThanOrEqual(660_000);
+    const entry = decodeEntry(stored!.value, stored!.ttlMs, Date.now())!;
+    expect(entry.staleUntilMs - entry.freshUntilMs).toBe(600_000);
+  });
+
+  it('with stale-if-error, when the entry is past its fresh end and the upstream fails, serves the same entry as STALE', async () => {
+    // An entry with 300 s left in the store of a 600 s grace: its fresh end has passed. No in-process copy may answer instead.
     const market = engine(cache, { staleIfErrorMs: 600_000, localMaxAgeMs: 0 });
     const fresh = await market.read(provider.read());
-    expect((await cache.get('mds:v1:stale:quote:simulated:AAPL'))?.ttlMs).toBeGreaterThan(60_000);
-    await cache.delete(KEY);
+    await cache.set(KEY, encodeEntry({ outcome: 'found', body: fresh.body.toString('utf8') }, 600_000), 300_000);
     provider.failure = new DataSourceError('upstream down');
 
     const stale = await market.read(provider.read());
@@ -230,6 +251,20 @@ describe('RepresentationCache.read', () => {
     expect(stale.cacheStatus).toBe('STALE');
     expect(stale.maxAgeSeconds).toBe(0);
     expect(stale.body.equals(fresh.body)).toBe(true);
+    expect(provider.calls).toBe(2);
+  });
+
+  it('with stale-if-error, when the entry is past its fresh end and the upstream answers, then it is a MISS that stores the new body', async () => {
+    const market = engine(cache, { staleIfErrorMs: 600_000, localMaxAgeMs: 0 });
+    const first = await market.read(provider.read());
+    await cache.set(KEY, encodeEntry({ outcome: 'found', body: first.body.toString('utf8') }, 600_000), 300_000);
+    provider.value = JSON.stringify({ success: true, price: 6000 });
+
+    const again = await market.read(provider.read());
+
+    expect(again.cacheStatus).toBe('MISS');
+    expect(again.body.toString('utf8')).toBe(provider.value);
+    expect(provider.calls).toBe(2);
   });
 });
 
@@ -364,9 +399,12 @@ describe('RepresentationCache.flush of every kind', () => {
     await cache.set('mds:v1:throttle:login:bob', '3', 60_000);
     const lock = await cache.acquireLock('mds:v1:lock:job:refresh', 60_000);
 
-    await expect(market.flush()).resolves.toBe(kinds.length * 2);
+    await cache.set('mds:v1:stale:quote:simulated:OLD', 'the format before', 60_000);
 
-    for (const kind of kinds) expect(await cache.get(`mds:v1:${kind}:simulated:X`)).toBeUndefined();
+    await expect(market.flush()).resolves.toBe(kinds.length + 1);
+
+    for (const kind of kinds) expect(await cache.get(`mds:v2:${kind}:simulated:X`)).toBeUndefined();
+    expect(await cache.get('mds:v1:stale:quote:simulated:OLD')).toBeUndefined();
     expect((await cache.get('mds:v1:throttle:login:bob'))?.value).toBe('3');
     await expect(cache.acquireLock('mds:v1:lock:job:refresh', 1000)).resolves.toBeUndefined();
     await cache.releaseLock('mds:v1:lock:job:refresh', lock!);

@@ -12,6 +12,7 @@ import type { ResilientCache } from '../../src/infra/cache/resilient-cache.js';
 import { captureLogs, LEVEL, type LogLine } from '../helpers/log-capture.js';
 import { freePort, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { channels } from '../../src/domain/key-space.js';
 
 const COMMAND_TIMEOUT_MS = 200;
 const FAST: CreateCacheOptions = { commandTimeoutMs: COMMAND_TIMEOUT_MS, connectTimeoutMs: 500, startTimeoutMs: 1000 };
@@ -247,5 +248,67 @@ describe('ResilientCache', () => {
     await cache.get('test:absent');
 
     expect(cache.status()).toMatchObject({ hits: 2, misses: 1 });
+  });
+});
+
+describe('ResilientCache broadcast', () => {
+  it('when an instance publishes, then Redis carries a typed envelope naming the sender, the others hear the message, and the sender hears it once', async () => {
+    const redis = await ownRedis();
+    const { cache: a } = cacheFor(redis.port);
+    const { cache: b } = cacheFor(redis.port);
+    const spy = rawClient(redis.port);
+    await Promise.all([a.start(), b.start(), spy.connect()]);
+    const channel = `test:bus:${randomUUID()}`;
+    const wire: string[] = [];
+    spy.on('message', (_channel: string, raw: string) => wire.push(raw));
+    await spy.subscribe(channel);
+    const heardByA: string[] = [];
+    const heardByB: string[] = [];
+    a.subscribe(channel, (m) => heardByA.push(m));
+    b.subscribe(channel, (m) => heardByB.push(m));
+    await waitFor(() => a.live() && b.live(), { message: 'both subscribed' });
+
+    let publishes = 0;
+    await waitFor(
+      async () => {
+        publishes++;
+        await a.publish(channel, 'key:abc');
+        return heardByB.length > 0 && wire.length > 0;
+      },
+      { intervalMs: 100, message: 'the message at the other instance' },
+    );
+
+    expect(new Set(heardByB)).toEqual(new Set(['key:abc']));
+    const envelope = JSON.parse(wire[0]!) as Record<string, unknown>;
+    expect(Object.keys(envelope).sort()).toEqual(['from', 'message']);
+    expect(envelope.message).toBe('key:abc');
+    // Every publish reached A's own listener once (locally), never again through Redis.
+    await a.publish(channel, 'key:def');
+    await waitFor(() => heardByB.includes('key:def') && wire.some((raw) => raw.includes('key:def')), { message: 'the second message' });
+    expect(heardByA).toEqual([...Array.from({ length: publishes }, () => 'key:abc'), 'key:def']);
+  });
+
+  it('when the release before speaks on its names of the shared channels, then this release hears it there and also speaks there in its form', async () => {
+    const redis = await ownRedis();
+    const { cache } = cacheFor(redis.port);
+    const before = rawClient(redis.port);
+    const beforeListener = rawClient(redis.port);
+    await Promise.all([cache.start(), before.connect(), beforeListener.connect()]);
+    const heard: string[] = [];
+    cache.subscribe(channels.identityChanged, (m) => heard.push(m));
+    const olderHeard: string[] = [];
+    beforeListener.on('message', (_channel: string, raw: string) => olderHeard.push(raw));
+    await beforeListener.subscribe('mds:v1:auth:identity-changed');
+    await waitFor(async () => (await before.pubsub('NUMSUB', 'mds:v1:auth:identity-changed'))[1] === 2 && cache.live(), { message: 'the subscriptions' });
+
+    await before.publish('mds:v1:auth:identity-changed', 'an-old-instance:user:bob');
+    await waitFor(() => heard.includes('user:bob'), { message: 'the old release heard' });
+    await cache.publish(channels.identityChanged, 'key:k1');
+    await waitFor(() => olderHeard.some((raw) => raw.endsWith(':key:k1')), { message: 'the old release told' });
+
+    const told = olderHeard.find((raw) => raw.endsWith(':key:k1'))!;
+    expect(told.slice(0, told.indexOf(':'))).not.toBe('an-old-instance');
+    // The old form of our own message never comes back as a second delivery.
+    expect(heard.filter((m) => m === 'key:k1')).toEqual(['key:k1']);
   });
 });

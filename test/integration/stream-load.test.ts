@@ -12,6 +12,7 @@ import { startTestService, type TestService } from '../helpers/service.js';
 import { openStream, type TestStream } from '../helpers/sse.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { quoteChangeMessage, quoteEventsChannel } from '../../src/services/stream/fleet.js';
+import { encodeEnvelope } from '../../src/infra/cache/cache-bus.js';
 
 const MB = 1024 * 1024;
 
@@ -78,7 +79,7 @@ describe('streams under pressure', () => {
         const pipeline = publisher.pipeline();
         for (let i = batch; i < batch + BATCH; i++) {
           const q = { ...quote, price: 100 + (i + 1) / 100, name: `${'x'.repeat(2400)}` };
-          pipeline.publish(quoteEventsChannel(provider.name), `another-instance:${quoteChangeMessage({ symbol, version: base + i + 1, quote: JSON.stringify(q) })}`);
+          pipeline.publish(quoteEventsChannel(provider.name), encodeEnvelope({ from: 'another-instance', message: quoteChangeMessage({ symbol, version: base + i + 1, quote: JSON.stringify(q) }) }));
         }
         await pipeline.exec();
       }

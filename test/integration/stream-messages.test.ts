@@ -12,6 +12,7 @@ import { ControlledProvider, uniqueSymbol } from '../helpers/controlled-provider
 import { startTestService, type TestService } from '../helpers/service.js';
 import { openStream } from '../helpers/sse.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { encodeEnvelope } from '../../src/infra/cache/cache-bus.js';
 
 describe('the quote-change message', () => {
   it('when a change is written and read back, then it is the same change and its quote the same text; other shapes are not read', () => {
@@ -49,12 +50,14 @@ describe('the quote-change message', () => {
       const [first] = await stream.waitForEvents(1);
       const base = Number(first!.id);
       const cached = JSON.parse(first!.data) as Record<string, unknown>;
-      const publish = (channel: string, message: string) => publisher!.publish(channel, `another-instance:${message}`);
+      const publish = (channel: string, message: string) => publisher!.publish(channel, encodeEnvelope({ from: 'another-instance', message }));
+      // As the release before sent its messages: its sender's id, a colon, the message.
+      const publishAsBefore = (channel: string, message: string) => publisher!.publish(channel, `another-instance:${message}`);
 
       // Neither the release before's message on its own channel, nor its shape on this release's
       // channel, nor a quote that is no JSON object is delivered; the typed message after them is.
       const older = JSON.stringify({ s: symbol, v: base + 1, q: { ...cached, price: 101 } });
-      await publish(`mds:v1:quote-events:${provider.name}`, older);
+      await publishAsBefore(`mds:v1:quote-events:${provider.name}`, older);
       await publish(quoteEventsChannel(provider.name), older);
       await publish(quoteEventsChannel(provider.name), quoteChangeMessage({ symbol, version: base + 2, quote: 'not json' }));
       const text = JSON.stringify({ ...cached, price: 102.5 }).replace('"price":102.5', '"price":102.50');

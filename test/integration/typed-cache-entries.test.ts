@@ -11,8 +11,9 @@ import { createCache } from '../../src/infra/cache/index.js';
 import type { ResilientCache } from '../../src/infra/cache/resilient-cache.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { decodeQuote, writeQuoteBody } from '../../src/services/market-data/quote-body.js';
-import { RepresentationCache, textOf, type CacheRead } from '../../src/services/representation-cache.js';
-import { decodeEntry } from '../../src/services/stored-entry.js';
+import type { CacheRead } from '../../src/services/cache/cache-types.js';
+import { RepresentationCache, textOf } from '../../src/services/cache/representation-cache.js';
+import { decodeEntry } from '../../src/services/cache/cache-entry.js';
 import { sentBodyOf } from '../../src/domain/sent-json.js';
 import { startRedis, type RedisProcess } from '../helpers/redis-server.js';
 
@@ -58,9 +59,9 @@ describe('typed cache entries', () => {
     const cache = await newCache();
 
     await expect(engine(cache).read(read())).resolves.toEqual({ outcome: 'refused', refusal, cacheStatus: 'MISS' });
-    const stored = await cache.get('mds:v1:history:simulated:BTC-USD:5m:1mo');
-    expect(stored?.value.startsWith('!')).toBe(false);
-    expect(decodeEntry(stored!.value)).toEqual({ outcome: 'refused', refusal });
+    const stored = await cache.get('mds:v2:history:simulated:BTC-USD:5m:1mo');
+    expect(JSON.parse(stored!.value)).toEqual({ outcome: 'refused', graceMs: 0, refusal });
+    expect(decodeEntry(stored!.value, stored!.ttlMs, Date.now())?.value).toEqual({ outcome: 'refused', refusal });
 
     const other = engine(await newCache());
     await expect(other.read(read())).resolves.toEqual({ outcome: 'refused', refusal, cacheStatus: 'HIT' });
@@ -103,9 +104,13 @@ describe('typed cache entries', () => {
     }
   });
 
-  it('when the store holds a string this release did not write under a key, then the read loads again instead of answering it', async () => {
+  it.each([
+    ['a refusal marker of format 0', '!too-many:9000'],
+    ['a bare body of format 1', '{"success":true,"old":1}'],
+    ['a tagged refusal of format 1', '["refused",{"reason":"too-many-candles","carrier":"answer","candles":9000,"atLeast":false}]'],
+  ])('when the store holds a string this release did not write under a key (%s), then the read loads again instead of answering it', async (_name, foreign) => {
     const cache = await newCache();
-    await cache.set('mds:v1:history:simulated:AAPL:1d:1mo', '!too-many:9000', 60_000);
+    await cache.set('mds:v2:history:simulated:AAPL:1d:1mo', foreign, 60_000);
     let loads = 0;
     const rep = await engine(cache).read({
       kind: 'history',
@@ -119,6 +124,7 @@ describe('typed cache entries', () => {
     expect(rep).toMatchObject({ outcome: 'found', kind: 'history', cacheStatus: 'MISS' });
     expect(rep.outcome === 'found' && textOf(rep)).toBe('{"success":true}');
     expect(loads).toBe(1);
-    expect((await cache.get('mds:v1:history:simulated:AAPL:1d:1mo'))?.value).toBe('{"success":true}');
+    const stored = await cache.get('mds:v2:history:simulated:AAPL:1d:1mo');
+    expect(decodeEntry(stored!.value, stored!.ttlMs, Date.now())?.value).toEqual({ outcome: 'found', body: '{"success":true}' });
   });
 });

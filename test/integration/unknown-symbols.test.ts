@@ -15,7 +15,7 @@ import { createCache, type ResilientCache } from '../../src/infra/cache/index.js
 import { createLogger } from '../../src/infra/logger.js';
 import { SimulatedMarketDataProvider } from '../../src/infra/market/simulated-market-data-provider.js';
 import { MarketDataService } from '../../src/services/market-data.js';
-import { RepresentationCache } from '../../src/services/representation-cache.js';
+import { RepresentationCache } from '../../src/services/cache/representation-cache.js';
 import { BUCKETS, UnknownSymbols } from '../../src/services/unknown-symbols.js';
 import { connectFailFast, startRedis, type RedisProcess } from '../helpers/redis-server.js';
 
@@ -137,12 +137,13 @@ describe('unknown symbols', () => {
     expect(upstreamCalls).toBe(calls);
   });
 
-  it('when the previous release left an unknown symbol under its own key, then it is still read as unknown until it expires', async () => {
+  it('when a release before left its unknown marker under its own key or under this format\'s, then it is never read: the upstream is asked', async () => {
     await raw.set('mds:v1:quote:simulated:LEGACYJUNK', '!unknown', 'PX', 60_000);
+    await raw.set('mds:v2:quote:simulated:LEGACYJUNK', '!unknown', 'PX', 60_000);
     const calls = upstreamCalls;
 
     await expect(market.getQuote('legacyjunk')).rejects.toBeInstanceOf(UnknownSymbolError);
-    expect(upstreamCalls).toBe(calls);
+    expect(upstreamCalls).toBe(calls + 1);
   });
 
   it('when the cache is flushed, then the negative answers go too and the upstream is asked again', async () => {

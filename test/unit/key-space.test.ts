@@ -3,7 +3,7 @@
  * releases wrote them (a fleet mid-upgrade shares one Redis), and none with a hash tag.
  */
 import { describe, expect, it } from 'vitest';
-import { channels, FORMATS, keys, QUOTA_KEY_PREFIX, SHARED_PREFIX, THROTTLE_KEY_PREFIX, thisFormatAndTheOneBefore, UPSTREAM_KEY_PREFIX, utcDay } from '../../src/domain/key-space.js';
+import { channels, FORMATS, keys, legacyChannels, QUOTA_KEY_PREFIX, SHARED_PREFIX, THROTTLE_KEY_PREFIX, thisFormatAndTheOneBefore, UPSTREAM_KEY_PREFIX, utcDay } from '../../src/domain/key-space.js';
 
 describe('key space', () => {
   it('when the prefixes are read, then every one starts with mds:v1:', () => {
@@ -13,16 +13,15 @@ describe('key space', () => {
     expect(UPSTREAM_KEY_PREFIX).toBe('mds:v1:upstream:');
   });
 
-  it('when cached representations are named, then fresh, stale and lock keys keep their shapes and the kind can be read back', () => {
+  it('when cached representations are named, then entry and lock keys keep their shapes and the kind can be read back', () => {
     const key = keys.representation('quote', 'yahoo', 'AAPL');
-    expect(key).toBe('mds:v1:quote:yahoo:AAPL');
-    expect(keys.representation('indices', 'simulated', 'configured')).toBe('mds:v1:indices:simulated:configured');
-    expect(keys.stale(key)).toBe('mds:v1:stale:quote:yahoo:AAPL');
-    expect(keys.fillLock(key)).toBe('mds:v1:lock:quote:yahoo:AAPL');
+    expect(key).toBe('mds:v2:quote:yahoo:AAPL');
+    expect(keys.representation('indices', 'simulated', 'configured')).toBe('mds:v2:indices:simulated:configured');
+    expect(keys.fillLock(key)).toBe('mds:v2:lock:quote:yahoo:AAPL');
     expect(keys.kindOf(key)).toBe('quote');
     expect(keys.kindOf(keys.representation('history', 'yahoo', '^GSPC:1d:1mo'))).toBe('history');
-    // A flush takes the kind's entries and stale copies (one format so far: no format before to empty).
-    expect(keys.flushOf('quotes')).toEqual(['mds:v1:quotes:', 'mds:v1:stale:quotes:']);
+    // A flush takes the kind's entries in this format and the one before, and the one before's stale copies (a second key then).
+    expect(keys.flushOf('quotes')).toEqual(['mds:v2:quotes:', 'mds:v1:quotes:', 'mds:v1:stale:quotes:']);
     // A flush by kind prefix takes the kind's keys and nothing of a kind that starts the same.
     expect(keys.flushOf('quote').some((prefix) => keys.representation('quotes', 'yahoo', 'AAPL,MSFT').startsWith(prefix))).toBe(false);
   });
@@ -53,15 +52,19 @@ describe('key space', () => {
   });
 
   it('when channels are named, then each keeps its shape', () => {
-    expect(channels.invalidate).toBe('mds:v1:invalidate');
-    expect(channels.identityChanged).toBe('mds:v1:auth:identity-changed');
+    expect(channels.invalidate).toBe('mds:v1:bus:invalidate');
+    expect(channels.identityChanged).toBe('mds:v1:bus:identity-changed');
     expect(channels.quoteEvents('yahoo')).toBe('mds:v2:quote-events:yahoo');
-    expect(channels.live('yahoo')).toBe('mds:v1:live:yahoo');
+    expect(channels.live('yahoo')).toBe('mds:v2:live:yahoo');
+    // The release before's names of the shared channels, bridged for one release.
+    expect([...legacyChannels]).toEqual([
+      ['mds:v1:bus:invalidate', 'mds:v1:invalidate'],
+      ['mds:v1:bus:identity-changed', 'mds:v1:auth:identity-changed'],
+    ]);
   });
 
   it('when a versioned family is named, then its keys start with its format version: a bump moves that family alone', () => {
     expect(keys.representation('quote', 'yahoo', 'AAPL').startsWith(`mds:v${FORMATS.representation}:`)).toBe(true);
-    expect(keys.stale(keys.representation('quote', 'yahoo', 'AAPL')).startsWith(`mds:v${FORMATS.representation}:stale:`)).toBe(true);
     expect(keys.fillLock(keys.representation('quote', 'yahoo', 'AAPL')).startsWith(`mds:v${FORMATS.representation}:lock:`)).toBe(true);
     expect(keys.unknownSymbols('yahoo', 1).startsWith(`mds:v${FORMATS.unknownSymbols}:`)).toBe(true);
     expect(keys.quoteVersion('yahoo', 'AAPL').startsWith(`mds:v${FORMATS.quoteChanges}:`)).toBe(true);
@@ -93,8 +96,7 @@ describe('key space', () => {
   it('when any key is built, then it carries no hash tag: every command names one key, so any cluster slot may hold it', () => {
     const all = [
       keys.representation('quote', 'yahoo', 'AAPL'),
-      keys.stale('mds:v1:quote:yahoo:AAPL'),
-      keys.fillLock('mds:v1:quote:yahoo:AAPL'),
+      keys.fillLock('mds:v2:quote:yahoo:AAPL'),
       keys.jobLock('yahoo', 'refresh-indices'),
       keys.quoteVersion('yahoo', 'AAPL'),
       keys.unknownSymbols('yahoo', 0),

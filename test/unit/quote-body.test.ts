@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Quote } from '../../src/domain/ports/market-data.js';
 import { quoteInBody, serializedQuote, writeQuoteBody } from '../../src/services/market-data/quote-body.js';
-import { decodeEntry, encodeEntry } from '../../src/services/stored-entry.js';
+import { decodeEntry, encodeEntry } from '../../src/services/cache/cache-entry.js';
 
 const QUOTE = {
   symbol: 'AAPL',
@@ -22,7 +22,7 @@ describe('the body of one quote', () => {
 
   it('when a stored quote entry is read back, then its parts give the quote JSON, source and time without searching the body, whatever the quote contains', () => {
     const written = writeQuoteBody(QUOTE, 'polygon', AT);
-    const entry = decodeEntry(encodeEntry({ outcome: 'found', body: written.value, parts: written.parts }));
+    const entry = decodeEntry(encodeEntry({ outcome: 'found', body: written.value, parts: written.parts }, 0), 60_000, Date.now())?.value;
     if (entry?.outcome !== 'found') throw new Error('expected a found entry');
 
     const decoded = quoteInBody(entry.body, entry.parts);

@@ -38,6 +38,16 @@ export interface CacheStore {
 }
 
 /**
+ * A `CacheStore` that answers every call and never throws `CacheUnavailableError`: it falls back to
+ * process memory on its own when the shared store fails (infra/cache's `ResilientCache`, or memory
+ * alone). Its callers need no error handling of the store.
+ */
+export interface FallbackCacheStore extends CacheStore {
+  /** Which store answers now and whether the shared one is connected; absent for a store with one mode. */
+  status?(): { mode: 'redis' | 'memory'; connected: boolean };
+}
+
+/**
  * Best-effort messages to every instance sharing the cache store (this one included). A message
  * may be lost while the store is away; subscribers must treat it as a hint, never as the only truth.
  */

@@ -5,7 +5,8 @@ import { TooManyCandlesError, type HistoryParams } from '../../services/market-d
 import { EXPORT_PAGE_CANDLES } from '../../services/market-data/exports.js';
 import type { IndicatorService } from '../../services/indicators.js';
 import { InvalidRequestError } from '../../domain/errors.js';
-import { textOf, type CachedRepresentation } from '../../services/representation-cache.js';
+import type { CachedRepresentation } from '../../services/cache/cache-types.js';
+import { textOf } from '../../services/cache/representation-cache.js';
 import type { ComputePool, ExportStudies } from '../../domain/ports/compute.js';
 import { abortOnClose, ARROW_CONTENT_TYPE, CSV_CONTENT_TYPE, writeExport } from '../history-export.js';
 import { cacheScopeOf, setCacheControl } from '../cache-policy.js';

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request } from 'express';
 import vary from 'vary';
-import type { CachedRepresentation, CacheKind } from '../../services/representation-cache.js';
+import type { CachedRepresentation, CacheKind } from '../../services/cache/cache-types.js';
 import { cacheControl, CREDENTIAL_HEADERS, type CacheScope } from '../cache-policy.js';
 import { ARROW_CONTENT_TYPE } from '../history-export.js';
 

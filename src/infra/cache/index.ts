@@ -18,7 +18,7 @@ export {
   type RedisClient,
   type RedisNodeAddress,
   type RedisTopology,
-} from './redis-connection.js';
+} from './redis-options.js';
 export { ResilientCache, type CacheStatus, type ResilientCacheOptions } from './resilient-cache.js';
 
 /** Timings for tests and tuning; the defaults suit production. */

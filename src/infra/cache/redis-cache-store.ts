@@ -10,7 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import { Cluster, type Redis } from 'ioredis';
 import type { CacheEntry, CacheStore } from '../../domain/ports/cache.js';
-import { RedisConnection, type RedisClient, type RedisCacheStoreSource, type RedisTopology } from './redis-connection.js';
+import { RedisConnection } from './redis-connection.js';
+import type { RedisClient, RedisCacheStoreSource, RedisTopology } from './redis-options.js';
 import { RedisSubscriptions } from './redis-pubsub.js';
 
 const SCAN_BATCH = 500;

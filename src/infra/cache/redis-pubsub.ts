@@ -4,7 +4,8 @@
  * reconnect, knows whether delivery is live now and counts the gaps when messages may have been lost.
  */
 import { Cluster } from 'ioredis';
-import type { RedisClient, RedisConnection } from './redis-connection.js';
+import type { RedisConnection } from './redis-connection.js';
+import type { RedisClient } from './redis-options.js';
 
 const CLUSTER_SUBSCRIBER_CHECK_MS = 200;
 

@@ -1,17 +1,19 @@
 /**
- * The cache the service uses: Redis when it answers, process memory when it does not. A failed Redis
- * command, or a closed connection, switches every later call to memory at once (no request waits on
- * a dead Redis); the switch back happens by itself when the connection is ready again. Each
- * transition is logged once.
+ * The cache the service uses: a store that answers every call, from Redis while Redis answers and
+ * from process memory when it does not. A failed Redis command, or a closed connection, switches
+ * every later call to memory at once (no request waits on a dead Redis); the switch back happens by
+ * itself when the connection is ready again and Redis answers a PING. Each transition is logged once.
+ * Locks and the shared counters follow the same switch; the broadcast between instances rides on it
+ * (cache-bus.ts).
  */
-import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
-import type { Broadcast, CacheEntry, CacheStore } from '../../domain/ports/cache.js';
+import type { Broadcast, CacheEntry, FallbackCacheStore } from '../../domain/ports/cache.js';
 import type { SharedCounters } from '../../domain/ports/counters.js';
 import { RedisSharedCounters } from '../counters/redis-shared-counters.js';
+import { CacheBus } from './cache-bus.js';
 import type { MemoryCacheStore } from './memory-cache-store.js';
 import type { RedisCacheStore } from './redis-cache-store.js';
-import type { RedisClient, RedisTopology } from './redis-connection.js';
+import type { RedisClient, RedisTopology } from './redis-options.js';
 
 /** Which store answers, whether Redis is connected, and hit/miss counts of `get` since start. */
 export interface CacheStatus {
@@ -40,23 +42,16 @@ export interface ResilientCacheOptions {
   probeIntervalMs?: number;
 }
 
-/** A `CacheStore` that never throws `CacheUnavailableError`: Redis failures fall back to memory. */
-export class ResilientCache implements CacheStore, Broadcast {
+/** A `FallbackCacheStore`: it never throws `CacheUnavailableError`, Redis failures fall back to memory. */
+export class ResilientCache implements FallbackCacheStore, Broadcast {
   readonly #redis: RedisCacheStore | undefined;
   readonly #memory: MemoryCacheStore;
   readonly #logger: Logger;
   readonly #startTimeoutMs: number;
   readonly #probeIntervalMs: number;
+  readonly #bus: CacheBus;
   readonly #unsubscribe: Array<() => void> = [];
-  readonly #localListeners = new Map<string, Set<(message: string) => void>>();
-  readonly #resyncListeners = new Set<() => void>();
-  /** Tells this cache's broadcasts (delivered locally already) from other instances'. */
-  readonly #instanceId = randomUUID();
   #useRedis = false;
-  /** What `live()` said when last looked at, to fire the resync listeners on each return to live. */
-  #live = false;
-  /** The store's subscription gap count at the last resync: a gap too short to see still resyncs. */
-  #gapsAtResync = 0;
   // Bumped on every switch to Redis, so that a command started before a fallback and recovery cannot
   // knock the cache back into memory mode when it finally fails.
   #epoch = 0;
@@ -74,6 +69,12 @@ export class ResilientCache implements CacheStore, Broadcast {
     this.#logger = options.logger;
     this.#startTimeoutMs = options.startTimeoutMs ?? 1000;
     this.#probeIntervalMs = options.probeIntervalMs ?? 1000;
+    this.#bus = new CacheBus({
+      redis: options.redis,
+      useRedis: () => this.#useRedis,
+      onRedis: (op) => this.#onRedis(op, () => undefined),
+      logger: options.logger,
+    });
   }
 
   /**
@@ -226,56 +227,24 @@ export class ResilientCache implements CacheStore, Broadcast {
     );
   }
 
-  /**
-   * Delivers `message` to this instance's subscribers at once and, in Redis mode, to every other
-   * instance through Redis. A Redis failure loses the remote delivery only; never throws.
-   */
-  async publish(channel: string, message: string): Promise<void> {
-    for (const listener of this.#localListeners.get(channel) ?? []) listener(message);
-    await this.#onRedis(
-      (redis) => redis.publish(channel, `${this.#instanceId}:${message}`),
-      () => undefined,
-    );
+  /** `Broadcast.publish` (cache-bus.ts): here at once, elsewhere through Redis; never throws. */
+  publish(channel: string, message: string): Promise<void> {
+    return this.#bus.publish(channel, message);
   }
 
-  /** Calls `listener` for messages on `channel` from this instance and, through Redis, from the others. */
+  /** `Broadcast.subscribe` (cache-bus.ts). */
   subscribe(channel: string, listener: (message: string) => void): () => void {
-    let listeners = this.#localListeners.get(channel);
-    if (!listeners) {
-      listeners = new Set();
-      this.#localListeners.set(channel, listeners);
-      const local = listeners;
-      const stop = this.#redis?.subscribe(channel, (raw) => {
-        const at = raw.indexOf(':');
-        // Our own messages were delivered locally when published.
-        if (raw.slice(0, at) === this.#instanceId) return;
-        for (const l of local) l(raw.slice(at + 1));
-      });
-      if (stop) this.#unsubscribe.push(stop);
-    }
-    listeners.add(listener);
-    return () => listeners.delete(listener);
+    return this.#bus.subscribe(channel, listener);
   }
 
-  /**
-   * Messages from other instances arrive while the cache is in Redis mode and the subscriber
-   * connection is up with every channel subscribed again; without Redis configured there is no
-   * other instance to hear from. Leans to false: a command connection down counts as not live too,
-   * since whatever this instance publishes meanwhile reaches nobody and the store is in doubt.
-   */
+  /** `Broadcast.live` (cache-bus.ts). */
   live(): boolean {
-    const redis = this.#redis;
-    return redis === undefined || (this.#useRedis && redis.subscriptionLive());
+    return this.#bus.live();
   }
 
-  /**
-   * Calls `listener` each time `live()` turns true: after every gap (memory mode, the subscriber
-   * connection lost) once every channel is subscribed again, and the first time at start (what was
-   * kept before then was kept without hearing anyone).
-   */
+  /** `Broadcast.onResync` (cache-bus.ts). */
   onResync(listener: () => void): () => void {
-    this.#resyncListeners.add(listener);
-    return () => this.#resyncListeners.delete(listener);
+    return this.#bus.onResync(listener);
   }
 
   /** Stops probing, closes Redis and clears memory. Safe to call twice. */
@@ -284,6 +253,7 @@ export class ResilientCache implements CacheStore, Broadcast {
     this.#closed = true;
     this.#stopProbe();
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
+    this.#bus.close();
     this.#useRedis = false;
     await this.#redis?.close();
     this.#memory.clear();
@@ -300,14 +270,10 @@ export class ResilientCache implements CacheStore, Broadcast {
       try {
         return await op(redis);
       } catch (err) {
-        this.#failed(epoch, err);
+        if (epoch === this.#epoch) this.#toMemory(err);
       }
     }
     return otherwise();
-  }
-
-  #failed(epoch: number, err: unknown): void {
-    if (epoch === this.#epoch) this.#toMemory(err);
   }
 
   #toMemory(cause: unknown): void {
@@ -319,21 +285,7 @@ export class ResilientCache implements CacheStore, Broadcast {
   }
 
   #checkLive(): void {
-    if (this.#closed) return;
-    const live = this.live();
-    const gaps = this.#redis?.subscriptionGaps() ?? 0;
-    const wasLive = this.#live;
-    this.#live = live;
-    if (!live || (wasLive && gaps === this.#gapsAtResync)) return;
-    this.#gapsAtResync = gaps;
-    this.#logger.debug({ cache: 'redis' }, 'Broadcast delivery is live: dropping what was kept on the strength of messages');
-    for (const listener of this.#resyncListeners) {
-      try {
-        listener();
-      } catch (err) {
-        this.#logger.error({ reason: reasonOf(err) }, 'A resync listener failed');
-      }
-    }
+    if (!this.#closed) this.#bus.checkLive();
   }
 
   /**

@@ -11,7 +11,8 @@
  */
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { CounterUsage, CounterWindow, SharedCounters } from '../../domain/ports/counters.js';
-import { within, type RedisClient } from '../cache/redis-connection.js';
+import { within } from '../cache/redis-connection.js';
+import type { RedisClient } from '../cache/redis-options.js';
 import { DAY_MS } from '../../domain/durations.js';
 
 export interface RedisSharedCountersOptions {

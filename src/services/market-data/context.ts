@@ -10,7 +10,8 @@ import { historyAnswer } from '../../domain/history-answer.js';
 import { sentBodyOf } from '../../domain/sent-json.js';
 import type { RateTable } from '../../domain/currencies.js';
 import { DataSourceError } from '../../domain/errors.js';
-import type { RepresentationCache, Unknown } from '../representation-cache.js';
+import type { Unknown } from '../cache/cache-types.js';
+import type { RepresentationCache } from '../cache/representation-cache.js';
 import type { HistoryStore } from '../history-store.js';
 import type { UnknownSymbols } from '../unknown-symbols.js';
 

@@ -9,7 +9,7 @@ import type { TimeSpan } from '../../domain/ports/history-store.js';
 import type { History, HistoryQuery } from '../../domain/ports/market-data.js';
 import type { Adjustment } from '../../domain/history-adjustment.js';
 import { columnsLength } from '../../domain/candle-columns.js';
-import type { CachedRepresentation, Loaded } from '../representation-cache.js';
+import type { CachedRepresentation, Loaded } from '../cache/cache-types.js';
 import type { HistoryStore } from '../history-store.js';
 import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext } from './context.js';
 import { historyLifetime, PARTIAL_TTL_MS } from './lifetimes.js';

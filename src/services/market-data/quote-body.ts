@@ -6,7 +6,7 @@
  */
 import type { components } from '../../generated/api.js';
 import type { Quote } from '../../domain/ports/market-data.js';
-import type { BodyParts } from '../stored-entry.js';
+import type { BodyParts } from '../cache/cache-entry.js';
 
 type QuoteResponse = components['schemas']['QuoteResponse'];
 

@@ -7,7 +7,7 @@ import { convertibleFrom, convertQuote, lastPublishedDay, needsConversion, publi
 import { RATE_SOURCE } from '../reference-rates.js';
 import type { Quote } from '../../domain/ports/market-data.js';
 import { canonical, canonicalSymbol, parseSymbolList } from '../../domain/symbols.js';
-import type { CachedRepresentation, CacheRead, Loaded, ReadOutcome } from '../representation-cache.js';
+import type { CachedRepresentation, CacheRead, Loaded, ReadOutcome } from '../cache/cache-types.js';
 import { REMEMBERED_UNKNOWN, UNKNOWN, type MarketDataContext } from './context.js';
 import { DEGRADED_INDICES_TTL_MS, quoteLifetime, type QuoteLifetimes } from './lifetimes.js';
 import { decodeQuote, writeQuoteBody } from './quote-body.js';

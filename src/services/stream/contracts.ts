@@ -8,7 +8,7 @@ import type { CredentialRecheck, Principal } from '../../domain/ports/accounts.j
 import type { Broadcast, CacheStore } from '../../domain/ports/cache.js';
 import type { Logger } from '../../domain/ports/logger.js';
 import type { Quote } from '../../domain/ports/market-data.js';
-import type { FillListener } from '../representation-cache.js';
+import type { FillListener } from '../cache/cache-types.js';
 
 /** Where a stream's bytes go: an HTTP response, seen only through what the hub needs. */
 export interface StreamSink {

@@ -16,8 +16,8 @@ import type { Broadcast, CacheStore } from '../../domain/ports/cache.js';
 import type { Logger } from '../../domain/ports/logger.js';
 import type { Quote } from '../../domain/ports/market-data.js';
 import { quoteInBody, serializedAs } from '../market-data/quote-body.js';
-import type { FillListener } from '../representation-cache.js';
-import type { BodyParts } from '../stored-entry.js';
+import type { FillListener } from '../cache/cache-types.js';
+import type { BodyParts } from '../cache/cache-entry.js';
 
 /** A version record outlives any quote's cache lifetime (at most an hour), so a restart still compares. */
 const VERSION_TTL_MS = 24 * 60 * 60 * 1000;
