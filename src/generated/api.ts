@@ -2092,8 +2092,8 @@ export interface components {
              */
             suspect: number;
         };
-        /** @description A span of time, start included, end excluded. */
-        TimeSpan: {
+        /** @description A part of a history window the candles do not cover, start included, end excluded, and why. */
+        MissingSpan: {
             /**
              * Format: date-time
              * @description The first instant, ISO 8601 UTC.
@@ -2106,9 +2106,6 @@ export interface components {
              * @example 2026-11-21T00:00:00.000Z
              */
             end: string;
-        };
-        /** @description A part of a history window the candles do not cover, start included, end excluded, and why. */
-        MissingSpan: components["schemas"]["TimeSpan"] & {
             /**
              * @description Why the part is missing, when the history store knows: `beyond_reach` (older than the upstream keeps, and not stored), `upstream_failed` (the upstream could not be asked or failed), `no_stream_data` (answered by live bars, and the push stream has no bar for these minutes of a session: socket down, no leader, no trade; never invented). Absent for parts a currency conversion left out.
              * @example no_stream_data
