@@ -5,9 +5,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { parse as parseDotenv } from 'dotenv';
+import type * as Dotenv from 'dotenv';
 import { distance } from 'fastest-levenshtein';
-import proxyaddr from 'proxy-addr';
+import type ProxyAddr from 'proxy-addr';
 import { createRequire } from 'node:module';
 import type * as Zod from 'zod';
 import { ConfigError } from './domain/errors.js';
@@ -16,8 +16,10 @@ import { isPlannedProvider, planFigures, tiersOf, type ProviderPlan } from './do
 import { DEFAULT_KEEP, KEEP_FORMAT, KEPT_INTERVALS, keepVariable, parseKeep } from './domain/retention.js';
 import type { HistoryInterval } from './domain/ports/market-data.js';
 
+const requireHere = createRequire(import.meta.url);
 // Required, not imported: zod's CommonJS build loads in two thirds of the time its ES modules take, on every start of every command.
-const { z } = createRequire(import.meta.url)('zod') as typeof Zod;
+// dotenv and proxy-addr load only when there is a .env file, or TRUST_PROXY lists addresses.
+const { z } = requireHere('zod') as typeof Zod;
 
 /** Placeholder values shipped in `.env.example`; startup warns while they are in use. */
 export const PLACEHOLDERS = {
@@ -65,7 +67,7 @@ const trustProxy = z.string().transform((v, ctx): false | number | string[] => {
   }
   const list = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
   try {
-    proxyaddr.compile(list);
+    (requireHere('proxy-addr') as typeof ProxyAddr).compile(list);
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: `must be false, a number of trusted proxies, or their addresses and CIDRs separated by commas (${(err as Error).message})` });
   }
@@ -329,7 +331,7 @@ function readEnvFile(env: Env, cwd: string): Env {
     if (env.ENV_FILE) throw new ConfigError(`ENV_FILE: ${path} does not exist`);
     return {};
   }
-  return parseDotenv(readFileSync(path));
+  return (requireHere('dotenv') as typeof Dotenv).parse(readFileSync(path));
 }
 
 function redisFromParts(v: Zod.infer<typeof schema>) {

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.js';
-import { openUserStore } from '../infra/db/typeorm-user-store.js';
+import { openAccountStores } from '../infra/db/typeorm-user-store.js';
 import type { Logger } from '../infra/logger.js';
 import type { AccountService } from '../services/accounts.js';
 import type { ApiKeyService } from '../services/api-keys.js';
@@ -27,7 +27,7 @@ export interface OpenOptions {
 /** The database (migrated) and the announcements of a CLI process, with what closes them. */
 async function openShared(config: Config, logger: Logger, options: OpenOptions) {
   const shutdown = new ShutdownList(logger);
-  const db = await openUserStore(config.database.url, { runMigrations: true });
+  const db = await openAccountStores(config.database.url, { runMigrations: true });
   shutdown.add('database', () => db.close());
   const announcements = new CliAnnouncements(config.cache, logger, options.warn);
   shutdown.add('announcements', () => announcements.close());

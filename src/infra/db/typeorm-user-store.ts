@@ -7,11 +7,11 @@ import { isUniqueViolation, reasonOf } from './db-errors.js';
 import { AppError, DatabaseUnavailableError, LastAdminError, UserNotFoundError, UsernameTakenError } from '../../domain/errors.js';
 import type { User, UserStore } from '../../domain/ports/accounts.js';
 import { TypeormApiKeyStore } from './typeorm-api-key-store.js';
-import { TypeormCandleStore } from './typeorm-candle-store.js';
-import { TypeormHistoryJobStore } from './typeorm-history-job-store.js';
-import { TypeormFxRateStore } from './typeorm-fx-rate-store.js';
-import { TypeormDataIssueStore } from './typeorm-data-issue-store.js';
-import { TypeormUsageStore } from './typeorm-usage-store.js';
+import type { TypeormCandleStore } from './typeorm-candle-store.js';
+import type { TypeormHistoryJobStore } from './typeorm-history-job-store.js';
+import type { TypeormFxRateStore } from './typeorm-fx-rate-store.js';
+import type { TypeormDataIssueStore } from './typeorm-data-issue-store.js';
+import type { TypeormUsageStore } from './typeorm-usage-store.js';
 import { createDataSource, databaseKindOf, parseDatabaseUrl, redactDatabaseUrl, type DataSourceOptions } from './data-source.js';
 import { storeOperations } from './serial-queue.js';
 import { USER_ENTITY, type DatabaseKind, type UserRow } from './user-entity.js';
@@ -153,13 +153,17 @@ export interface OpenedUserStore {
   close(): Promise<void>;
 }
 
+/** The users and the managed API keys over the configured database, what the CLI's account commands need. */
+export type AccountStores = Pick<OpenedUserStore, 'store' | 'apiKeys' | 'dataSource' | 'description' | 'hasPendingMigrations' | 'close'>;
+
 /**
  * Connects to DATABASE_URL and, with `runMigrations`, brings the schema up to date (idempotent).
  * Throws `AppError` `DATABASE_UNAVAILABLE` with one line naming the URL (password hidden) when the
  * database cannot be reached or opened, `DATABASE_MIGRATION_FAILED` when a migration fails, and
- * `DATABASE_URL_INVALID` for a URL that is neither `sqlite:` nor `postgres://`.
+ * `DATABASE_URL_INVALID` for a URL that is neither `sqlite:` nor `postgres://`. Only the account
+ * stores are built (and their modules loaded): `openUserStore` adds the others.
  */
-export async function openUserStore(databaseUrl: string, options: { runMigrations: boolean; readerNiceIncrement?: number } & DataSourceOptions): Promise<OpenedUserStore> {
+export async function openAccountStores(databaseUrl: string, options: { runMigrations: boolean } & DataSourceOptions, onClose?: () => Promise<void>): Promise<AccountStores> {
   const target = parseDatabaseUrl(databaseUrl);
   const description = target.kind === 'sqlite' ? `sqlite:${target.path}` : redactDatabaseUrl(databaseUrl);
   const dataSource = createDataSource(databaseUrl, options.schema ? { schema: options.schema } : {});
@@ -168,12 +172,11 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
   } catch (err) {
     throw new DatabaseUnavailableError(`Cannot open the database at ${description}: ${reasonOf(err)}`, { cause: err });
   }
-  const candles = new TypeormCandleStore(dataSource, { readerNiceIncrement: options.readerNiceIncrement ?? 0 });
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
-    await candles.close();
+    await onClose?.();
     if (dataSource.isInitialized) await dataSource.destroy();
   };
   if (options.runMigrations) {
@@ -187,14 +190,33 @@ export async function openUserStore(databaseUrl: string, options: { runMigration
   return {
     store: new TypeormUserStore(dataSource),
     apiKeys: new TypeormApiKeyStore(dataSource),
+    dataSource,
+    description,
+    hasPendingMigrations: () => dataSource.showMigrations(),
+    close,
+  };
+}
+
+/** `openAccountStores` and every other store of the database (history, jobs, usage, data issues, rates). */
+export async function openUserStore(databaseUrl: string, options: { runMigrations: boolean; readerNiceIncrement?: number } & DataSourceOptions): Promise<OpenedUserStore> {
+  // Loaded here, not at the top: the CLI's account commands never load the history store's modules.
+  const [{ TypeormCandleStore }, { TypeormHistoryJobStore }, { TypeormUsageStore }, { TypeormDataIssueStore }, { TypeormFxRateStore }] = await Promise.all([
+    import('./typeorm-candle-store.js'),
+    import('./typeorm-history-job-store.js'),
+    import('./typeorm-usage-store.js'),
+    import('./typeorm-data-issue-store.js'),
+    import('./typeorm-fx-rate-store.js'),
+  ]);
+  let candles: TypeormCandleStore | undefined;
+  const accounts = await openAccountStores(databaseUrl, options, async () => candles?.close());
+  const { dataSource } = accounts;
+  candles = new TypeormCandleStore(dataSource, { readerNiceIncrement: options.readerNiceIncrement ?? 0 });
+  return {
+    ...accounts,
     candles,
     historyJobs: new TypeormHistoryJobStore(dataSource),
     usage: new TypeormUsageStore(dataSource),
     dataIssues: new TypeormDataIssueStore(dataSource),
     fxRates: new TypeormFxRateStore(dataSource),
-    dataSource,
-    description,
-    hasPendingMigrations: () => dataSource.showMigrations(),
-    close,
   };
 }
