@@ -47,16 +47,10 @@ export function monthTable(start: number): string {
   return `candles_p${d.getUTCFullYear()}${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
 }
 
-/** Where the partitioned months begin for a table whose newest bar starts at `newestMs` (undefined: empty), made at `nowMs`. */
-export function firstPartitionedMonth(newestMs: number | undefined, nowMs: number): number {
-  const back = addMonths(monthStart(nowMs), -NEW_DATABASE_MONTHS_BACK);
-  return newestMs === undefined ? back : Math.max(back, addMonths(monthStart(newestMs), 1));
-}
-
 type Query = (sql: string, params?: unknown[]) => Promise<unknown>;
 
 /** Makes the month starting at `start` unless it exists; run under `PARTITIONS_LOCK` (or in the migration). */
-export async function createMonth(query: Query, t: (table: string) => string, start: number): Promise<void> {
+async function createMonth(query: Query, t: (table: string) => string, start: number): Promise<void> {
   await query(`CREATE TABLE IF NOT EXISTS ${t(monthTable(start))} PARTITION OF ${t('candles')} FOR VALUES FROM (${start}) TO (${addMonths(start, 1)})`);
 }
 
